@@ -1,0 +1,235 @@
+"""Topic configuration: :class:`TopicConfig`, validated once, stored in each log header.
+
+Imports only ``errors``, ``paths`` and ``units``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from sowlib.errors import ConfigError, FieldPathError
+from sowlib.paths import parse_path
+from sowlib.units import parse_duration, parse_size
+
+__all__ = ["DURABILITIES", "TopicConfig"]
+
+DURABILITIES = ("persistent", "transient", "sync")
+_DEFAULT_SLAB = 1024 * 1024
+
+
+def _check_path(text: object, where: str) -> str:
+    if not isinstance(text, str):
+        raise ConfigError(where, f"{text!r} is not a field path string")
+    try:
+        return parse_path(text).to_text()
+    except FieldPathError as exc:
+        raise ConfigError(where, str(exc)) from None
+
+
+def _paths(values: Iterable[object] | str | None, where: str) -> tuple[str, ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        values = [values]
+    return tuple(_check_path(v, f"{where}[{i}]") for i, v in enumerate(values))
+
+
+def _hash_indexes(values: object) -> tuple[tuple[str, ...], ...]:
+    if values is None:
+        return ()
+    if isinstance(values, str):
+        raise ConfigError("hash_indexes", "expected a list of field lists, e.g. [['/a']]")
+    out = []
+    for i, fields in enumerate(values):  # type: ignore[attr-defined]
+        got = _paths(fields, f"hash_indexes[{i}]")
+        if not got:
+            raise ConfigError(f"hash_indexes[{i}]", "a hash index needs at least one field")
+        out.append(got)
+    return tuple(out)
+
+
+@attrs.frozen
+class TopicConfig:
+    """Everything that defines a SOW topic (spec §14.2), validated.
+
+    Build one with :meth:`make`, which accepts the same keyword arguments as
+    ``SowStore.create_topic`` (AMPS unit strings included).
+    """
+
+    name: str
+    message_type: str = "json"
+    keys: tuple[str, ...] = ()
+    key_domain: str | None = None
+    key_generator: object = attrs.field(default=None, eq=False)
+    durability: str = "persistent"
+    #: None (disabled), or True with an optional default lifetime in seconds.
+    expiration_enabled: bool = False
+    default_ttl: float | None = None
+    slab_size: int = _DEFAULT_SLAB
+    hash_indexes: tuple[tuple[str, ...], ...] = ()
+    indexes: tuple[str, ...] = ()
+    history_window: float | None = None
+    history_granularity: float = 0.0
+    file_name: str | None = None
+    #: Compact automatically when garbage exceeds this fraction of the file (None: never).
+    auto_compact: float | None = 0.5
+    options: Mapping[str, Any] = attrs.field(factory=dict, eq=False)
+
+    @property
+    def domain(self) -> str:
+        """The key domain: ``key_domain`` or the topic name."""
+        return self.key_domain if self.key_domain is not None else self.name
+
+    @property
+    def history(self) -> bool:
+        """Whether earlier versions are kept for historical queries."""
+        return self.history_window is not None
+
+    @classmethod
+    def make(
+        cls,
+        name: str,
+        *,
+        message_type: str = "json",
+        keys: Iterable[str] | str | None = None,
+        key_domain: str | None = None,
+        key_generator: object = None,
+        durability: str = "persistent",
+        expiration: str | float | None = None,
+        slab_size: str | int = _DEFAULT_SLAB,
+        hash_indexes: Iterable[Iterable[str]] | None = None,
+        indexes: Iterable[str] | str | None = None,
+        history: str | float | Mapping[str, Any] | None = None,
+        file_name: str | None = None,
+        auto_compact: float | None = 0.5,
+        options: Mapping[str, Any] | None = None,
+    ) -> TopicConfig:
+        """Validate keyword arguments (AMPS units allowed) into a config.
+
+        Raises:
+            ConfigError: naming the bad argument.
+        """
+        if not isinstance(name, str) or not name:
+            raise ConfigError("name", f"{name!r} is not a topic name")
+        if not isinstance(message_type, str) or not message_type:
+            raise ConfigError("message_type", f"{message_type!r} is not a message type")
+        if durability not in DURABILITIES:
+            raise ConfigError(
+                "durability", f"{durability!r} is not one of {', '.join(DURABILITIES)}"
+            )
+        if key_domain is not None and not isinstance(key_domain, str):
+            raise ConfigError("key_domain", f"{key_domain!r} is not text")
+        enabled, ttl = _expiration(expiration)
+        window, granularity = _history(history)
+        if auto_compact is not None and not (
+            isinstance(auto_compact, int | float) and 0 < auto_compact < 1
+        ):
+            raise ConfigError("auto_compact", "expected a garbage ratio between 0 and 1, or None")
+        return cls(
+            name=name,
+            message_type=message_type.lower(),
+            keys=_paths(keys, "keys"),
+            key_domain=key_domain,
+            key_generator=key_generator,
+            durability=durability,
+            expiration_enabled=enabled,
+            default_ttl=ttl,
+            slab_size=_slab(slab_size),
+            hash_indexes=_hash_indexes(hash_indexes),
+            indexes=_paths(indexes, "indexes"),
+            history_window=window,
+            history_granularity=granularity,
+            file_name=file_name,
+            auto_compact=None if window is not None else auto_compact,
+            options=dict(options or {}),
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (the key generator is recorded by name only)."""
+        gen = self.key_generator
+        gen_name = None
+        if gen is not None:
+            gen_name = getattr(gen, "spec", None) or (
+                f"{getattr(gen, '__module__', '?')}:{getattr(gen, '__qualname__', type(gen).__qualname__)}"
+            )
+        return {
+            "name": self.name,
+            "message_type": self.message_type,
+            "keys": list(self.keys),
+            "key_domain": self.key_domain,
+            "key_generator": gen_name,
+            "durability": self.durability,
+            "expiration_enabled": self.expiration_enabled,
+            "default_ttl": self.default_ttl,
+            "slab_size": self.slab_size,
+            "hash_indexes": [list(h) for h in self.hash_indexes],
+            "indexes": list(self.indexes),
+            "history_window": self.history_window,
+            "history_granularity": self.history_granularity,
+            "file_name": self.file_name,
+            "auto_compact": self.auto_compact,
+            "options": dict(self.options),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], key_generator: object = None) -> TopicConfig:
+        """Inverse of :meth:`to_dict`; the caller supplies the generator object."""
+        try:
+            return cls(
+                name=data["name"],
+                message_type=data["message_type"],
+                keys=tuple(data["keys"]),
+                key_domain=data["key_domain"],
+                key_generator=key_generator,
+                durability=data["durability"],
+                expiration_enabled=bool(data["expiration_enabled"]),
+                default_ttl=data["default_ttl"],
+                slab_size=int(data["slab_size"]),
+                hash_indexes=tuple(tuple(h) for h in data["hash_indexes"]),
+                indexes=tuple(data["indexes"]),
+                history_window=data["history_window"],
+                history_granularity=float(data["history_granularity"]),
+                file_name=data.get("file_name"),
+                auto_compact=data.get("auto_compact"),
+                options=dict(data.get("options") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ConfigError("stored topic config", f"unreadable: {exc!r}") from None
+
+
+def _expiration(value: str | float | None) -> tuple[bool, float | None]:
+    if value is None or value is False:
+        return False, None
+    if isinstance(value, str):
+        low = value.strip().lower()
+        if low in ("disabled", "false", "off", ""):
+            return False, None
+        if low in ("enabled", "true", "on"):
+            return True, None
+    ttl = parse_duration(value, "expiration")  # type: ignore[arg-type]
+    return True, (ttl if ttl > 0 else None)
+
+
+def _history(value: str | float | Mapping[str, Any] | None) -> tuple[float | None, float]:
+    if value is None:
+        return None, 0.0
+    if isinstance(value, Mapping):
+        unknown = set(value) - {"window", "granularity"}
+        if unknown:
+            raise ConfigError("history", f"unknown keys {sorted(unknown)}")
+        if "window" not in value:
+            raise ConfigError("history", "needs a window, e.g. {'window': '1d'}")
+        window = parse_duration(value["window"], "history.window")
+        granularity = parse_duration(value.get("granularity", 0), "history.granularity")
+        return window, granularity
+    return parse_duration(value, "history"), 0.0
+
+
+def _slab(value: str | int) -> int:
+    size = parse_size(value, "slab_size")
+    if size < 4096:
+        raise ConfigError("slab_size", f"{value!r} is below the 4KB minimum")
+    return size

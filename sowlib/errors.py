@@ -1,0 +1,380 @@
+"""Every exception sowlib raises, in one tree rooted at :class:`SowError`.
+
+Imports nothing from sowlib. Each class also inherits the builtin a caller
+would expect (``ValueError`` for bad input, ``KeyError`` for a missing topic),
+so ``except ValueError`` keeps working for code that does not know sowlib.
+"""
+
+from __future__ import annotations
+
+import attrs
+
+__all__ = [
+    "CodecError",
+    "ConfigError",
+    "CorruptRecordError",
+    "DecodeError",
+    "EncodeError",
+    "FieldPathError",
+    "FilterArityError",
+    "FilterError",
+    "FilterSyntaxError",
+    "FormatVersionError",
+    "InvalidSowKeyError",
+    "MissingKeyFieldError",
+    "QueryOptionError",
+    "ReadOnlyError",
+    "RecordTooLargeError",
+    "RegexTimeoutError",
+    "SowError",
+    "StorageError",
+    "StoreClosedError",
+    "StoreLockedError",
+    "TopicExistsError",
+    "UnknownFunctionError",
+    "UnknownTopicError",
+    "UnsupportedFilterError",
+    "UnsupportedOperationError",
+]
+
+
+def _caret(expression: str, offset: int) -> str:
+    """Render ``expression`` with a caret under ``offset`` (clamped to the text)."""
+    offset = max(0, min(offset, len(expression)))
+    return f"\n  {expression}\n  {' ' * offset}^"
+
+
+class SowError(Exception):
+    """Base class of every error sowlib raises."""
+
+    def __str__(self) -> str:  # attrs exceptions otherwise print a tuple
+        return self.message()
+
+    def message(self) -> str:
+        """Return the human-readable message (subclasses override)."""
+        return self.__class__.__name__
+
+
+# --------------------------------------------------------------------------
+# filter language
+
+
+class FilterError(SowError, ValueError):
+    """A filter expression cannot be parsed or compiled."""
+
+
+@attrs.define(auto_exc=True, eq=False)
+class FilterSyntaxError(FilterError):
+    """The filter text is not valid; ``offset`` is the 0-based column of the problem."""
+
+    expression: str
+    offset: int
+    expected: str
+    found: str
+
+    def message(self) -> str:
+        head = (
+            f"expected {self.expected}, found {self.found} at column {self.offset + 1}"
+        )
+        return head + _caret(self.expression, self.offset)
+
+
+@attrs.define(auto_exc=True, eq=False)
+class UnknownFunctionError(FilterError):
+    """The filter calls a function that is not in the registry."""
+
+    expression: str
+    offset: int
+    name: str
+
+    def message(self) -> str:
+        return f"unknown function {self.name!r} at column {self.offset + 1}" + _caret(
+            self.expression, self.offset
+        )
+
+
+@attrs.define(auto_exc=True, eq=False)
+class FilterArityError(FilterError):
+    """A function is called with the wrong number of arguments."""
+
+    expression: str
+    offset: int
+    name: str
+    expected: str
+    got: int
+
+    def message(self) -> str:
+        head = (
+            f"{self.name}() takes {self.expected} argument(s), got {self.got}"
+            f" at column {self.offset + 1}"
+        )
+        return head + _caret(self.expression, self.offset)
+
+
+@attrs.define(auto_exc=True, eq=False)
+class UnsupportedFilterError(FilterError):
+    """A back-end cannot express a construct exactly (it never approximates)."""
+
+    construct: str
+    backend: str
+    expression: str = ""
+    offset: int = 0
+    hint: str = ""
+
+    def message(self) -> str:
+        text = f"{self.construct} is not supported by the {self.backend} back-end"
+        if self.hint:
+            text += f" ({self.hint})"
+        if self.expression:
+            text += _caret(self.expression, self.offset)
+        return text
+
+
+@attrs.define(auto_exc=True, eq=False)
+class RegexTimeoutError(FilterError):
+    """A LIKE pattern took longer than the configured limit on one value."""
+
+    pattern: str
+    seconds: float
+
+    def message(self) -> str:
+        return (
+            f"LIKE pattern {self.pattern!r} exceeded {self.seconds}s on one value;"
+            " simplify the pattern (nested quantifiers backtrack exponentially)"
+        )
+
+
+# --------------------------------------------------------------------------
+# field paths and query options
+
+
+@attrs.define(auto_exc=True, eq=False)
+class FieldPathError(SowError, ValueError):
+    """A field path such as ``/order/price`` is malformed."""
+
+    path: str
+    offset: int
+    reason: str
+
+    def message(self) -> str:
+        return f"bad field path {self.path!r}: {self.reason}" + _caret(
+            self.path, self.offset
+        )
+
+
+@attrs.define(auto_exc=True, eq=False)
+class QueryOptionError(SowError, ValueError):
+    """A query option (order_by, top_n, skip_n, select, bookmark) is invalid."""
+
+    option: str
+    value: object
+    reason: str
+
+    def message(self) -> str:
+        return f"invalid {self.option}={self.value!r}: {self.reason}"
+
+
+# --------------------------------------------------------------------------
+# codecs and keys
+
+
+class CodecError(SowError, ValueError):
+    """A message could not be decoded or encoded."""
+
+
+@attrs.define(auto_exc=True, eq=False)
+class DecodeError(CodecError):
+    """A message is malformed for its message type."""
+
+    message_type: str
+    data: object
+    reason: str
+    offset: int | None = None
+
+    def message(self) -> str:
+        shown = self.data
+        if isinstance(shown, bytes | str) and len(shown) > 80:
+            shown = shown[:77] + ("..." if isinstance(shown, str) else b"...")
+        where = f" at byte {self.offset}" if self.offset is not None else ""
+        return f"malformed {self.message_type} message{where}: {self.reason}: {shown!r}"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class EncodeError(CodecError):
+    """A value cannot be rendered in the message type."""
+
+    message_type: str
+    value: object
+    reason: str
+
+    def message(self) -> str:
+        return f"cannot encode {self.value!r} as {self.message_type}: {self.reason}"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class MissingKeyFieldError(SowError, ValueError):
+    """A message lacks (or has NULL in) a field the topic's key is built from."""
+
+    topic: str
+    field: str
+    data: object = None
+
+    def message(self) -> str:
+        shown = self.data
+        if isinstance(shown, bytes | str) and len(shown) > 80:
+            shown = shown[:77] + ("..." if isinstance(shown, str) else b"...")
+        return (
+            f"message for topic {self.topic!r} has no value for key field"
+            f" {self.field!r}; nothing was stored: {shown!r}"
+        )
+
+
+@attrs.define(auto_exc=True, eq=False)
+class InvalidSowKeyError(SowError, ValueError):
+    """A SOW key is malformed or missing where the topic needs one."""
+
+    key: object
+    reason: str
+
+    def message(self) -> str:
+        return f"invalid SOW key {self.key!r}: {self.reason}"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class UnsupportedOperationError(SowError, ValueError):
+    """The operation is not possible for this topic or message type."""
+
+    operation: str
+    reason: str
+
+    def message(self) -> str:
+        return f"{self.operation} is not supported: {self.reason}"
+
+
+# --------------------------------------------------------------------------
+# topics, configuration
+
+
+@attrs.define(auto_exc=True, eq=False)
+class UnknownTopicError(SowError, KeyError):
+    """No topic with that name (and message type) exists in the store."""
+
+    topic: str
+    message_type: str | None = None
+
+    def message(self) -> str:
+        kind = f" ({self.message_type})" if self.message_type else ""
+        return (
+            f"no SOW topic {self.topic!r}{kind}; create it with"
+            " store.create_topic(...)"
+        )
+
+
+@attrs.define(auto_exc=True, eq=False)
+class TopicExistsError(SowError, ValueError):
+    """``create_topic`` was called with a configuration that differs from the stored one."""
+
+    topic: str
+    reason: str
+
+    def message(self) -> str:
+        return f"topic {self.topic!r} already exists: {self.reason}"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class ConfigError(SowError, ValueError):
+    """A configuration value or document is invalid; ``where`` is the element path."""
+
+    where: str
+    reason: str
+
+    def message(self) -> str:
+        return f"bad configuration at {self.where}: {self.reason}"
+
+
+# --------------------------------------------------------------------------
+# storage
+
+
+class StorageError(SowError):
+    """Base class for on-disk problems."""
+
+
+@attrs.define(auto_exc=True, eq=False)
+class CorruptRecordError(StorageError):
+    """A record in the middle of a log fails its checks; valid records follow it."""
+
+    file: str
+    offset: int
+    reason: str = "checksum mismatch"
+
+    def message(self) -> str:
+        return (
+            f"corrupt record in {self.file} at byte {self.offset}: {self.reason};"
+            " run `sowlib verify --repair` to salvage every intact record"
+        )
+
+
+@attrs.define(auto_exc=True, eq=False)
+class FormatVersionError(StorageError):
+    """The file is not a sowlib log, or was written by an unknown format version."""
+
+    file: str
+    found: object
+    expected: object
+
+    def message(self) -> str:
+        return (
+            f"{self.file}: unsupported file format {self.found!r}"
+            f" (this sowlib reads {self.expected!r})"
+        )
+
+
+@attrs.define(auto_exc=True, eq=False)
+class RecordTooLargeError(StorageError, ValueError):
+    """A record does not fit in one slab."""
+
+    size: int
+    limit: int
+
+    def message(self) -> str:
+        return (
+            f"record of {self.size} bytes exceeds the slab size limit of"
+            f" {self.limit} bytes; raise slab_size"
+        )
+
+
+@attrs.define(auto_exc=True, eq=False)
+class StoreClosedError(StorageError):
+    """The store or topic was used after ``close()``."""
+
+    what: str
+
+    def message(self) -> str:
+        return f"{self.what} is closed"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class StoreLockedError(StorageError):
+    """Another process holds the store's writer lock."""
+
+    path: str
+    pid: int | None = None
+
+    def message(self) -> str:
+        holder = f"process {self.pid}" if self.pid else "another process"
+        return (
+            f"{self.path} is locked for writing by {holder};"
+            " open it with readonly=True to read"
+        )
+
+
+@attrs.define(auto_exc=True, eq=False)
+class ReadOnlyError(StorageError):
+    """A write was attempted on a read-only store."""
+
+    what: str
+    operation: str
+
+    def message(self) -> str:
+        return f"cannot {self.operation}: {self.what} is opened read-only"
