@@ -1,18 +1,61 @@
-"""sowlib: an embeddable AMPS-style State of the World (last-value cache)."""
+"""sowlib: an embeddable AMPS-style State of the World (last-value cache).
+
+Example:
+    >>> import sowlib
+    >>> store = sowlib.SowStore()
+    >>> orders = store.create_topic("orders", keys=["/orderId"])
+    >>> orders.publish({"orderId": 1, "price": 120}).inserted
+    True
+    >>> sowlib.compile_filter("/price > 100").matches({"price": 120})
+    True
+"""
 
 from sowlib import errors
+from sowlib.codecs import Codec, get_codec, register_codec
+from sowlib.config import TopicConfig
 from sowlib.document import MISSING, Element
 from sowlib.errors import SowError
+from sowlib.expr import EvalContext, Filter, compile_filter, parse_filter
+from sowlib.index import HashIndex, Index, MemoIndex
+from sowlib.keys import ChainingKeyGenerator, ContentKeyGenerator, KeyGenerator
 from sowlib.paths import FieldPath, parse_path
+from sowlib.query import QueryOptions, Record
+from sowlib.results import Change, DeleteResult, PublishResult
+from sowlib.store import SowStore
+from sowlib.subscriptions import Message, Subscription
+from sowlib.topic import Topic
 
 __version__ = "0.1.0"
 
 __all__ = [
     "MISSING",
+    "ChainingKeyGenerator",
+    "Change",
+    "Codec",
+    "ContentKeyGenerator",
+    "DeleteResult",
     "Element",
+    "EvalContext",
     "FieldPath",
+    "Filter",
+    "HashIndex",
+    "Index",
+    "KeyGenerator",
+    "MemoIndex",
+    "Message",
+    "PublishResult",
+    "QueryOptions",
+    "Record",
     "SowError",
+    "SowStore",
+    "Subscription",
+    "Topic",
+    "TopicConfig",
     "__version__",
+    "compile_filter",
     "errors",
+    "get_codec",
+    "parse_filter",
     "parse_path",
+    "register_codec",
 ]

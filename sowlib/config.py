@@ -1,10 +1,12 @@
 """Topic configuration: :class:`TopicConfig`, validated once, stored in each log header.
 
-Imports only ``errors``, ``paths`` and ``units``.
+Imports only ``errors``, ``paths`` and ``units`` (``config_xml``, which parses AMPS XML,
+is imported lazily by :func:`load_config` and :meth:`TopicConfig.to_xml`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -14,7 +16,7 @@ from sowlib.errors import ConfigError, FieldPathError
 from sowlib.paths import parse_path
 from sowlib.units import parse_duration, parse_size
 
-__all__ = ["DURABILITIES", "TopicConfig"]
+__all__ = ["DURABILITIES", "TopicConfig", "load_config"]
 
 DURABILITIES = ("persistent", "transient", "sync")
 _DEFAULT_SLAB = 1024 * 1024
@@ -42,8 +44,10 @@ def _hash_indexes(values: object) -> tuple[tuple[str, ...], ...]:
         return ()
     if isinstance(values, str):
         raise ConfigError("hash_indexes", "expected a list of field lists, e.g. [['/a']]")
+    if not isinstance(values, Iterable):
+        raise ConfigError("hash_indexes", f"{values!r} is not a list of field lists")
     out = []
-    for i, fields in enumerate(values):  # type: ignore[attr-defined]
+    for i, fields in enumerate(values):
         got = _paths(fields, f"hash_indexes[{i}]")
         if not got:
             raise ConfigError(f"hash_indexes[{i}]", "a hash index needs at least one field")
@@ -152,8 +156,9 @@ class TopicConfig:
         gen = self.key_generator
         gen_name = None
         if gen is not None:
+            qualname = getattr(gen, "__qualname__", type(gen).__qualname__)
             gen_name = getattr(gen, "spec", None) or (
-                f"{getattr(gen, '__module__', '?')}:{getattr(gen, '__qualname__', type(gen).__qualname__)}"
+                f"{getattr(gen, '__module__', '?')}:{qualname}"
             )
         return {
             "name": self.name,
@@ -173,6 +178,21 @@ class TopicConfig:
             "auto_compact": self.auto_compact,
             "options": dict(self.options),
         }
+
+    def to_xml(self) -> str:
+        """An AMPS ``<SOW><Topic>`` block that :func:`load_config` reads back to an equal config.
+
+        The key generator is written from ``options["key_generator"]``;
+        ``auto_compact`` has no AMPS element and is not written.
+
+        Example:
+            >>> cfg = TopicConfig.make("t", keys=["/id"], durability="transient")
+            >>> load_config(cfg.to_xml()) == [cfg]
+            True
+        """
+        from sowlib.config_xml import topic_to_xml
+
+        return topic_to_xml(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], key_generator: object = None) -> TopicConfig:
@@ -209,7 +229,7 @@ def _expiration(value: str | float | None) -> tuple[bool, float | None]:
             return False, None
         if low in ("enabled", "true", "on"):
             return True, None
-    ttl = parse_duration(value, "expiration")  # type: ignore[arg-type]
+    ttl = parse_duration(value, "expiration")
     return True, (ttl if ttl > 0 else None)
 
 
@@ -233,3 +253,37 @@ def _slab(value: str | int) -> int:
     if size < 4096:
         raise ConfigError("slab_size", f"{value!r} is below the 4KB minimum")
     return size
+
+
+def load_config(
+    source: str | os.PathLike[str] | bytes,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[TopicConfig]:
+    """Read the SOW topics of an AMPS XML configuration (spec §14).
+
+    ``source`` is a file path, XML text (a ``str`` starting with ``<``) or bytes.
+    The root may be ``<SOW>``/``<TopicMetaData>`` or a whole AMPS configuration,
+    in which case every SOW section below the root is read (none: no topics).
+    ``<Topic>``/``<TopicDefinition>`` children become configs; ``View``,
+    ``ConflatedTopic`` and queue definitions are skipped. ``${NAME}`` expands
+    from ``env`` (default ``os.environ``) plus ``AMPS_CONFIG_DIRECTORY``,
+    ``AMPS_CONFIG_PATH`` and ``AMPS_VERSION``. ``FileName`` expands ``%n`` to
+    ``name.message_type`` and strftime tokens, and is joined to ``base_dir``
+    (default: the configuration file's directory) when relative. A
+    ``KeyGenerator`` is recorded as ``options["key_generator"] = {"module": ...,
+    "options": {...}}``; ``Pattern`` and ``RecoveryPoint`` land in ``options`` too.
+
+    Example:
+        >>> load_config("<SOW><Topic><Name>t</Name><MessageType>json</MessageType>"
+        ...             "<Durability>transient</Durability></Topic></SOW>")[0].name
+        't'
+    Raises:
+        ConfigError: ``where`` is the element path (``SOW/Topic[2]/Expiration``):
+            unknown or repeated elements, bad values or units, missing Name,
+            MessageType or FileName, unset variables, malformed XML, a DOCTYPE.
+    """
+    from sowlib.config_xml import load_xml_config
+
+    return load_xml_config(source, base_dir=base_dir, env=env)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from typing import Any, TypeAlias
 
-__all__ = ["MISSING", "Document", "Element", "Missing", "Scalar"]
+__all__ = ["MISSING", "Document", "Element", "Missing", "Scalar", "canonical_text"]
 
 #: A decoded message: nested dicts, lists and scalars.
 Document: TypeAlias = Any
@@ -59,3 +59,45 @@ class Element(dict[str, Any]):
         return dict.__eq__(self, other)
 
     __hash__ = None  # type: ignore[assignment]  # mutable, like dict
+
+
+def canonical_text(value: Any) -> str | None:
+    """The canonical text of a scalar, or None for NULL (spec §6.3 [R], §7).
+
+    Integers (and integral floats) render without ``.0`` so ``5``, ``5.0`` and
+    ``"5"`` agree; other floats use the shortest round-trip form; booleans are
+    ``1``/``0``; strings are as-is; ``None``, ``""`` and ``MISSING`` are NULL.
+    Arrays use their first element (functions are not array-aware, spec §4).
+
+    Example:
+        >>> canonical_text(5.0), canonical_text("abc"), canonical_text(True)
+        ('5', 'abc', '1')
+    """
+    if isinstance(value, list):
+        if not value:
+            return None
+        value = value[0]
+    if isinstance(value, Element):
+        value = value.text
+    if value is None or value is MISSING:
+        return None
+    if value is True:
+        return "1"
+    if value is False:
+        return "0"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if value != value:
+            return "NaN"
+        if value.is_integer() and abs(value) < 2**63:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, bytes):
+        text = value.decode("utf-8", "surrogateescape")
+        return text or None
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, dict):
+        return None
+    return str(value)

@@ -73,9 +73,7 @@ class FilterSyntaxError(FilterError):
     found: str
 
     def message(self) -> str:
-        head = (
-            f"expected {self.expected}, found {self.found} at column {self.offset + 1}"
-        )
+        head = f"expected {self.expected}, found {self.found} at column {self.offset + 1}"
         return head + _caret(self.expression, self.offset)
 
 
@@ -157,9 +155,7 @@ class FieldPathError(SowError, ValueError):
     reason: str
 
     def message(self) -> str:
-        return f"bad field path {self.path!r}: {self.reason}" + _caret(
-            self.path, self.offset
-        )
+        return f"bad field path {self.path!r}: {self.reason}" + _caret(self.path, self.offset)
 
 
 @attrs.define(auto_exc=True, eq=False)
@@ -264,10 +260,7 @@ class UnknownTopicError(SowError, KeyError):
 
     def message(self) -> str:
         kind = f" ({self.message_type})" if self.message_type else ""
-        return (
-            f"no SOW topic {self.topic!r}{kind}; create it with"
-            " store.create_topic(...)"
-        )
+        return f"no SOW topic {self.topic!r}{kind}; create it with store.create_topic(...)"
 
 
 @attrs.define(auto_exc=True, eq=False)
@@ -363,10 +356,7 @@ class StoreLockedError(StorageError):
 
     def message(self) -> str:
         holder = f"process {self.pid}" if self.pid else "another process"
-        return (
-            f"{self.path} is locked for writing by {holder};"
-            " open it with readonly=True to read"
-        )
+        return f"{self.path} is locked for writing by {holder}; open it with readonly=True to read"
 
 
 @attrs.define(auto_exc=True, eq=False)

@@ -86,9 +86,7 @@ class FieldPath:
     """
 
     steps: tuple[Step, ...]
-    _getter: Callable[[Any], Any] = attrs.field(
-        eq=False, repr=False, hash=False, init=False
-    )
+    _getter: Callable[[Any], Any] = attrs.field(eq=False, repr=False, hash=False, init=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_getter", _make_getter(self.steps))
@@ -173,9 +171,7 @@ def _parse_steps(text: str, body: str, base: int, bracketed: bool) -> tuple[Step
         if not name:
             raise FieldPathError(text, base + pos, "empty step (use '/a/b', not '//')")
         if not bracketed and ("[" in name or "]" in name or " " in name):
-            raise FieldPathError(
-                text, base + pos, "use the bracketed form [/...] for this name"
-            )
+            raise FieldPathError(text, base + pos, "use the bracketed form [/...] for this name")
         steps.append(Step(name, index))
         pos += len(raw) + 1
     return tuple(steps)

@@ -1,0 +1,131 @@
+"""The single entry point for checks: `nox` locally, `nox -s ci` in CI (STYLE.md §11)."""
+
+from __future__ import annotations
+
+import glob
+import os
+import sys
+
+import nox
+
+nox.options.sessions = ["lint", "typecheck", "tests", "docs", "examples", "spark"]
+nox.options.error_on_missing_interpreters = True
+
+PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
+
+
+def _lint(session: nox.Session) -> None:
+    session.run("ruff", "check", "sowlib", "tests", "examples", "noxfile.py")
+    session.run("ruff", "format", "--check", "sowlib", "tests", "examples", "noxfile.py")
+
+
+def _typecheck(session: nox.Session) -> None:
+    session.run("mypy", "--strict", "sowlib")
+    session.run("mypy", "--ignore-missing-imports", "--check-untyped-defs", "tests")
+
+
+def _tests(session: nox.Session) -> None:
+    session.run(
+        "pytest",
+        "-m",
+        "not spark",
+        "--cov=sowlib",
+        "--cov-report=term:skip-covered",
+        "-p",
+        "no:cacheprovider",
+        *session.posargs,
+        env={"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")},
+    )
+
+
+def _docs(session: nox.Session) -> None:
+    session.run("mkdocs", "build", "--strict", "--site-dir", "build/site")
+
+
+def _examples(session: nox.Session) -> None:
+    for path in sorted(glob.glob("examples/*.py")):
+        session.log(f"example: {path}")
+        session.run("python", path, env={"PYSPARK_PYTHON": sys.executable})
+
+
+def _spark(session: nox.Session) -> None:
+    session.run("pytest", "-m", "spark", "-p", "no:cacheprovider", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def lint(session: nox.Session) -> None:
+    """ruff check and ruff format --check."""
+    session.install("-e", ".[lint]")
+    _lint(session)
+
+
+@nox.session(python=PYTHON)
+def typecheck(session: nox.Session) -> None:
+    """mypy --strict on the package, plain mypy on the tests."""
+    session.install("-e", ".[lint,test]")
+    _typecheck(session)
+
+
+@nox.session(python=PYTHON)
+def tests(session: nox.Session) -> None:
+    """pytest without the Spark tests, with coverage."""
+    session.install("-e", ".[test]")
+    _tests(session)
+
+
+@nox.session(python=PYTHON)
+def docs(session: nox.Session) -> None:
+    """mkdocs build --strict."""
+    session.install("-e", ".[docs]")
+    _docs(session)
+
+
+@nox.session(python=PYTHON)
+def examples(session: nox.Session) -> None:
+    """Run every examples/*.py."""
+    session.install("-e", ".[spark]")
+    _examples(session)
+
+
+@nox.session(python=PYTHON)
+def spark(session: nox.Session) -> None:
+    """pytest -m spark against a local SparkSession (needs Java 17)."""
+    session.install("-e", ".[test,spark]")
+    _spark(session)
+
+
+@nox.session(python=PYTHON)
+def bench(session: nox.Session) -> None:
+    """Benchmarks against the peers (sqlite3, diskcache, lmdb, dict); not run by default."""
+    session.install("-e", ".[test,bench,spark]")
+    session.run(
+        "pytest",
+        "tests/bench",
+        "-o",
+        "python_files=bench_*.py",
+        "-p",
+        "no:cacheprovider",
+        "--benchmark-only",
+        "--benchmark-columns=min,median,mean,max,rounds",
+        *session.posargs,
+    )
+
+
+@nox.session(python=PYTHON)
+def build(session: nox.Session) -> None:
+    """Build the sdist and wheel and check their metadata."""
+    session.install("build", "twine")
+    session.run("python", "-m", "build", "--outdir", "build/dist")
+    session.run("twine", "check", *glob.glob("build/dist/*"))
+
+
+@nox.session(python=PYTHON)
+def ci(session: nox.Session) -> None:
+    """Everything marked default, in one environment (one install of pyspark)."""
+    session.install("-e", ".[dev]")
+    _lint(session)
+    _typecheck(session)
+    _tests(session)
+    _docs(session)
+    _examples(session)
+    _spark(session)

@@ -1,0 +1,185 @@
+"""The ``sowlib`` command: verify, dump, stats, query, publish, compact.
+
+Sits on top of ``store`` and ``storage``; nothing imports it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import TextIO
+
+from sowlib.errors import SowError
+from sowlib.storage import AppendLog, RecordKind
+from sowlib.storage.recovery import verify
+from sowlib.store import SowStore
+
+__all__ = ["main"]
+
+
+def _iso(seconds: float) -> str:
+    if not seconds:
+        return "0"
+    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return stamp.strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+def _sow_files(target: str) -> list[str]:
+    if os.path.isdir(target):
+        found = []
+        for root, _dirs, files in os.walk(target):
+            found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".sow"))
+        return found
+    return [target]
+
+
+def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
+    files = _sow_files(args.target)
+    if not files:
+        print(f"no .sow files under {args.target}", file=out)
+        return 1
+    status = 0
+    for path in files:
+        report = verify(path, repair=args.repair)
+        print(f"{path}: {report.summary()}", file=out)
+        if not report.ok and not args.repair:
+            status = 1
+    return status
+
+
+def _cmd_dump(args: argparse.Namespace, out: TextIO) -> int:
+    log = AppendLog(args.file, readonly=True)
+    try:
+        if not args.data_only:
+            print(
+                f"# file {args.file} generation {log.generation} records-end {log.end_offset}",
+                file=out,
+            )
+        shown = 0
+        for rec in log.scan():
+            if args.limit is not None and shown >= args.limit:
+                break
+            shown += 1
+            if args.data_only:
+                if rec.kind == RecordKind.PUT:
+                    out.write(rec.payload.decode("utf-8", "replace") + args.delimiter)
+                continue
+            fields = [
+                f"offset={rec.offset}",
+                f"seq={rec.seq}",
+                f"kind={rec.kind.name}",
+                f"key={rec.key}",
+                f"timestamp={_iso(rec.timestamp)}",
+                f"expiration={_iso(rec.expiration)}",
+                f"size={len(rec.payload)}",
+            ]
+            if args.verbose and rec.correlation_id:
+                fields.append(f"correlation_id={rec.correlation_id.decode('utf-8', 'replace')}")
+            print(" ".join(fields), file=out)
+            if args.verbose and rec.kind == RecordKind.PUT:
+                print("  " + rec.payload.decode("utf-8", "replace"), file=out)
+    finally:
+        log.close()
+    return 0
+
+
+def _cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
+    with SowStore(args.directory, readonly=True) as store:
+        print(json.dumps(store.stats(), indent=2, default=str), file=out)
+    return 0
+
+
+def _cmd_query(args: argparse.Namespace, out: TextIO) -> int:
+    with SowStore(args.directory, readonly=True) as store:
+        topic = store.topic(args.topic, args.message_type)
+        for rec in topic.sow(
+            args.filter, order_by=args.order_by, top_n=args.top_n, skip_n=args.skip_n
+        ):
+            print(rec.data.decode("utf-8", "replace"), file=out)
+    return 0
+
+
+def _cmd_publish(args: argparse.Namespace, out: TextIO) -> int:
+    with SowStore(args.directory) as store:
+        topic = store.topic(args.topic, args.message_type)
+        lines = args.messages or [line.rstrip("\n") for line in sys.stdin if line.strip()]
+        for message in lines:
+            result = topic.publish(message)
+            print(f"{result.sow_key} seq={result.seq} inserted={result.inserted}", file=out)
+    return 0
+
+
+def _cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
+    with SowStore(args.directory) as store:
+        for topic in store.topics():
+            if args.topic and topic.name != args.topic:
+                continue
+            before = topic.stats()["used_bytes"]
+            topic.compact()
+            after = topic.stats()["used_bytes"]
+            print(f"{topic.name} ({topic.message_type}): {before} -> {after} bytes", file=out)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sowlib", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("verify", help="check every record of a store or file")
+    p.add_argument("target", help="a store directory or a .sow file")
+    p.add_argument("--repair", action="store_true", help="salvage every intact record")
+    p.set_defaults(run=_cmd_verify)
+
+    p = sub.add_parser("dump", help="print the records of a .sow file")
+    p.add_argument("file")
+    p.add_argument("-n", "--limit", type=int, default=None, help="at most N records")
+    p.add_argument("-v", "--verbose", action="store_true", help="payloads and metadata")
+    p.add_argument("--data-only", action="store_true", help="only the payloads of live versions")
+    p.add_argument("-d", "--delimiter", default="\n", help="delimiter for --data-only")
+    p.set_defaults(run=_cmd_dump)
+
+    p = sub.add_parser("stats", help="statistics of every topic")
+    p.add_argument("directory")
+    p.set_defaults(run=_cmd_stats)
+
+    for name, run, help_text in (
+        ("query", _cmd_query, "print the records matching an AMPS filter"),
+        ("publish", _cmd_publish, "publish messages (arguments or stdin lines)"),
+    ):
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("directory")
+        p.add_argument("topic")
+        p.add_argument("--message-type", default=None)
+        if name == "query":
+            p.add_argument("filter", nargs="?", default=None)
+            p.add_argument("--order-by", default=None)
+            p.add_argument("--top-n", type=int, default=None)
+            p.add_argument("--skip-n", type=int, default=None)
+        else:
+            p.add_argument("messages", nargs="*")
+        p.set_defaults(run=run)
+
+    p = sub.add_parser("compact", help="rewrite topic files with only live records")
+    p.add_argument("directory")
+    p.add_argument("--topic", default=None)
+    p.set_defaults(run=_cmd_compact)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the command line; returns the exit status (errors print one line, status 2)."""
+    args = _parser().parse_args(argv)
+    stream = out if out is not None else sys.stdout
+    try:
+        return int(args.run(args, stream))
+    except (SowError, OSError) as exc:
+        print(f"sowlib {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

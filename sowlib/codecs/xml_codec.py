@@ -1,0 +1,204 @@
+"""The ``xml`` message type: a hardened lxml parse into dicts, Elements and lists.
+
+Mapping and rendering rules are in ``docs/codecs.md``. Imports only ``errors``,
+``document`` and the ``codecs`` helpers; never ``expr`` or ``storage``.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Final
+
+import attrs
+from lxml import etree
+
+from sowlib.codecs.infer import infer_scalar
+from sowlib.codecs.merge import merge_documents
+from sowlib.codecs.xml_render import render_document
+from sowlib.document import Element
+from sowlib.errors import DecodeError, UnsupportedOperationError
+
+__all__ = ["XmlCodec"]
+
+_WHITESPACE = b" \t\r\n"
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+class _Parsers(threading.local):
+    """One parser per thread: an lxml parser must not be used by two threads at once."""
+
+    def __init__(self) -> None:
+        self.parser = etree.XMLParser(
+            resolve_entities=False,
+            no_network=True,
+            load_dtd=False,
+            dtd_validation=False,
+            huge_tree=False,
+            remove_comments=True,
+            remove_pis=True,
+            collect_ids=False,
+        )
+
+
+_PARSERS = _Parsers()
+
+
+def _scan_prolog(data: bytes) -> int | None:
+    """Find a DOCTYPE before the root element without parsing anything.
+
+    Returns the DOCTYPE's byte offset, ``-1`` when the root element was reached
+    without one (the prolog is ASCII-compatible, so this is conclusive), or ``None``
+    when the prolog could not be read as ASCII (e.g. UTF-16): then the parsed
+    document's docinfo is checked instead. A DOCTYPE can only appear in the prolog,
+    so text such as ``<![CDATA[<!DOCTYPE html>]]>`` in the body is not rejected.
+    """
+    pos = 3 if data.startswith(_UTF8_BOM) else 0
+    size = len(data)
+    while True:
+        while pos < size and data[pos] in _WHITESPACE:
+            pos += 1
+        if data.startswith(b"<?", pos):
+            end = data.find(b"?>", pos + 2)
+            if end < 0:
+                return None
+            pos = end + 2
+        elif data.startswith(b"<!--", pos):
+            end = data.find(b"-->", pos + 4)
+            if end < 0:
+                return None
+            pos = end + 3
+        elif data.startswith(b"<!", pos):
+            # <!DOCTYPE (any case: libxml2 reports it as an error anyway) or worse.
+            return pos
+        elif data.startswith(b"<", pos):
+            return -1
+        else:
+            return None
+
+
+def _local(tag: str) -> str:
+    # "{namespace}local" -> "local": identifiers use local names (docs/codecs.md).
+    return tag if tag[0] != "{" else tag.rpartition("}")[2]
+
+
+def _element_value(el: Any) -> Any:
+    """Decode one element (see :class:`XmlCodec`); O(size of the subtree)."""
+    attrib = el.attrib
+    text = el.text
+    if not attrib and not len(el):
+        return infer_scalar(text or "")
+    node: dict[str, Any] = {}
+    for name, value in attrib.items():
+        node["@" + _local(name)] = infer_scalar(value)
+    pieces = [text] if text else []
+    repeated: set[str] | None = None
+    has_children = False
+    for child in el:
+        tag = child.tag
+        if not isinstance(tag, str):
+            continue  # entity references cannot occur (no DTD), comments/PIs are removed
+        has_children = True
+        name = _local(tag)
+        value = _element_value(child)
+        if name not in node:
+            node[name] = value
+        elif repeated is not None and name in repeated:
+            node[name].append(value)
+        else:
+            node[name] = [node[name], value]
+            repeated = repeated or set()
+            repeated.add(name)
+        if child.tail:
+            pieces.append(child.tail)
+    joined = "".join(pieces)
+    if not joined or joined.isspace():
+        return node
+    # Whitespace around child elements is layout; text of an attributes-only element is kept.
+    return Element(node, infer_scalar(joined.strip() if has_children else joined))
+
+
+def _byte_offset(data: bytes, line: int, column: int) -> int:
+    start = 0
+    for _ in range(max(line, 1) - 1):
+        nl = data.find(b"\n", start)
+        if nl < 0:
+            break
+        start = nl + 1
+    return min(start + max(column, 1) - 1, len(data))
+
+
+@attrs.frozen
+class XmlCodec:
+    """XML documents; the root element is the first path step (spec §1.4, §15).
+
+    ``<Trade side="B"><Px ccy="USD">12.5</Px><Leg>1</Leg><Leg>2</Leg></Trade>`` decodes to
+    ``{"Trade": {"@side": "B", "Px": Element({"@ccy": "USD"}, text=12.5), "Leg": [1, 2]}}``:
+    attributes are ``"@name"`` keys, children are keyed by local tag name, a repeated
+    child becomes a list, text and attribute values are typed by
+    :func:`~sowlib.codecs.infer.infer_scalar`, an element with only text decodes to
+    that scalar (``<a/>`` to None), and an element with attributes or children plus
+    non-whitespace text decodes to an :class:`~sowlib.document.Element`.
+
+    The parser never resolves entities, loads a DTD or touches the network, and any
+    document with a DOCTYPE is rejected before parsing (billion laughs, external
+    entities). Comments and processing instructions are ignored.
+
+    Example:
+        >>> XmlCodec().decode(b'<Trade side="B"><Px>12.5</Px></Trade>')
+        {'Trade': {'@side': 'B', 'Px': 12.5}}
+    """
+
+    name: Final = "xml"
+    supports_filter: Final = True
+    supports_delta: Final = True
+
+    def decode(self, data: bytes) -> dict[str, Any]:
+        """Parse one XML document into ``{root_name: value}``.
+
+        Raises:
+            DecodeError: malformed XML (offset from the parser's line/column), a
+                DOCTYPE or entity declaration (offset of ``<!``), or non-bytes input.
+        """
+        if not isinstance(data, bytes | bytearray | memoryview):
+            raise DecodeError("xml", data, f"expected bytes, got {type(data).__name__}")
+        raw = bytes(data)
+        prolog = _scan_prolog(raw)
+        if prolog is not None and prolog >= 0:
+            raise DecodeError(
+                "xml", data, "DOCTYPE and entity declarations are not allowed", prolog
+            )
+        try:
+            root = etree.fromstring(raw, _PARSERS.parser)
+        except etree.XMLSyntaxError as exc:
+            line, column = exc.position
+            raise DecodeError("xml", data, exc.msg, _byte_offset(raw, line, column)) from None
+        if prolog is None:
+            info: Any = root.getroottree().docinfo
+            if info.doctype or info.internalDTD is not None:
+                raise DecodeError("xml", data, "DOCTYPE and entity declarations are not allowed")
+        return {_local(root.tag): _element_value(root)}
+
+    def encode(self, doc: Any) -> bytes:
+        """Render ``{root_name: value}`` as UTF-8 XML without a declaration.
+
+        ``decode(encode(doc)) == doc`` for every document ``decode`` produces. Namespaces
+        are not written back (decoding keeps local names only).
+
+        Raises:
+            EncodeError: not exactly one root key, a bad element/attribute name, a
+                nested value in an attribute, or text XML cannot hold.
+        """
+        return render_document(doc)
+
+    def merge(self, stored: Any, delta: Any) -> Any:
+        """Element-by-element merge; attributes and text are identifiers (spec §12.1 [R]).
+
+        Raises:
+            UnsupportedOperationError: the delta has a different root element.
+        """
+        if isinstance(stored, dict) and isinstance(delta, dict) and stored.keys() != delta.keys():
+            raise UnsupportedOperationError(
+                "delta_publish",
+                f"the delta's root element {list(delta)} differs from the stored {list(stored)}",
+            )
+        return merge_documents(stored, delta, text_nodes=True)

@@ -1,0 +1,464 @@
+"""AMPS XML configuration: read ``<SOW><Topic>`` blocks into :class:`TopicConfig`, and back.
+
+Parsing is hardened (no DTD, no entities, no network; a DOCTYPE is rejected).
+Imports only ``errors``, ``paths``, ``units`` and ``config``; never ``topic`` or ``keys``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+from xml.sax.saxutils import escape
+
+from lxml import etree
+
+from sowlib.config import DURABILITIES, TopicConfig
+from sowlib.errors import ConfigError, FieldPathError
+from sowlib.paths import parse_path
+from sowlib.units import parse_count, parse_duration, parse_size
+
+__all__ = ["AMPS_VERSION", "IGNORED_SOW_ELEMENTS", "load_xml_config", "topic_to_xml"]
+
+#: The value ``${AMPS_VERSION}`` expands to (the server generation these semantics follow).
+AMPS_VERSION = "5.3"
+_SOW_TAGS = ("SOW", "TopicMetaData")
+_TOPIC_TAGS = ("Topic", "TopicDefinition")
+#: SOW-backed objects of an AMPS server that sowlib does not implement; skipped when loading.
+IGNORED_SOW_ELEMENTS = frozenset(
+    {"View", "ConflatedTopic", "Queue", "LocalQueue", "DistributedQueue", "GroupLocalQueue"}
+)
+_UNSUPPORTED = {
+    "Preprocessing": "field construction before key generation is not implemented",
+    "Enrichment": "enrichment is not implemented",
+}
+_SINGLE = {
+    "Name",
+    "MessageType",
+    "FileName",
+    "Durability",
+    "RecoveryPoint",
+    "KeyDomain",
+    "KeyGenerator",
+    "Expiration",
+    "SlabSize",
+    "History",
+    "Pattern",
+    "RecordSize",
+    "IncrementSize",
+}
+_REPEATED = {"Key", "HashIndex", "Index"}
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PERCENT = re.compile(r"%(.)", re.DOTALL)
+_CHAINING = re.compile(r"(?i)(lib)?(amps[_-])?chaining([_-]key[_-]generator)?(\.so)?\Z")
+_CHAINING_OPTIONS = {
+    "Key": "keys",
+    "Primary": "primary",
+    "Secondary": "secondary",
+    "FileName": "file_name",
+    "Validation": "validation",
+}
+_TRUE = {"true", "yes", "1", "on", "enabled"}
+_FALSE = {"false", "no", "0", "off", "disabled"}
+
+
+def _parser() -> etree.XMLParser:
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+    )
+
+
+def _read(source: str | os.PathLike[str] | bytes) -> tuple[bytes, Path | None]:
+    if isinstance(source, bytes):
+        return source, None
+    if isinstance(source, str) and source.lstrip().startswith("<"):
+        return source.encode("utf-8"), None
+    path = Path(source)
+    try:
+        return path.read_bytes(), path
+    except OSError as exc:
+        raise ConfigError(str(path), f"cannot read the configuration: {exc.strerror}") from None
+
+
+def _parse(data: bytes) -> Any:
+    if re.search(rb"<!DOCTYPE", data, re.IGNORECASE) or re.search(rb"<!ENTITY", data):
+        raise ConfigError("<document>", "DOCTYPE and entity declarations are not allowed")
+    try:
+        root = etree.fromstring(data, _parser())
+    except etree.XMLSyntaxError as exc:
+        line = exc.lineno if exc.lineno is not None else 0
+        raise ConfigError(f"line {line}", f"not well-formed XML: {exc.msg}") from None
+    if getattr(root.getroottree().docinfo, "doctype", ""):
+        raise ConfigError("<document>", "DOCTYPE declarations are not allowed")
+    return root
+
+
+class _Env:
+    """``${NAME}`` expansion with the AMPS predefined variables."""
+
+    def __init__(self, env: Mapping[str, str] | None, path: Path | None, base: Path) -> None:
+        self.values = dict(os.environ if env is None else env)
+        config_path = str(path.resolve()) if path is not None else ""
+        self.values.setdefault("AMPS_CONFIG_DIRECTORY", str(base))
+        self.values.setdefault("AMPS_CONFIG_PATH", config_path)
+        self.values.setdefault("AMPS_VERSION", AMPS_VERSION)
+
+    def expand(self, text: str, where: str) -> str:
+        def one(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name not in self.values:
+                raise ConfigError(where, f"environment variable ${{{name}}} is not set")
+            return self.values[name]
+
+        return _VAR.sub(one, text)
+
+
+def _tag(element: Any) -> str:
+    tag = element.tag
+    return etree.QName(tag).localname if isinstance(tag, str) else str(tag)
+
+
+def _children(element: Any) -> list[Any]:
+    return [c for c in element if isinstance(c.tag, str)]
+
+
+def _indexed(parent: Any, where: str) -> list[tuple[str, Any]]:
+    """Children with their element paths; repeated names get ``[n]`` (1-based)."""
+    kids = _children(parent)
+    counts: dict[str, int] = {}
+    for kid in kids:
+        counts[_tag(kid)] = counts.get(_tag(kid), 0) + 1
+    seen: dict[str, int] = {}
+    out = []
+    for kid in kids:
+        name = _tag(kid)
+        seen[name] = seen.get(name, 0) + 1
+        suffix = f"[{seen[name]}]" if counts[name] > 1 or name in _REPEATED else ""
+        out.append((f"{where}/{name}{suffix}", kid))
+    return out
+
+
+def _text(element: Any, where: str, env: _Env) -> str:
+    if _children(element):
+        raise ConfigError(where, "expected text, found child elements")
+    text = (element.text or "").strip()
+    if not text:
+        raise ConfigError(where, "is empty")
+    return env.expand(text, where)
+
+
+def _field(text: str, where: str) -> str:
+    try:
+        return parse_path(text).to_text()
+    except FieldPathError as exc:
+        raise ConfigError(where, str(exc)) from None
+
+
+def _bool(text: str, where: str) -> bool:
+    low = text.lower()
+    if low in _TRUE:
+        return True
+    if low in _FALSE:
+        return False
+    raise ConfigError(where, f"{text!r} is not a boolean (true/false)")
+
+
+def _file_name(template: str, name: str, message_type: str, base: Path | None) -> str:
+    """Expand ``%n`` (name.type), ``%%`` and strftime tokens; relative paths join ``base``."""
+    now = time.localtime()
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code == "n":
+            return f"{name}.{message_type}"
+        if code == "%":
+            return "%"
+        return time.strftime("%" + code, now)
+
+    expanded = _PERCENT.sub(one, template)
+    if base is not None and not os.path.isabs(expanded):
+        expanded = str(base / expanded)
+    return expanded
+
+
+def _key_generator(element: Any, where: str, env: _Env) -> dict[str, Any]:
+    module: str | None = None
+    options: dict[str, Any] = {}
+    for path, kid in _indexed(element, where):
+        tag = _tag(kid)
+        if tag == "Module":
+            module = _text(kid, path, env)
+        elif tag == "Options":
+            options = _generator_options(kid, path, env)
+        else:
+            raise ConfigError(path, "unknown element (expected Module, Options)")
+    if module is None:
+        raise ConfigError(f"{where}/Module", "is required")
+    if _CHAINING.match(module):
+        module = "chaining"
+        if not options.get("keys") and not options.get("primary"):
+            raise ConfigError(f"{where}/Options", "the chaining generator needs a Key or Primary")
+    elif not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", module):
+        raise ConfigError(
+            f"{where}/Module", f"{module!r} is not 'chaining' or 'package.module:callable'"
+        )
+    return {"module": module, "options": options}
+
+
+def _generator_options(element: Any, where: str, env: _Env) -> dict[str, Any]:
+    known = set(_CHAINING_OPTIONS)
+    tags = {_tag(k) for k in _children(element)}
+    chaining_style = tags <= known
+    out: dict[str, Any] = {}
+    for path, kid in _indexed(element, where):
+        tag = _tag(kid)
+        text = _text(kid, path, env)
+        if chaining_style:
+            name = _CHAINING_OPTIONS[tag]
+            if name in ("keys", "secondary"):
+                out.setdefault(name, []).append(_field(text, path))
+            elif name == "primary":
+                out[name] = _field(text, path)
+            elif name == "validation":
+                out[name] = _bool(text, path)
+            else:
+                out[name] = text
+            continue
+        name = re.sub(r"(?<!^)(?=[A-Z])", "_", tag).lower()
+        if name in out:
+            previous = out[name]
+            out[name] = [*previous, text] if isinstance(previous, list) else [previous, text]
+        else:
+            out[name] = text
+    return out
+
+
+def _history(element: Any, where: str, env: _Env) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for path, kid in _indexed(element, where):
+        tag = _tag(kid)
+        if tag not in ("Window", "Granularity") or tag.lower() in out:
+            raise ConfigError(path, "unknown or repeated element (expected Window, Granularity)")
+        out[tag.lower()] = parse_duration(_text(kid, path, env), path)
+    if "window" not in out:
+        raise ConfigError(f"{where}/Window", "is required")
+    return out
+
+
+def _topic(element: Any, where: str, env: _Env, base: Path | None) -> TopicConfig:
+    values: dict[str, tuple[str, Any]] = {}
+    keys: list[str] = []
+    hash_indexes: list[list[str]] = []
+    indexes: list[str] = []
+    for path, kid in _indexed(element, where):
+        tag = "Name" if _tag(kid) == "Topic" else _tag(kid)
+        if tag in _UNSUPPORTED:
+            raise ConfigError(path, _UNSUPPORTED[tag])
+        if tag not in _SINGLE and tag not in _REPEATED:
+            raise ConfigError(path, "unknown element")
+        if tag in _SINGLE:
+            if tag in values:
+                raise ConfigError(path, "appears more than once")
+            values[tag] = (path, kid)
+        elif tag == "Key":
+            keys.append(_field(_text(kid, path, env), path))
+        elif tag == "Index":
+            indexes.append(_field(_text(kid, path, env), path))
+        else:
+            fields = []
+            for kpath, key in _indexed(kid, path):
+                if _tag(key) != "Key":
+                    raise ConfigError(kpath, "unknown element (expected Key)")
+                fields.append(_field(_text(key, kpath, env), kpath))
+            if not fields:
+                raise ConfigError(path, "a HashIndex needs at least one Key")
+            hash_indexes.append(fields)
+
+    def text(tag: str) -> str | None:
+        got = values.get(tag)
+        return None if got is None else _text(got[1], got[0], env)
+
+    def at(tag: str) -> str:
+        got = values.get(tag)
+        return got[0] if got else f"{where}/{tag}"
+
+    name, message_type = text("Name"), text("MessageType")
+    if name is None:
+        raise ConfigError(f"{where}/Name", "is required")
+    if message_type is None:
+        raise ConfigError(f"{where}/MessageType", "is required")
+    message_type = message_type.lower()
+    durability = (text("Durability") or "persistent").lower()
+    if durability not in DURABILITIES:
+        raise ConfigError(at("Durability"), f"{durability!r} is not one of {DURABILITIES}")
+    file_template = text("FileName")
+    if file_template is None and durability != "transient":
+        raise ConfigError(at("FileName"), "is required unless Durability is transient")
+    file_name = None
+    if file_template is not None:
+        file_name = _file_name(file_template, name, message_type, base)
+    options: dict[str, Any] = {}
+    if "KeyGenerator" in values:
+        path, kid = values["KeyGenerator"]
+        options["key_generator"] = _key_generator(kid, path, env)
+    pattern = text("Pattern")
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(at("Pattern"), f"not a regular expression: {exc}") from None
+        options["pattern"] = pattern
+    recovery = text("RecoveryPoint")
+    if recovery is not None:
+        options["recovery_point"] = recovery
+    expiration = text("Expiration")
+    low = (expiration or "").lower()
+    if expiration is not None and low not in ("enabled", "disabled", "true", "false"):
+        parse_duration(expiration, at("Expiration"))
+    slab: str | int = 1024 * 1024
+    if "SlabSize" in values:
+        slab = parse_size(text("SlabSize") or "", at("SlabSize"))
+        if slab < 4096:
+            raise ConfigError(at("SlabSize"), f"{slab} bytes is below the 4KB minimum")
+    elif "RecordSize" in values or "IncrementSize" in values:
+        # Legacy sizing (pre-5.0): one allocation of RecordSize x IncrementSize bytes.
+        record = parse_size(text("RecordSize") or "512", at("RecordSize"))
+        count = parse_count(text("IncrementSize") or "1000", at("IncrementSize"))
+        slab = max(4096, record * count)
+    history = None
+    if "History" in values:
+        path, kid = values["History"]
+        history = _history(kid, path, env)
+    try:
+        return TopicConfig.make(
+            name,
+            message_type=message_type,
+            keys=keys,
+            key_domain=text("KeyDomain"),
+            durability=durability,
+            expiration=expiration,
+            slab_size=slab,
+            hash_indexes=hash_indexes,
+            indexes=indexes,
+            history=history,
+            file_name=file_name,
+            options=options,
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{where}/{exc.where}", exc.reason) from None
+
+
+def load_xml_config(
+    source: str | os.PathLike[str] | bytes,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[TopicConfig]:
+    """Implementation of :func:`sowlib.config.load_config` (see its docstring)."""
+    data, path = _read(source)
+    root = _parse(data)
+    config_dir = path.resolve().parent if path is not None else Path.cwd()
+    base = Path(base_dir) if base_dir is not None else (config_dir if path is not None else None)
+    expander = _Env(env, path, config_dir)
+    if _tag(root) in _SOW_TAGS:
+        sections = [root]
+    else:
+        sections = [e for e in root.iter() if isinstance(e.tag, str) and _tag(e) in _SOW_TAGS]
+    out: list[TopicConfig] = []
+    seen: dict[tuple[str, str], str] = {}
+    for number, section in enumerate(sections, 1):
+        where = _tag(section) + (f"[{number}]" if len(sections) > 1 else "")
+        topics = 0
+        for child in _children(section):
+            tag = _tag(child)
+            if tag in IGNORED_SOW_ELEMENTS:
+                continue
+            if tag not in _TOPIC_TAGS:
+                raise ConfigError(f"{where}/{tag}", "unknown element (expected Topic)")
+            topics += 1
+            topic_where = f"{where}/{tag}[{topics}]"
+            config = _topic(child, topic_where, expander, base)
+            ident = (config.name, config.message_type)
+            if ident in seen:
+                raise ConfigError(topic_where, f"duplicates the topic defined at {seen[ident]}")
+            seen[ident] = topic_where
+            out.append(config)
+    return out
+
+
+def _duration_text(seconds: float) -> str:
+    return f"{int(seconds)}s" if float(seconds).is_integer() else f"{seconds!r}s"
+
+
+def topic_to_xml(config: TopicConfig) -> str:
+    """Render ``config`` as an AMPS ``<SOW><Topic>`` block that :func:`load_xml_config` reads back.
+
+    ``auto_compact`` has no AMPS element and is not written.
+    """
+    lines: list[str] = []
+    add: Callable[[str, object], None] = lambda tag, value: lines.append(  # noqa: E731
+        f"    <{tag}>{escape(str(value))}</{tag}>"
+    )
+    add("Name", config.name)
+    add("MessageType", config.message_type)
+    if config.file_name is not None:
+        add("FileName", config.file_name.replace("%", "%%"))
+    add("Durability", config.durability)
+    for key in config.keys:
+        add("Key", key)
+    if config.key_domain is not None:
+        add("KeyDomain", config.key_domain)
+    generator = config.options.get("key_generator")
+    if generator:
+        lines.append("    <KeyGenerator>")
+        lines.append(f"      <Module>{escape(str(generator['module']))}</Module>")
+        lines.append("      <Options>")
+        lines.extend(_options_xml(generator.get("options") or {}, generator["module"]))
+        lines.append("      </Options>")
+        lines.append("    </KeyGenerator>")
+    if config.expiration_enabled:
+        ttl = config.default_ttl
+        add("Expiration", "enabled" if ttl is None else _duration_text(ttl))
+    add("SlabSize", config.slab_size)
+    for fields in config.hash_indexes:
+        keys = "".join(f"<Key>{escape(f)}</Key>" for f in fields)
+        lines.append(f"    <HashIndex>{keys}</HashIndex>")
+    for index in config.indexes:
+        add("Index", index)
+    if config.history_window is not None:
+        window = _duration_text(config.history_window)
+        granularity = _duration_text(config.history_granularity)
+        lines.append(
+            f"    <History><Window>{window}</Window>"
+            f"<Granularity>{granularity}</Granularity></History>"
+        )
+    for option, tag in (("pattern", "Pattern"), ("recovery_point", "RecoveryPoint")):
+        if config.options.get(option) is not None:
+            add(tag, config.options[option])
+    return "<SOW>\n  <Topic>\n" + "\n".join(lines) + "\n  </Topic>\n</SOW>\n"
+
+
+def _options_xml(options: Mapping[str, Any], module: str) -> list[str]:
+    tags = {v: k for k, v in _CHAINING_OPTIONS.items()}
+    out = []
+    for name, value in options.items():
+        if value is None:
+            continue
+        if module == "chaining" and name in tags:
+            tag = tags[name]
+        else:
+            tag = "".join(part.capitalize() for part in name.split("_"))
+        values = value if isinstance(value, list | tuple) else [value]
+        for item in values:
+            shown = ("true" if item else "false") if isinstance(item, bool) else str(item)
+            out.append(f"        <{tag}>{escape(shown)}</{tag}>")
+    return out

@@ -1,0 +1,174 @@
+"""Reading index-friendly clauses out of a filter AST (spec §7).
+
+Splits a filter into AND-ed conjuncts and recognises, per conjunct, an
+equality/IN on a field (for key and hash lookups) or the memo :class:`Region`
+a comparison, BETWEEN, IN, ``LIKE '^abc'`` or BEGINS WITH can only match in.
+Imports only ``expr.nodes``, ``paths`` and ``index.*``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sowlib.expr.nodes import (
+    And,
+    BeginsWith,
+    Between,
+    Compare,
+    Field,
+    InList,
+    Like,
+    Literal,
+    Neg,
+    Node,
+)
+from sowlib.index.memo import ALL, Interval, Region
+from sowlib.index.values import EXACT_LIMIT, to_number
+from sowlib.paths import FieldPath
+
+__all__ = ["conjuncts", "equality", "literal_value", "regions"]
+
+_FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
+# '^abc' with no regex metacharacter after the anchor is a plain prefix test.
+_PREFIX = re.compile(r"\^([^\\.^$|?*+()\[\]{}]+)\Z")
+# First characters the text of a number can start with (``-1``, ``inf``...).
+_NUMBER_START = frozenset("0123456789+-.iIeEnN")
+
+
+class _NoLiteral(Exception):
+    pass
+
+
+def conjuncts(node: Node) -> list[Node]:
+    """The clauses of a top-level AND chain, left to right."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, And):
+            stack.extend((n.right, n.left))
+        else:
+            out.append(n)
+    return out
+
+
+def literal_value(node: Node) -> Any:
+    """The constant ``node`` stands for (a literal or a negated number).
+
+    Raises:
+        _NoLiteral: the node is not a constant.
+    """
+    if isinstance(node, Literal):
+        return node.value
+    if isinstance(node, Neg) and isinstance(node.operand, Literal):
+        value = node.operand.value
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return -value
+    raise _NoLiteral
+
+
+def _field_compare(node: Compare) -> tuple[FieldPath, str, Any] | None:
+    """``(path, op, literal)`` for ``/f op lit`` or ``lit op /f``."""
+    try:
+        if isinstance(node.left, Field):
+            return node.left.path, node.op, literal_value(node.right)
+        if isinstance(node.right, Field):
+            return node.right.path, _FLIP[node.op], literal_value(node.left)
+    except _NoLiteral:
+        return None
+    return None
+
+
+def equality(node: Node) -> tuple[FieldPath, list[Any]] | None:
+    """``(path, literals)`` when ``node`` is ``/f = lit`` or ``/f IN (lit, ...)``."""
+    if isinstance(node, Compare) and node.op == "=":
+        got = _field_compare(node)
+        return None if got is None else (got[0], [got[2]])
+    if isinstance(node, InList) and not node.negated and isinstance(node.value, Field):
+        try:
+            return node.value.path, [literal_value(item) for item in node.items]
+        except _NoLiteral:
+            return None
+    return None
+
+
+def _bound(op: str, value: Any) -> Interval:
+    if op == "=":
+        return Interval(value, value)
+    if op in (">", ">="):
+        return Interval(lo=value, lo_inc=op == ">=")
+    return Interval(hi=value, hi_inc=op == "<=")
+
+
+def compare_region(op: str, value: Any) -> Region | None:
+    """Region of values ``v`` for which ``v op value`` may hold (spec §2.4), or None."""
+    if op not in ("=", "<", "<=", ">", ">="):
+        return None
+    if value is None or value == "":
+        return Region()  # a NULL operand never compares TRUE
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    if isinstance(value, int | float):
+        if value != value or abs(value) >= EXACT_LIMIT or abs(value) == float("inf"):
+            return None
+        # A non-numeric string is greater than every number (row 5).
+        return Region(nums=_bound(op, value), words=op in (">", ">="))
+    num = to_number(value)
+    if num is None:
+        # Numbers never equal a non-numeric string and are always below it.
+        nums = ALL if op in ("<", "<=") else None
+    elif num != num or abs(num) >= EXACT_LIMIT:
+        nums = ALL
+    else:
+        nums = _bound(op, num)
+    return Region(nums=nums, texts=_bound(op, value))
+
+
+def _prefix_region(prefix: str) -> Region:
+    nums = ALL if prefix[0] in _NUMBER_START else None
+    return Region(nums=nums, texts=Interval(prefix=prefix))
+
+
+def regions(node: Node) -> tuple[FieldPath, list[Region], bool] | None:
+    """``(path, regions, exact)`` for a memo-indexable clause, else None.
+
+    A record can match only if one of its values lies in one of the regions.
+    ``exact`` is False when the regions were intersected across several tests.
+    """
+    if isinstance(node, Compare):
+        got = _field_compare(node)
+        if got is None:
+            return None
+        region = compare_region(got[1], got[2])
+        return None if region is None else (got[0], [region], True)
+    eq = equality(node)
+    if eq is not None:
+        out = [compare_region("=", v) for v in eq[1]]
+        if any(r is None for r in out):
+            return None
+        return eq[0], [r for r in out if r is not None], True
+    if isinstance(node, Between) and not node.negated and isinstance(node.value, Field):
+        try:
+            lo, hi = literal_value(node.low), literal_value(node.high)
+        except _NoLiteral:
+            return None
+        low, high = compare_region(">=", lo), compare_region("<=", hi)
+        if low is None or high is None:
+            return None
+        # BETWEEN tests both bounds on the same element, so no array fallback.
+        return node.value.path, [low.intersect(high, multi=False)], True
+    if isinstance(node, Like) and not node.negated and not node.raw:
+        m = _PREFIX.match(node.pattern)
+        if m is None or not isinstance(node.value, Field):
+            return None
+        return node.value.path, [_prefix_region(m.group(1))], True
+    if isinstance(node, BeginsWith) and not node.negated and isinstance(node.value, Field):
+        try:
+            items = [literal_value(item) for item in node.items]
+        except _NoLiteral:
+            return None
+        if not all(isinstance(i, str) and i for i in items):
+            return None
+        return node.value.path, [_prefix_region(i) for i in items], True
+    return None

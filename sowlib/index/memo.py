@@ -1,0 +1,285 @@
+"""Memo index: one field's values in sorted order -> SOW keys (spec §7).
+
+Serves equality, ranges, BETWEEN and prefix tests as a superset of what a scan
+selects under the comparison rules of spec §2.4, and walks values in the
+mixed-type order for ``top_n`` + ``order_by``. Imports only ``paths`` and
+``index.values``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import attrs
+from sortedcontainers import SortedDict
+
+from sowlib.index.values import as_path, is_null_scalar, to_number
+from sowlib.paths import FieldPath
+
+__all__ = ["Interval", "MemoIndex", "Region"]
+
+_Bound = Any  # a number for the numeric axis, a str for the text axis
+
+
+@attrs.frozen
+class Interval:
+    """``lo .. hi`` with inclusive flags; ``None`` bounds are open-ended."""
+
+    lo: _Bound = None
+    hi: _Bound = None
+    lo_inc: bool = True
+    hi_inc: bool = True
+    #: When set the text interval is "every string starting with prefix".
+    prefix: str | None = None
+
+    def intersect(self, other: Interval) -> Interval | None:
+        """The overlap of two intervals on one axis; None when empty.
+
+        A prefix interval is kept as it is (a superset of the overlap).
+        """
+        if self.prefix is not None or other.prefix is not None:
+            return self if self.prefix is not None else other
+        lo, lo_inc = _tighter(self.lo, self.lo_inc, other.lo, other.lo_inc, upper=False)
+        hi, hi_inc = _tighter(self.hi, self.hi_inc, other.hi, other.hi_inc, upper=True)
+        if (
+            lo is not None
+            and hi is not None
+            and (lo > hi or (lo == hi and not (lo_inc and hi_inc)))
+        ):
+            return None
+        return Interval(lo, hi, lo_inc, hi_inc)
+
+
+def _tighter(a: _Bound, a_inc: bool, b: _Bound, b_inc: bool, upper: bool) -> tuple[_Bound, bool]:
+    """The tighter of two lower (or upper) bounds."""
+    if a is None:
+        return b, b_inc
+    if b is None or (a == b and a_inc <= b_inc):
+        return a, a_inc
+    if a == b:
+        return b, b_inc
+    return (a, a_inc) if (a < b) == upper else (b, b_inc)
+
+
+ALL = Interval()
+
+
+@attrs.frozen
+class Region:
+    """Where in a memo index the values that may satisfy a test live.
+
+    ``nums`` covers numbers and numeric strings by numeric value, ``texts``
+    covers every string by its bytes, ``words`` adds every non-numeric string
+    (they compare above all numbers, spec §2.4 row 5). ``multi`` adds records
+    holding several values, needed when two tests were intersected.
+    """
+
+    nums: Interval | None = None
+    texts: Interval | None = None
+    words: bool = False
+    multi: bool = False
+
+    def intersect(self, other: Region, multi: bool = True) -> Region:
+        """A region covering values that satisfy both tests.
+
+        With ``multi`` (the tests may be met by different array elements)
+        records holding several values are always included.
+        """
+        nums = self.nums.intersect(other.nums) if self.nums and other.nums else None
+        mine = self.texts if self.texts is not None else (ALL if self.words else None)
+        theirs = other.texts if other.texts is not None else (ALL if other.words else None)
+        words = self.words and other.words
+        texts = None
+        if mine is not None and theirs is not None and not words:
+            texts = mine.intersect(theirs)
+        return Region(nums, texts, words, multi or self.multi or other.multi)
+
+
+def _irange(sd: SortedDict, iv: Interval) -> Iterator[Any]:
+    if iv.prefix is not None:
+        # Strings sharing a prefix are contiguous and start at the prefix itself.
+        for k in sd.irange(minimum=iv.prefix):
+            if not k.startswith(iv.prefix):
+                break
+            yield k
+        return
+    yield from sd.irange(iv.lo, iv.hi, (iv.lo_inc, iv.hi_inc))
+
+
+def _mark(keys: set[str], key: str, adding: bool) -> None:
+    if adding:
+        keys.add(key)
+    else:
+        keys.discard(key)
+
+
+def _count(sd: SortedDict, iv: Interval) -> int:
+    """Number of distinct values of ``sd`` inside ``iv``; O(log n)."""
+    if iv.prefix is not None:
+        lo = sd.bisect_left(iv.prefix)
+        hi = sd.bisect_left(iv.prefix + "\U0010ffff")
+        return max(0, int(hi) - int(lo))
+    lo = 0 if iv.lo is None else (sd.bisect_left if iv.lo_inc else sd.bisect_right)(iv.lo)
+    hi = len(sd) if iv.hi is None else (sd.bisect_right if iv.hi_inc else sd.bisect_left)(iv.hi)
+    return max(0, hi - lo)
+
+
+@attrs.define(eq=False)
+class MemoIndex:
+    """Sorted index over one field; O(log n) per update, O(log n + k) per range.
+
+    Arrays file one entry per element; NULL/missing values are kept apart so
+    the index holds every record and can be walked in sort order.
+
+    Example:
+        >>> idx = MemoIndex("/price")
+        >>> idx.add("a", {"price": 5}); idx.add("b", {"price": "x"})
+        >>> sorted(idx.candidates(Region(nums=Interval(lo=1))))
+        ['a']
+    """
+
+    field: FieldPath = attrs.field(converter=as_path)
+    _nums: SortedDict = attrs.field(factory=SortedDict, init=False)
+    _words: SortedDict = attrs.field(factory=SortedDict, init=False)
+    _numstrs: SortedDict = attrs.field(factory=SortedDict, init=False)
+    _null: set[str] = attrs.field(factory=set, init=False)
+    _loose: set[str] = attrs.field(factory=set, init=False)
+    _arrays: set[str] = attrs.field(factory=set, init=False)
+    _entries: list[int] = attrs.field(factory=lambda: [0, 0, 0], init=False)
+
+    @property
+    def name(self) -> str:
+        """``memo(/price)``."""
+        return f"memo({self.field.to_text()})"
+
+    @property
+    def fields(self) -> tuple[FieldPath, ...]:
+        """The one indexed field, as a tuple (the :class:`Index` protocol)."""
+        return (self.field,)
+
+    # -- maintenance ---------------------------------------------------------
+
+    def _places(self, value: Any) -> Iterator[tuple[int, Any]]:
+        """(dict number, key) pairs for one scalar: 0 nums, 1 words, 2 numstrs, -1 loose."""
+        if value is True or value is False:
+            yield 0, int(value)
+        elif isinstance(value, int | float):
+            yield (-1, None) if value != value else (0, value)
+        elif isinstance(value, str):
+            num = to_number(value)
+            if num is None:
+                yield 1, value
+            else:
+                yield 2, value
+                yield (-1, None) if num != num else (0, num)
+        else:
+            yield -1, None
+
+    def _update(self, key: str, doc: Any, adding: bool) -> None:
+        value = self.field.resolve(doc)
+        if is_null_scalar(value):
+            _mark(self._null, key, adding)
+            return
+        if isinstance(value, list):
+            _mark(self._arrays, key, adding)
+            items = [v for v in value if not is_null_scalar(v)]
+        else:
+            items = [value]
+        dicts = (self._nums, self._words, self._numstrs)
+        for item in items:
+            for which, place in self._places(item):
+                if which < 0:
+                    _mark(self._loose, key, adding)
+                    continue
+                sd = dicts[which]
+                bucket = sd.get(place)
+                if adding:
+                    if bucket is None:
+                        sd[place] = {key}
+                        self._entries[which] += 1
+                    elif key not in bucket:
+                        bucket.add(key)
+                        self._entries[which] += 1
+                elif bucket is not None and key in bucket:
+                    bucket.discard(key)
+                    self._entries[which] -= 1
+                    if not bucket:
+                        del sd[place]
+
+    def add(self, key: str, doc: Any) -> None:
+        """File ``key`` under the field's value(s) in ``doc``; O(log n) per value."""
+        self._update(key, doc, True)
+
+    def remove(self, key: str, doc: Any) -> None:
+        """Undo :meth:`add` for the same ``key`` and ``doc``; O(log n) per value."""
+        self._update(key, doc, False)
+
+    def clear(self) -> None:
+        """Forget every entry."""
+        for sd in (self._nums, self._words, self._numstrs):
+            sd.clear()
+        for s in (self._null, self._loose, self._arrays):
+            s.clear()
+        self._entries[:] = [0, 0, 0]
+
+    # -- queries -------------------------------------------------------------
+
+    def _always(self, region: Region) -> set[str]:
+        return self._loose | self._arrays if region.multi else set(self._loose)
+
+    def estimate(self, region: Region) -> int:
+        """Approximate candidate count for ``region`` (distinct values x mean fan-out); O(log n)."""
+        total = len(self._loose) + (len(self._arrays) if region.multi else 0)
+        parts = [(self._nums, region.nums, 0)]
+        if region.texts is not None:
+            parts += [(self._words, region.texts, 1), (self._numstrs, region.texts, 2)]
+        for sd, iv, which in parts:
+            if iv is not None and len(sd):
+                total += _count(sd, iv) * self._entries[which] // len(sd) + 1
+        if region.words and region.texts is None:
+            total += self._entries[1]
+        return total
+
+    def candidates(self, region: Region) -> set[str]:
+        """Keys that may satisfy the test ``region`` stands for; O(log n + k)."""
+        out = self._always(region)
+        if region.nums is not None:
+            for k in _irange(self._nums, region.nums):
+                out |= self._nums[k]
+        if region.texts is not None:
+            for sd in (self._words, self._numstrs):
+                for k in _irange(sd, region.texts):
+                    out |= sd[k]
+        if region.words and region.texts is None:
+            for bucket in self._words.values():
+                out |= bucket
+        return out
+
+    def orderable(self) -> bool:
+        """True when every record holds one scalar, so :meth:`groups` is a total order."""
+        return not self._loose and not self._arrays
+
+    def groups(self, descending: bool = False) -> Iterator[set[str]]:
+        """Key sets of equal sort value in mixed-type order (spec §13.3 [R]).
+
+        Numbers (and numeric strings, by value) first, then non-numeric strings
+        byte-wise, then NULL/missing; reversed (NULL first) when ``descending``.
+        Only meaningful when :meth:`orderable`.
+        """
+        if descending:
+            if self._null:
+                yield self._null
+            for k in reversed(self._words):
+                yield self._words[k]
+            for k in reversed(self._nums):
+                yield self._nums[k]
+        else:
+            yield from self._nums.values()
+            yield from self._words.values()
+            if self._null:
+                yield self._null
+
+    def __len__(self) -> int:
+        """Number of distinct non-NULL scalar values indexed."""
+        return len(self._nums) + len(self._words)

@@ -1,0 +1,284 @@
+"""The query planner: which keys a query must look at (spec §7, §18.3).
+
+Rules, first that applies: a ``sow_keys`` list; equality/IN on exactly the
+key fields (SOW keys computed directly); equality/IN on a hash index's fields;
+memo indexes for range/equality/BETWEEN/prefix clauses; a full scan. Indexes
+only propose candidates: the caller evaluates the full filter on each one.
+Imports only ``expr.nodes``, ``paths`` and ``index.*``.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Collection, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from sowlib.expr.nodes import InList, Node
+from sowlib.index.clauses import conjuncts, equality, regions
+from sowlib.index.hash import HashIndex
+from sowlib.index.memo import MemoIndex, Region
+from sowlib.index.values import number_text, to_number
+from sowlib.paths import FieldPath
+
+if TYPE_CHECKING:
+    from sowlib.query import QuerySource
+
+__all__ = ["KINDS", "FilterLike", "Plan", "plan"]
+
+#: Every plan kind, cheapest first.
+KINDS = ("keys", "key_fields", "hash", "hash_in_first", "memo", "scan")
+#: Most key combinations a key-field or hash lookup will enumerate.
+_MAX_COMBOS = 4096
+# A second memo probe is intersected in when it is at most this many times
+# bigger than the best one: building its set costs far less than running the
+# filter on every candidate it removes.
+_INTERSECT_RATIO = 8
+
+
+class FilterLike(Protocol):
+    """What the planner needs from a compiled filter (``sowlib.expr.Filter``)."""
+
+    @property
+    def node(self) -> Node: ...
+
+
+@attrs.frozen
+class Plan:
+    """How a query finds its candidates.
+
+    Attributes:
+        kind: one of :data:`KINDS`.
+        index: the index used (``hash(/a)``, ``memo(/b)+memo(/c)``), or None.
+        estimated: candidates expected before the filter runs.
+        detail: what was looked up, for :meth:`describe`.
+    """
+
+    kind: str
+    index: str | None
+    estimated: int
+    detail: str = ""
+    _fetch: Callable[[], Collection[str]] | None = attrs.field(
+        default=None, eq=False, repr=False, alias="fetch"
+    )
+
+    def candidates(self) -> Collection[str] | None:
+        """The live keys to test, or None for "every record" (a scan)."""
+        return None if self._fetch is None else self._fetch()
+
+    def describe(self) -> str:
+        """One readable line, e.g. ``hash hash(/region) [/region = 'EU'] ~12 candidates``."""
+        parts = [self.kind]
+        if self.index:
+            parts.append(self.index)
+        if self.detail:
+            parts.append(f"[{self.detail}]")
+        parts.append(f"~{self.estimated} candidates")
+        return " ".join(parts)
+
+
+def _show(value: Any) -> str:
+    return f"'{value}'" if isinstance(value, str) else "NULL" if value is None else str(value)
+
+
+def _eq_text(path: FieldPath, values: Sequence[Any]) -> str:
+    if len(values) == 1:
+        return f"{path.to_text()} = {_show(values[0])}"
+    return f"{path.to_text()} IN ({', '.join(_show(v) for v in values)})"
+
+
+def _key_alternatives(value: Any) -> list[Any] | None:
+    """Values whose canonical text a record equal to ``value`` may be keyed under."""
+    if value is None or value == "":
+        return []
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        return None
+    if isinstance(value, int | float):
+        return None if number_text(value) is None else [value]
+    num = to_number(value)
+    if num is None:
+        return [value]
+    return None if number_text(num) is None else [value, num]
+
+
+def _live(source: QuerySource, keys: Iterable[str]) -> list[str]:
+    return [k for k in dict.fromkeys(keys) if source.record(k) is not None]
+
+
+def _key_plan(source: QuerySource, eqs: dict[FieldPath, list[Any]]) -> Plan | None:
+    fields = source.key_fields
+    if not fields or not all(f in eqs for f in fields):
+        return None
+    per_field: list[list[Any]] = []
+    for f in fields:
+        alts: list[Any] = []
+        for value in eqs[f]:
+            got = _key_alternatives(value)
+            if got is None:
+                return None
+            alts.extend(got)
+        per_field.append(alts)
+    combos = 1
+    for alts in per_field:
+        combos *= len(alts)
+    if combos > _MAX_COMBOS:
+        return None
+    keys: list[str] = []
+    for combo in itertools.product(*per_field):
+        key = source.key_for_values(combo)
+        if key is None:
+            return None
+        keys.append(key)
+    # Records whose key values are not canonical text ("05", arrays) could
+    # still be equal under the comparison rules: always test them too.
+    irregular = source.indexes.irregular
+    detail = " AND ".join(_eq_text(f, eqs[f]) for f in fields)
+    return Plan(
+        "key_fields",
+        None,
+        len(keys) + len(irregular),
+        detail,
+        fetch=lambda: _live(source, [*keys, *irregular]),
+    )
+
+
+def _hash_plan(
+    source: QuerySource, conj: list[Node], eqs: dict[FieldPath, list[Any]]
+) -> Plan | None:
+    best: tuple[int, HashIndex, list[tuple[str, ...]]] | None = None
+    for index in source.indexes.hashes:
+        if not all(f in eqs for f in index.fields):
+            continue
+        values = [eqs[f] for f in index.fields]
+        combos = 1
+        for v in values:
+            combos *= max(1, len(v))
+        if combos > _MAX_COMBOS:
+            continue
+        probes = index.probes(values)
+        if probes is None:
+            continue
+        est = index.estimate(probes)
+        if best is None or est < best[0]:
+            best = (est, index, probes)
+    if best is None:
+        return None
+    est, index, probes = best
+    first = conj[0]
+    in_first = (
+        isinstance(first, InList)
+        and len(conj) > len(index.fields)
+        and (eq := equality(first)) is not None
+        and eq[0] in index.fields
+    )
+    detail = " AND ".join(_eq_text(f, eqs[f]) for f in index.fields)
+    if len(conj) > len(index.fields):
+        detail += " + residual filter"
+    return Plan(
+        "hash_in_first" if in_first else "hash",
+        index.name,
+        est,
+        detail,
+        fetch=lambda: index.lookup_probes(probes),
+    )
+
+
+@attrs.frozen
+class _Probe:
+    path: FieldPath
+    memo: MemoIndex
+    regions: tuple[Region, ...]
+    estimate: int
+
+    def keys(self) -> set[str]:
+        if len(self.regions) == 1:
+            return self.memo.candidates(self.regions[0])
+        out: set[str] = set()
+        for region in self.regions or (Region(),):
+            out |= self.memo.candidates(region)
+        return out
+
+
+def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
+    by_field: dict[FieldPath, list[Region]] = {}
+    counts: dict[FieldPath, int] = {}
+    for clause in conj:
+        got = regions(clause)
+        if got is None:
+            continue
+        path, found, _ = got
+        counts[path] = counts.get(path, 0) + 1
+        if path not in by_field:
+            by_field[path] = found
+        elif len(by_field[path]) == 1 and len(found) == 1:
+            # Two tests on one field (``/a > 1 AND /a < 5``): one narrower range;
+            # records with arrays stay in since different elements may match.
+            by_field[path] = [by_field[path][0].intersect(found[0])]
+    if not by_field:
+        return None
+    probes = []
+    for path, regs in by_field.items():
+        memo = source.indexes.ensure_memo(path, source)
+        est = sum(memo.estimate(r) for r in regs) if regs else memo.estimate(Region())
+        probes.append(_Probe(path, memo, tuple(regs), est))
+    probes.sort(key=lambda p: p.estimate)
+    best = probes[0]
+    n = len(source)
+    if best.estimate > n // 2:
+        return Plan("scan", None, n, f"{best.memo.name} not selective (~{best.estimate})")
+    use = [best]
+    if len(probes) > 1 and probes[1].estimate <= best.estimate * _INTERSECT_RATIO:
+        use.append(probes[1])
+
+    def fetch() -> set[str]:
+        keys = use[0].keys()
+        for probe in use[1:]:
+            keys &= probe.keys()
+        return keys
+
+    names = "+".join(p.memo.name for p in use)
+    return Plan("memo", names, best.estimate, "", fetch=fetch)
+
+
+def plan(
+    source: QuerySource, flt: FilterLike | None, sow_keys: Iterable[str] | None = None
+) -> Plan:
+    """Choose how to find the candidates of a query; builds memo indexes on demand.
+
+    Args:
+        source: the topic (see :class:`sowlib.query.QuerySource`).
+        flt: the compiled filter, or None for every record.
+        sow_keys: restrict the query to these SOW keys.
+    Returns:
+        A :class:`Plan`; ``plan.candidates()`` is a superset of the matching keys.
+    Complexity: O(clauses x log n), plus O(n log n) once per memo index built.
+
+    Example:
+        >>> plan(topic, compile_filter("/region = 'EU'")).kind   # doctest: +SKIP
+        'hash'
+    """
+    if sow_keys is not None:
+        wanted = list(dict.fromkeys(sow_keys))
+        return Plan(
+            "keys",
+            None,
+            len(wanted),
+            f"{len(wanted)} sow keys",
+            fetch=lambda: _live(source, wanted),
+        )
+    n = len(source)
+    if flt is None:
+        return Plan("scan", None, n, "no filter")
+    conj = conjuncts(flt.node)
+    eqs: dict[FieldPath, list[Any]] = {}
+    for clause in conj:
+        eq = equality(clause)
+        if eq is not None and eq[0] not in eqs:
+            eqs[eq[0]] = eq[1]
+    if eqs:
+        found = _key_plan(source, eqs) or _hash_plan(source, conj, eqs)
+        if found is not None:
+            return found
+    found = _memo_plan(source, conj)
+    return found if found is not None else Plan("scan", None, n)

@@ -1,0 +1,136 @@
+"""How stored values and filter literals become index keys (spec §2.4, §7).
+
+Both index kinds must return a *superset* of what a full scan selects, so every
+value that the comparison rules could make equal to a literal is filed under a
+key the lookup will try. Imports only ``document``, ``paths`` and ``expr.runtime``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+from sowlib.document import MISSING, canonical_text
+from sowlib.expr.runtime import parse_number
+from sowlib.paths import FieldPath, parse_path
+
+__all__ = [
+    "EXACT_LIMIT",
+    "as_path",
+    "as_paths",
+    "Loose",
+    "hash_texts",
+    "is_null_scalar",
+    "literal_texts",
+    "number_text",
+    "to_number",
+]
+
+#: Integers at or beyond this magnitude lose precision when promoted to float
+#: (spec §2.4 row 3), so text equality and numeric equality can disagree: such
+#: values are never filed under a text key and such literals never use a lookup.
+EXACT_LIMIT = 2**53
+
+
+def as_path(path: str | FieldPath) -> FieldPath:
+    """A :class:`FieldPath` from its text (or itself)."""
+    return path if isinstance(path, FieldPath) else parse_path(path)
+
+
+def as_paths(paths: Iterable[str | FieldPath]) -> tuple[FieldPath, ...]:
+    """A tuple of :class:`FieldPath` from texts or paths."""
+    return tuple(as_path(p) for p in paths)
+
+
+class Loose(Exception):
+    """Raised by :func:`hash_texts` for a value no text key can stand for."""
+
+
+def to_number(text: str) -> int | float | None:
+    """The number a string converts to under spec §2.2, or None; O(len(text)).
+
+    The evaluator's own conversion, so indexes and filters always agree.
+
+    Example:
+        >>> to_number("05"), to_number("2.5e1"), to_number("abc")
+        (5, 25.0, None)
+    """
+    return parse_number(text)
+
+
+def is_null_scalar(value: Any) -> bool:
+    """True for the values spec §2.3 calls NULL: missing, None, ``""``, ``[]``."""
+    return value is None or value is MISSING or value == "" or value == []
+
+
+def number_text(value: int | float) -> str | None:
+    """Canonical text of a number whose text equality is exact, else None.
+
+    NaN, infinities and magnitudes at or above :data:`EXACT_LIMIT` return None.
+    """
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if abs(value) >= EXACT_LIMIT:
+        return None
+    return canonical_text(value)
+
+
+def _scalar_texts(value: Any) -> list[str]:
+    """Text keys one scalar is filed under; raises :class:`Loose`."""
+    if value is True or value is False:
+        return ["1" if value else "0"]
+    if isinstance(value, int | float):
+        text = number_text(value)
+        if text is None:
+            raise Loose
+        return [text]
+    if isinstance(value, str):
+        num = to_number(value)
+        if num is None:
+            return [value]
+        text = number_text(num)
+        if text is None:
+            raise Loose
+        return [value] if text == value else [value, text]
+    raise Loose
+
+
+def hash_texts(value: Any) -> list[str]:
+    """Every text key a stored field value is filed under in a hash index.
+
+    A string that converts to a number is filed under its own text *and* the
+    canonical text of the number, so ``"05"`` is found by the literal ``5``.
+    Array values are filed under every element (comparisons are array-aware).
+
+    Returns:
+        The keys; empty for NULL (NULL never equals anything).
+    Raises:
+        Loose: the value (a NaN, a huge integer, an object, bytes) must be
+            verified on every lookup instead.
+    """
+    if is_null_scalar(value):
+        return []
+    if isinstance(value, list):
+        out: list[str] = []
+        for item in value:
+            if isinstance(item, list):
+                raise Loose
+            if not is_null_scalar(item):
+                out.extend(_scalar_texts(item))
+        return out
+    return _scalar_texts(value)
+
+
+def literal_texts(value: Any) -> list[str] | None:
+    """Text keys a lookup for ``field = value`` must try, or None if it cannot be looked up.
+
+    A string literal that converts to a number also tries the number's canonical
+    text (``'05'`` finds a stored ``5``); NULL tries nothing.
+    """
+    if is_null_scalar(value):
+        return []
+    try:
+        return _scalar_texts(value)
+    except Loose:
+        return None

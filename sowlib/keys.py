@@ -1,0 +1,240 @@
+"""SOW keys: content keys (xxhash64 over domain + key values), publisher keys, chaining.
+
+A key generator is anything callable as ``generator(doc) -> str``. Imports
+``errors``, ``paths``, ``document`` only.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import xxhash
+
+from sowlib.document import canonical_text
+from sowlib.errors import ConfigError, InvalidSowKeyError, MissingKeyFieldError
+from sowlib.paths import FieldPath, parse_path
+
+__all__ = [
+    "ChainingKeyGenerator",
+    "ContentKeyGenerator",
+    "KeyGenerator",
+    "describe_generator",
+    "load_key_generator",
+    "validate_user_key",
+]
+
+# Reserved separator between the domain and each key value (spec §6.3): a
+# control character no sane key value contains, so ("a", "bc") != ("ab", "c").
+_SEP = "\x1e"
+_SEP_BYTES = _SEP.encode()
+_BASE64 = re.compile(r"[A-Za-z0-9+/=]+\Z")
+
+
+@runtime_checkable
+class KeyGenerator(Protocol):
+    """Computes the SOW key of a decoded message; any matching callable works."""
+
+    def __call__(self, doc: Any) -> str:
+        """Return the key, or raise ``MissingKeyFieldError``."""
+        ...
+
+
+class ContentKeyGenerator:
+    """Keys from one or more fields: ``xxh64(domain SEP v1 SEP v2 ...)`` as decimal text.
+
+    Values are rendered with :func:`sowlib.document.canonical_text`, so ``5``,
+    ``5.0`` and ``"5"`` give the same key ([R] spec §6.3). O(fields).
+
+    Example:
+        >>> gen = ContentKeyGenerator(["/id"], domain="orders", topic="orders")
+        >>> gen({"id": 5}) == gen({"id": "5"})
+        True
+    """
+
+    def __init__(self, fields: Sequence[str], *, domain: str, topic: str) -> None:
+        if not fields:
+            raise ConfigError("keys", "a content key needs at least one field")
+        self.fields: tuple[FieldPath, ...] = tuple(parse_path(f) for f in fields)
+        self.domain = domain
+        self.topic = topic
+        self._prefix = domain.encode("utf-8", "surrogateescape")
+
+    def __call__(self, doc: Any) -> str:
+        values = []
+        for path in self.fields:
+            text = canonical_text(path.resolve(doc)) if isinstance(doc, dict) else None
+            if text is None:
+                raise MissingKeyFieldError(self.topic, path.to_text())
+            values.append(text)
+        return self._hash(values)
+
+    def key_for_values(self, values: Sequence[Any]) -> str | None:
+        """The key of a message whose key fields hold ``values``; None if one is NULL."""
+        texts = []
+        for value in values:
+            text = canonical_text(value)
+            if text is None:
+                return None
+            texts.append(text)
+        return self._hash(texts)
+
+    def _hash(self, texts: Sequence[str]) -> str:
+        body = _SEP.join(texts).encode("utf-8", "surrogateescape")
+        return str(xxhash.xxh64_intdigest(self._prefix + _SEP_BYTES + body))
+
+
+def validate_user_key(key: object) -> str:
+    """Check a publisher-supplied key: non-empty text in the Base64 alphabet (spec §6.4).
+
+    Raises:
+        InvalidSowKeyError: anything else.
+    """
+    if not isinstance(key, str):
+        raise InvalidSowKeyError(key, "a SOW key is a string")
+    if not key:
+        raise InvalidSowKeyError(key, "a SOW key cannot be empty")
+    if not _BASE64.match(key):
+        bad = next(c for c in key if not _BASE64.match(c))
+        raise InvalidSowKeyError(key, f"character {bad!r} is outside the Base64 alphabet")
+    return key
+
+
+class ChainingKeyGenerator:
+    """The chaining generator of spec §6.5: amending messages join their parent's chain.
+
+    ``primary`` is the message's own identifier, ``secondary`` the fields
+    naming the message it amends. Every identifier of a chain maps to the key
+    of the chain head. With ``file_name`` the chains persist across restarts
+    (an append-only text file, one ``member<TAB>head`` line per new member).
+
+    Example:
+        >>> gen = ChainingKeyGenerator("/Doc", ["/Parent"], domain="docs", topic="docs")
+        >>> gen({"Doc": 10}) == gen({"Doc": 11, "Parent": 10})
+        True
+    """
+
+    spec = "chaining"
+
+    def __init__(
+        self,
+        primary: str,
+        secondary: Sequence[str] = (),
+        *,
+        domain: str,
+        topic: str,
+        file_name: str | None = None,
+        validation: bool = False,
+    ) -> None:
+        self.primary = parse_path(primary)
+        self.secondary = tuple(parse_path(s) for s in secondary)
+        self.domain = domain
+        self.topic = topic
+        self.file_name = file_name
+        self.validation = validation
+        self._head: dict[str, str] = {}
+        self._lock = threading.Lock()
+        self._content = ContentKeyGenerator([primary], domain=domain, topic=topic)
+        if file_name and os.path.exists(file_name):
+            with open(file_name, encoding="utf-8") as fh:
+                for line in fh:
+                    member, _, head = line.rstrip("\n").partition("\t")
+                    if member and head:
+                        self._head[member] = head
+
+    def options(self) -> dict[str, Any]:
+        """The options that recreate this generator (stored with the topic)."""
+        return {
+            "primary": self.primary.to_text(),
+            "secondary": [s.to_text() for s in self.secondary],
+            "file_name": self.file_name,
+            "validation": self.validation,
+        }
+
+    def __call__(self, doc: Any) -> str:
+        own = canonical_text(self.primary.resolve(doc)) if isinstance(doc, dict) else None
+        if own is None:
+            raise MissingKeyFieldError(self.topic, self.primary.to_text())
+        parents = []
+        for path in self.secondary:
+            value = canonical_text(path.resolve(doc))
+            if value is not None:
+                parents.append(value)
+        with self._lock:
+            heads = {self._head.get(p, p) for p in parents}
+            if own in self._head:
+                heads.add(self._head[own])
+            if len(heads) > 1:
+                raise InvalidSowKeyError(
+                    own, f"message joins two different chains ({', '.join(sorted(heads))})"
+                )
+            head = heads.pop() if heads else own
+            new = [m for m in (own, *parents) if m not in self._head]
+            for member in new:
+                self._head[member] = head
+            if new and self.file_name:
+                with open(self.file_name, "a", encoding="utf-8") as fh:
+                    fh.writelines(f"{m}\t{head}\n" for m in new)
+        key = self._content.key_for_values([head])
+        assert key is not None  # head is non-empty text
+        return key
+
+
+def load_key_generator(spec: object, *, domain: str, topic: str) -> Callable[[Any], str] | None:
+    """Build a generator from its stored description (see ``TopicConfig.options``).
+
+    ``{"module": "chaining", "options": {...}}`` builds a :class:`ChainingKeyGenerator`;
+    ``{"module": "pkg.mod:factory", "options": {...}}`` imports ``factory`` and
+    calls it with the options (or uses it directly when it takes none).
+
+    Raises:
+        ConfigError: the description is malformed or the module cannot be imported.
+    """
+    if spec is None:
+        return None
+    if not isinstance(spec, dict) or "module" not in spec:
+        raise ConfigError(
+            "KeyGenerator", f"expected {{'module': ..., 'options': ...}}, got {spec!r}"
+        )
+    module = spec["module"]
+    options = dict(spec.get("options") or {})
+    if module == "chaining":
+        keys = options.pop("keys", None) or []
+        primary = options.pop("primary", None) or (keys[0] if keys else None)
+        secondary = list(options.pop("secondary", None) or keys[1:])
+        if not primary:
+            raise ConfigError("KeyGenerator/Options", "the chaining generator needs a primary Key")
+        return ChainingKeyGenerator(
+            primary,
+            secondary,
+            domain=domain,
+            topic=topic,
+            file_name=options.pop("file_name", None),
+            validation=bool(options.pop("validation", False)),
+        )
+    if not isinstance(module, str) or ":" not in module:
+        raise ConfigError("KeyGenerator/Module", f"{module!r} is not 'package.module:callable'")
+    mod_name, _, attr = module.partition(":")
+    try:
+        target = getattr(importlib.import_module(mod_name), attr)
+    except (ImportError, AttributeError) as exc:
+        raise ConfigError("KeyGenerator/Module", f"cannot import {module!r}: {exc}") from None
+    generator = target(**options) if options else target
+    if not callable(generator):
+        raise ConfigError("KeyGenerator/Module", f"{module!r} is not callable")
+    return generator  # type: ignore[no-any-return]
+
+
+def describe_generator(generator: object) -> dict[str, Any] | None:
+    """The stored description of a generator, or None when it cannot be recreated by name."""
+    if isinstance(generator, ChainingKeyGenerator):
+        return {"module": "chaining", "options": generator.options()}
+    module = getattr(generator, "__module__", None)
+    qualname = getattr(generator, "__qualname__", None)
+    if module and qualname and "<" not in qualname and module != "__main__":
+        return {"module": f"{module}:{qualname}", "options": {}}
+    return None

@@ -1,0 +1,24 @@
+"""The storage layer: a memory-mapped append log with recovery, compaction and a writer lock.
+
+Imports only ``sowlib.errors`` and ``sowlib.units`` (never ``expr``, ``codecs`` or ``topic``).
+The on-disk format is specified in ``docs/storage-format.md``.
+"""
+
+from sowlib.storage.format import FORMAT_VERSION, MAGIC, LogRecord, RecordKind
+from sowlib.storage.fs import FileSystem
+from sowlib.storage.lock import WriterLock
+from sowlib.storage.log import AppendLog
+from sowlib.storage.recovery import RecoveryReport, VerifyReport, verify
+
+__all__ = [
+    "FORMAT_VERSION",
+    "MAGIC",
+    "AppendLog",
+    "FileSystem",
+    "LogRecord",
+    "RecordKind",
+    "RecoveryReport",
+    "VerifyReport",
+    "WriterLock",
+    "verify",
+]

@@ -1,0 +1,143 @@
+"""Writing a whole new log file beside the old one and swapping it in atomically.
+
+Used by ``AppendLog.compact`` and by ``verify(repair=True)``. Protocol: write
+``<log>.compact.tmp`` (locked, so no writer can open it), size it to whole slabs, fsync it,
+rename it over the log, fsync the directory. A crash before the rename leaves the old file
+(the temp file is removed by the next writer open); after it, the new one. Imports only
+``sowlib.errors`` and sibling storage modules.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Iterator
+
+import attrs
+
+from sowlib.storage.format import PREFIX, Buf, LogRecord
+from sowlib.storage.fs import FileSystem
+from sowlib.storage.lock import lock_fd
+
+__all__ = ["NewFile", "copy_kept", "install", "write_all", "write_log_file"]
+
+_CHUNK = 1 << 20
+
+
+@attrs.frozen
+class NewFile:
+    """A fully written, fsynced temp log (still open and locked through ``fd``).
+
+    Attributes:
+        fd: open read-write descriptor holding the writer ``flock``.
+        end: offset after the last record (where the next append goes).
+        size: file size (a whole number of slabs).
+        records: number of records written.
+        last_offset: offset of the last record (0 if none).
+    """
+
+    fd: int
+    end: int
+    size: int
+    records: int
+    last_offset: int
+
+
+def write_all(fd: int, data: bytes | bytearray) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write less than asked)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_log_file(
+    fs: FileSystem,
+    tmp_path: str,
+    header: bytes,
+    chunks: Iterable[bytes],
+    slab_size: int,
+) -> NewFile:
+    """Create ``tmp_path`` holding ``header`` then every record chunk, and fsync it; O(bytes).
+
+    Args:
+        fs: where fsync and truncate go.
+        tmp_path: the temp file to (re)create.
+        header: encoded file header.
+        chunks: encoded records, in file order, one record per chunk.
+        slab_size: the file is sized to a whole number of slabs (at least one).
+    Returns:
+        The open, locked file and its layout.
+    Raises:
+        OSError: a write, truncate or fsync failed (the temp file is removed).
+    """
+    fd = os.open(tmp_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    try:
+        lock_fd(fd, tmp_path)
+        pending = bytearray(header)
+        end, records, last = len(header), 0, 0
+        for chunk in chunks:
+            last, records = end, records + 1
+            end += len(chunk)
+            pending += chunk
+            if len(pending) >= _CHUNK:
+                write_all(fd, pending)
+                pending.clear()
+        write_all(fd, pending)
+        size = max(slab_size, -(-end // slab_size) * slab_size)
+        fs.truncate(fd, size)
+        fs.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        try:
+            os.unlink(tmp_path)
+        except FileNotFoundError:
+            pass
+        raise
+    return NewFile(fd, end, size, records, last)
+
+
+def install(fs: FileSystem, tmp_path: str, path: str) -> None:
+    """Rename ``tmp_path`` over ``path`` and make the rename durable; O(1).
+
+    Raises:
+        OSError: from the rename (``path`` unchanged, ``tmp_path`` removed) or from the
+            directory fsync (``path`` already is the new file).
+    """
+    try:
+        fs.rename(tmp_path, path)
+    except BaseException:
+        try:
+            os.unlink(tmp_path)
+        except FileNotFoundError:
+            pass
+        raise
+    fs.fsync_dir(os.path.dirname(path))
+
+
+def copy_kept(
+    buf: Buf,
+    records: Iterable[LogRecord],
+    keep: Callable[[LogRecord], bool],
+    first_offset: int,
+    mapping: dict[int, int],
+) -> Iterator[bytes]:
+    """Yield the raw bytes of every kept record, filling ``mapping`` {old offset: new offset}.
+
+    Records are copied byte for byte: the checksum does not cover the offset, so a record
+    stays valid wherever it lands. O(n) in the records scanned.
+
+    Args:
+        buf: the mapped old log.
+        records: the old log's records in file order.
+        keep: the caller's predicate.
+        first_offset: where the first kept record goes in the new file (its header length).
+        mapping: filled as records are yielded.
+    """
+    new = first_offset
+    unpack = PREFIX.unpack_from
+    for rec in records:
+        if keep(rec):
+            off = rec.offset
+            length = unpack(buf, off)[1]
+            mapping[off] = new
+            new += length
+            yield buf[off : off + length]

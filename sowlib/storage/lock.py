@@ -1,0 +1,93 @@
+"""The store's single-writer lock: an exclusive ``flock`` on ``<dir>/LOCK`` holding the owner pid.
+
+Imports only ``sowlib.errors``.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+
+from sowlib.errors import StoreLockedError
+
+__all__ = ["WriterLock", "lock_fd"]
+
+
+def lock_fd(fd: int, path: str) -> None:
+    """Take an exclusive non-blocking ``flock`` on ``fd``.
+
+    ``flock`` locks belong to the open file description, so a second ``open`` of the same
+    file in this process conflicts just as another process does.
+
+    Raises:
+        StoreLockedError: someone else holds the lock (``pid`` is unknown here).
+    """
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise StoreLockedError(path, None) from None
+        raise
+
+
+def _read_pid(fd: int) -> int | None:
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    return int(text) if text.isdigit() else None
+
+
+class WriterLock:
+    """Exclusive writer lock on a store directory; O(1) to take and release.
+
+    The lock file ``<directory>/LOCK`` is never deleted (deleting it would let two processes
+    lock two different inodes). The holder's pid is written in it for the error message.
+    The kernel drops the lock when the holder dies, so a stale pid never blocks anyone.
+
+    Args:
+        directory: the store directory (must exist).
+    Raises:
+        StoreLockedError: another process, or another ``WriterLock`` in this process, holds it;
+            ``pid`` is the holder's pid when it could be read.
+
+    Example:
+        >>> lock = WriterLock(store_dir)  # doctest: +SKIP
+        >>> lock.release()  # doctest: +SKIP
+    """
+
+    def __init__(self, directory: str | os.PathLike[str]) -> None:
+        self.directory = os.fspath(directory)
+        self.path = os.path.join(self.directory, "LOCK")
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            lock_fd(fd, self.directory)
+        except StoreLockedError:
+            pid = _read_pid(fd)
+            os.close(fd)
+            raise StoreLockedError(self.directory, pid) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._fd: int | None = fd
+
+    @property
+    def held(self) -> bool:
+        """True until :meth:`release` is called."""
+        return self._fd is not None
+
+    def release(self) -> None:
+        """Drop the lock; idempotent. The pid is left in the file (harmless once unlocked)."""
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+
+    def __enter__(self) -> WriterLock:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()

@@ -1,0 +1,617 @@
+"""``AppendLog``: one memory-mapped, append-only file of framed records.
+
+The file grows in slabs; opening runs the recovery rule; read-only openers follow the tail
+with ``refresh``. Not thread-safe: the topic layer serialises every call. Imports only
+``sowlib.errors`` and sibling storage modules (never ``expr``, ``codecs`` or ``topic``).
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+from collections.abc import Callable, Iterable, Iterator
+from typing import cast
+
+from sowlib.errors import (
+    ConfigError,
+    CorruptRecordError,
+    FormatVersionError,
+    ReadOnlyError,
+    RecordTooLargeError,
+    StoreClosedError,
+    UnsupportedOperationError,
+)
+from sowlib.storage.compaction import NewFile, copy_kept, install, write_all, write_log_file
+from sowlib.storage.format import (
+    KINDS,
+    MAGIC,
+    PREFIX,
+    RECORD_HEADER,
+    RECORD_HEADER_SIZE,
+    RECORD_MARKER,
+    Checkpoint,
+    FileHeader,
+    LogRecord,
+    RecordKind,
+    decode_checkpoint,
+    decode_header,
+    decode_record,
+    make_record,
+    encode_checkpoint,
+    encode_header,
+    encode_record,
+    record_problem,
+)
+from sowlib.storage.fs import FileSystem
+from sowlib.storage.lock import lock_fd
+from sowlib.storage.recovery import RecoveryReport, garbage_end, recover
+
+__all__ = ["MIN_SLAB_SIZE", "SLAB_HEADROOM", "AppendLog"]
+
+MIN_SLAB_SIZE = 4096
+"""Smallest accepted ``slab_size``."""
+SLAB_HEADROOM = 64
+"""A record may use at most ``slab_size - SLAB_HEADROOM`` bytes."""
+_PAGE = mmap.ALLOCATIONGRANULARITY
+_LEFTOVERS = (".compact.tmp", ".ckpt.tmp", ".create.tmp")
+_Fields = tuple[RecordKind, int, float, float, str, bytes, bytes]  # LogRecord minus offset
+
+
+def _seq_at(buf: mmap.mmap, offset: int) -> int:
+    seq: int = RECORD_HEADER.unpack_from(buf, offset)[8]
+    return seq
+
+
+class AppendLog:
+    """An append-only log of PUT / DELETE / EXPIRE records in one memory-mapped file.
+
+    Opening an existing file reads ``meta`` from its header (the ``meta`` argument is then
+    ignored); a missing file is created when ``meta`` is given. A writer holds an exclusive
+    ``flock`` on the file, runs recovery (zeroing a torn tail) and removes leftover temp
+    files; a read-only opener never modifies anything (a partial tail is "not written yet").
+    An append that returned survives the process being killed; ``flush`` (or ``sync=True``)
+    makes it survive power loss. Not thread-safe.
+
+    Args:
+        path: the log file.
+        meta: header bytes for a new file (the topic configuration).
+        slab_size: growth increment; also bounds one record (slab_size - 64 bytes).
+        readonly: open for reading only (any number of readers may follow one writer).
+        sync: flush after every append / append_many.
+        fs: the durability seam (tests inject failures).
+    Raises:
+        FileNotFoundError: the file does not exist and cannot be created (read-only, no meta).
+        FormatVersionError: not a sowlib log, or an unknown version.
+        CorruptRecordError: a damaged record has intact records after it (offset given).
+        StoreLockedError: another writer has the file open.
+
+    Example:
+        >>> log = AppendLog(path, meta=b"{}")  # doctest: +SKIP
+        >>> log.append(RecordKind.PUT, "k1", b"payload", timestamp=1.5).seq  # doctest: +SKIP
+        1
+    """
+
+    meta: bytes
+    generation: int
+    last_seq: int
+    report: RecoveryReport
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        meta: bytes | None = None,
+        slab_size: int = 1 << 20,
+        readonly: bool = False,
+        sync: bool = False,
+        fs: FileSystem | None = None,
+    ) -> None:
+        if slab_size < MIN_SLAB_SIZE:
+            raise ConfigError("slab_size", f"{slab_size} is below the minimum {MIN_SLAB_SIZE}")
+        self.path = os.fspath(path)
+        self.readonly = readonly
+        self._sync = sync
+        self._fs = fs if fs is not None else FileSystem()
+        self._slab = slab_size
+        self._mm: mmap.mmap | None = None
+        self._fd = -1
+        self._epoch: object | None = None
+        self._ckpt: tuple[bytes, int] | None = None
+        self._dirty = -1
+        if not readonly and meta is not None and not os.path.exists(self.path):
+            self._create(meta)
+        flags = os.O_RDONLY if readonly else os.O_RDWR
+        try:
+            self._fd = os.open(self.path, flags | os.O_CLOEXEC)
+        except FileNotFoundError:
+            raise FileNotFoundError(errno.ENOENT, "no sowlib log here", self.path) from None
+        try:
+            if not readonly:
+                lock_fd(self._fd, self.path)
+                self._remove_leftovers()
+            self._open_mapped()
+        except BaseException:
+            self._release()
+            raise
+
+    # ------------------------------------------------------------------ opening
+
+    def _create(self, meta: bytes) -> None:
+        header = encode_header(0, self._fs.time(), 0, bytes(meta))
+        tmp = self.path + ".create.tmp"
+        new = write_log_file(self._fs, tmp, header, (), self._slab)
+        try:
+            install(self._fs, tmp, self.path)
+        finally:
+            os.close(new.fd)
+
+    def _remove_leftovers(self) -> None:
+        for suffix in _LEFTOVERS:
+            try:
+                self._fs.unlink(self.path + suffix)
+            except FileNotFoundError:
+                pass
+
+    def _open_mapped(self) -> None:
+        st = os.fstat(self._fd)
+        if st.st_size == 0:
+            raise FormatVersionError(self.path, b"", MAGIC)
+        access = mmap.ACCESS_READ if self.readonly else mmap.ACCESS_WRITE
+        mm = self._mm = mmap.mmap(self._fd, st.st_size, access=access)
+        self._size, self._ino = st.st_size, (st.st_dev, st.st_ino)
+        header = decode_header(mm, st.st_size, self.path)
+        self._use_header(header)
+        ckpt = self._take_checkpoint(mm, header)
+        start = ckpt.end_offset if ckpt else header.header_len
+        found = recover(mm, start, self._size)
+        if found.next_valid is not None:
+            reason = record_problem(mm, found.end, self._size) or "zeroed record"
+            raise CorruptRecordError(self.path, found.end, reason)
+        self._end = found.end
+        cut = 0
+        if found.garbage_end > found.end and not self.readonly:
+            cut = found.garbage_end - found.end
+            mm[found.end : found.garbage_end] = bytes(cut)  # zero the torn tail, durably
+            self._dirty = found.end
+            self.flush()
+        self._records = found.records + (ckpt.records if ckpt else 0)
+        self._last_off = found.last_offset or (ckpt.last_record_offset if ckpt else 0)
+        tail_seq = _seq_at(mm, self._last_off) if self._last_off else 0
+        self.last_seq = max(header.base_seq, tail_seq, ckpt.last_seq if ckpt else 0)
+        self.report = RecoveryReport(self._records, self._end, cut, ckpt is not None)
+        self._epoch = object()
+
+    def _use_header(self, header: FileHeader) -> None:
+        self.meta = header.meta
+        self.generation = header.generation
+        self._header_len = header.header_len
+
+    def _take_checkpoint(self, mm: mmap.mmap, header: FileHeader) -> Checkpoint | None:
+        """Read ``<path>.ckpt``; a writer then unlinks it (a crash later must not trust it)."""
+        name = self.path + ".ckpt"
+        try:
+            with open(name, "rb") as fh:
+                data = fh.read()
+        except FileNotFoundError:
+            return None
+        if not self.readonly:
+            self._fs.unlink(name)
+        ckpt = decode_checkpoint(data)
+        if ckpt is None or ckpt.generation != header.generation:
+            return None
+        end, last = ckpt.end_offset, ckpt.last_record_offset
+        if not header.header_len <= end <= self._size or (ckpt.records == 0) != (last == 0):
+            return None
+        if last:
+            if last < header.header_len or record_problem(mm, last, end) is not None:
+                return None
+            if last + PREFIX.unpack_from(mm, last)[1] != end or _seq_at(mm, last) > ckpt.last_seq:
+                return None
+        elif end != header.header_len:
+            return None
+        self._ckpt = (ckpt.blob, end)
+        return ckpt
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close`."""
+        return self._mm is None
+
+    @property
+    def file_size(self) -> int:
+        """Current size of the (slab-aligned) file in bytes."""
+        return self._size
+
+    @property
+    def end_offset(self) -> int:
+        """Offset where the next record goes (end of the last intact record)."""
+        return self._end
+
+    @property
+    def record_count(self) -> int:
+        """Records in the file (every kind, superseded versions included)."""
+        return self._records
+
+    @property
+    def header_len(self) -> int:
+        """Offset of the first record."""
+        return self._header_len
+
+    def _live(self) -> mmap.mmap:
+        mm = self._mm
+        if mm is None:
+            raise StoreClosedError(f"log {self.path}")
+        return mm
+
+    def __enter__(self) -> AppendLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._mm is None else f"end={self._end} last_seq={self.last_seq}"
+        mode = "readonly" if self.readonly else "writer"
+        return f"AppendLog({self.path!r}, {mode}, {state})"
+
+    # ------------------------------------------------------------------ writing
+
+    def _writable(self, operation: str) -> mmap.mmap:
+        mm = self._live()
+        if self.readonly:
+            raise ReadOnlyError(f"log {self.path}", operation)
+        return mm
+
+    def _grow(self, needed: int) -> mmap.mmap:
+        size = -(-needed // self._slab) * self._slab
+        self._fs.truncate(self._fd, size)
+        # The old map is not closed: a suspended scan() may still read from it; it is
+        # unmapped when its last reference goes.
+        mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_WRITE)
+        self._size = size
+        return mm
+
+    def _frame(
+        self, kind: int, key: str, payload: bytes, ts: float, exp: float, corr: bytes, seq: int
+    ) -> tuple[bytes, _Fields]:
+        kind_member = KINDS[kind] if 0 < kind < len(KINDS) else None
+        if kind_member is None:
+            raise UnsupportedOperationError("append", f"unknown record kind {kind!r}")
+        ts_us, exp_us = round(ts * 1_000_000), round(exp * 1_000_000)
+        payload, corr = bytes(payload), bytes(corr)
+        data = encode_record(kind, key.encode(), corr, payload, seq, ts_us, exp_us)
+        if len(data) > self._slab - SLAB_HEADROOM:
+            raise RecordTooLargeError(len(data), self._slab - SLAB_HEADROOM)
+        return data, (kind_member, seq, ts_us / 1_000_000, exp_us / 1_000_000, key, corr, payload)
+
+    def _write(self, mm: mmap.mmap, data: bytes, last_off: int, count: int, seq: int) -> int:
+        off = self._end
+        if off + len(data) > self._size:
+            mm = self._grow(off + len(data))
+        mm[off : off + len(data)] = data
+        if self._dirty < 0:
+            self._dirty = off
+        self._end = off + len(data)
+        self._last_off = off + last_off
+        self._records += count
+        self.last_seq = seq
+        if self._sync:
+            self.flush()
+        return off
+
+    def append(
+        self,
+        kind: RecordKind,
+        key: str,
+        payload: bytes,
+        *,
+        timestamp: float,
+        expiration: float = 0.0,
+        correlation_id: bytes = b"",
+        seq: int | None = None,
+    ) -> LogRecord:
+        """Append one record; O(len(payload)), amortised O(1) file growth.
+
+        Args:
+            kind: PUT, DELETE or EXPIRE.
+            key: the SOW key.
+            payload: message bytes.
+            timestamp: seconds since the epoch (kept to the microsecond).
+            expiration: absolute expiry in seconds, 0.0 for never.
+            correlation_id: opaque bytes.
+            seq: explicit sequence number; defaults to ``last_seq + 1``.
+        Returns:
+            The record as stored (times rounded to microseconds).
+        Raises:
+            UnsupportedOperationError: ``seq`` is not above ``last_seq``, or a bad kind.
+            RecordTooLargeError: the framed record exceeds ``slab_size - 64``.
+            ReadOnlyError, StoreClosedError: not writable.
+        """
+        mm = self._writable("append")
+        if seq is None:
+            seq = self.last_seq + 1
+        elif seq <= self.last_seq:
+            raise UnsupportedOperationError(
+                "append", f"seq {seq} is not above the log's last seq {self.last_seq}"
+            )
+        data, fields = self._frame(kind, key, payload, timestamp, expiration, correlation_id, seq)
+        return make_record(self._write(mm, data, 0, 1, seq), *fields)
+
+    def append_many(
+        self, items: Iterable[tuple[RecordKind, str, bytes, float, float, bytes]]
+    ) -> list[LogRecord]:
+        """Append a batch with one growth check and one sync; O(total bytes).
+
+        Args:
+            items: ``(kind, key, payload, timestamp, expiration, correlation_id)`` tuples;
+                seqs are assigned ``last_seq + 1, + 2, ...``.
+        Returns:
+            The stored records, in order.
+        Raises:
+            RecordTooLargeError: one record is too large (nothing of the batch is written).
+        """
+        mm = self._writable("append")
+        seq = self.last_seq
+        frames: list[bytes] = []
+        done: list[tuple[int, _Fields]] = []
+        rel = 0
+        for kind, key, payload, ts, exp, corr in items:
+            seq += 1
+            data, fields = self._frame(kind, key, payload, ts, exp, corr, seq)
+            frames.append(data)
+            done.append((rel, fields))
+            rel += len(data)
+        if not frames:
+            return []
+        base = self._write(mm, b"".join(frames), done[-1][0], len(frames), seq)
+        return [make_record(base + rel, *fields) for rel, fields in done]
+
+    def flush(self) -> None:
+        """msync the written range and fsync the file (power-loss durability); no-op read-only.
+
+        Raises:
+            StoreClosedError: the log is closed.
+            OSError: from msync/fsync (the data is still in the page cache).
+        """
+        mm = self._live()
+        if self.readonly:
+            return
+        if self._dirty >= 0:
+            lo = self._dirty - self._dirty % _PAGE
+            self._fs.msync(mm, lo, self._end - lo)
+            self._dirty = -1
+        self._fs.fsync(self._fd)
+
+    # ------------------------------------------------------------------ reading
+
+    def read(self, offset: int) -> LogRecord:
+        """Return the record at ``offset`` after verifying its checksum; O(record size).
+
+        Raises:
+            CorruptRecordError: no intact record starts at ``offset``.
+        """
+        mm = self._live()
+        if not self._header_len <= offset < self._end:
+            raise CorruptRecordError(self.path, offset, "offset outside the written records")
+        return decode_record(mm, offset, self._end, self.path)
+
+    def read_payload(self, offset: int) -> bytes:
+        """Return only the payload at ``offset``, without the checksum; O(len(payload)).
+
+        Raises:
+            CorruptRecordError: ``offset`` is not a record boundary.
+        """
+        mm = self._live()
+        if self._header_len <= offset < self._end - RECORD_HEADER_SIZE:
+            (marker, _n, _k, _f, _r, k, c, p, _s, _t, _e) = RECORD_HEADER.unpack_from(mm, offset)
+            start = offset + RECORD_HEADER_SIZE + k + c
+            if marker == RECORD_MARKER and start + p <= self._end:
+                return mm[start : start + p]
+        raise CorruptRecordError(self.path, offset, "not a record boundary")
+
+    def scan(self, start: int | None = None) -> Iterator[LogRecord]:
+        """Yield records in file order from ``start`` (default: the first); ~1 µs per record.
+
+        Records were verified when they were recovered, refreshed or written, so the scan
+        does not recheck checksums (``read`` and ``check`` do). Records appended while the
+        iterator is suspended are yielded too.
+
+        Raises:
+            CorruptRecordError: ``start`` is not a record boundary.
+            StoreClosedError: the log was closed (or compacted) while iterating.
+        """
+        mm = self._live()
+        off = self._header_len if start is None else start
+        if off != self._end and (
+            not self._header_len <= off < self._end
+            or PREFIX.unpack_from(mm, off)[0] != RECORD_MARKER
+        ):
+            raise CorruptRecordError(self.path, off, "not a record boundary")
+        return self._iter(off)
+
+    def _iter(self, off: int) -> Iterator[LogRecord]:
+        epoch = self._epoch
+        unpack = RECORD_HEADER.unpack_from
+        make = make_record
+        kinds = cast(tuple[RecordKind, ...], KINDS)  # verified records have a valid kind
+        while True:
+            mm, end = self._mm, self._end
+            if self._epoch is not epoch or mm is None:
+                raise StoreClosedError(f"scan of log {self.path} (closed or compacted)")
+            if off >= end:
+                return
+            while off < end:
+                (_m, length, kind, _f, _r, k, c, p, seq, ts, exp) = unpack(mm, off)
+                pos = off + 48
+                key = mm[pos : pos + k].decode()
+                pos += k
+                corr = mm[pos : pos + c] if c else b""
+                pos += c
+                rec = make(
+                    off, kinds[kind], seq, ts / 1e6, exp / 1e6, key, corr, mm[pos : pos + p]
+                )
+                off += length
+                yield rec
+                if self._epoch is not epoch:
+                    break
+
+    def refresh(self) -> list[LogRecord] | None:
+        """Read records appended by the writer since the last refresh; O(new bytes).
+
+        Returns:
+            The new complete records in order ([] for a writer, which sees its own appends),
+            or None when the file was replaced (compaction or repair): reopen it.
+        """
+        mm = self._live()
+        if not self.readonly:
+            return []
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return None
+        if (st.st_dev, st.st_ino) != self._ino:
+            return None
+        size = os.fstat(self._fd).st_size
+        if size > self._size:
+            mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
+            self._size = size
+        new: list[LogRecord] = []
+        off = self._end
+        while record_problem(mm, off, size) is None:
+            new.append(decode_record(mm, off, size, self.path))
+            self._last_off = off
+            off += PREFIX.unpack_from(mm, off)[1]
+        if new:
+            self._end = off
+            self._records += len(new)
+            self.last_seq = max(self.last_seq, new[-1].seq)
+        return new
+
+    def load_checkpoint(self) -> tuple[bytes, int] | None:
+        """Return ``(blob, end_offset_at_close)`` from the clean-close checkpoint, if valid.
+
+        The caller restores its state from ``blob`` and replays ``scan(start=end_offset)``.
+        A writer read (and deleted) the side file when it opened; after a compaction there
+        is no valid checkpoint.
+        """
+        self._live()
+        return self._ckpt
+
+    # ------------------------------------------------------------------ maintenance
+
+    def compact(
+        self, keep: Callable[[LogRecord], bool], meta: bytes | None = None
+    ) -> dict[int, int]:
+        """Rewrite the log keeping the records ``keep`` accepts; O(file size).
+
+        Records keep their seq, times and bytes; the header gets the next generation and
+        ``meta`` (default: unchanged). See ``sowlib.storage.compaction`` for the crash rule.
+
+        Returns:
+            ``{old_offset: new_offset}`` for every kept record.
+        Raises:
+            OSError: a step failed. Before the rename the log is unchanged; if the directory
+                fsync fails after it, the log already uses the new file (``generation``
+                changed) and the caller must rebuild its offsets from ``scan()``.
+        """
+        mm = self._writable("compact")
+        meta = self.meta if meta is None else bytes(meta)
+        header = encode_header(self.generation + 1, self._fs.time(), self.last_seq, meta)
+        tmp = self.path + ".compact.tmp"
+        mapping: dict[int, int] = {}
+        chunks = copy_kept(mm, self._iter(self._header_len), keep, len(header), mapping)
+        new = write_log_file(self._fs, tmp, header, chunks, self._slab)
+        try:
+            install(self._fs, tmp, self.path)
+        except BaseException:
+            if os.fstat(new.fd).st_nlink == 0 or os.path.exists(tmp):
+                os.close(new.fd)  # the rename did not happen: keep the old file
+            else:
+                self._swap(new, meta)
+            raise
+        self._swap(new, meta)
+        return mapping
+
+    def _swap(self, new: NewFile, meta: bytes) -> None:
+        old_mm, old_fd = self._mm, self._fd
+        self._fd = new.fd
+        self._mm = mmap.mmap(new.fd, new.size, access=mmap.ACCESS_WRITE)
+        st = os.fstat(new.fd)
+        self._size, self._ino = new.size, (st.st_dev, st.st_ino)
+        self._use_header(decode_header(self._mm, new.size, self.path))
+        self._end, self._records, self._last_off = new.end, new.records, new.last_offset
+        self._dirty, self._ckpt, self._epoch = -1, None, object()
+        if old_mm is not None:
+            old_mm.close()
+        os.close(old_fd)
+
+    def check(self) -> None:
+        """Assert every invariant: header, each record's checksum, increasing seqs, end.
+
+        O(file size); backs ``SowStore.check`` and ``sowlib verify``.
+
+        Raises:
+            CorruptRecordError: a header or record fails its checks.
+            AssertionError: an in-memory field disagrees with the file.
+        """
+        mm = self._live()
+        header = decode_header(mm, self._size, self.path)
+        if (header.generation, header.header_len) != (self.generation, self._header_len):
+            raise AssertionError(f"{self.path}: header changed under the open log")
+        off, prev, count = self._header_len, 0, 0
+        while off < self._end:
+            rec = decode_record(mm, off, self._end, self.path)
+            if rec.seq <= prev:
+                raise AssertionError(f"{self.path}: seq {rec.seq} at {off} not above {prev}")
+            prev, count, off = rec.seq, count + 1, off + PREFIX.unpack_from(mm, off)[1]
+        if off != self._end or count != self._records:
+            raise AssertionError(f"{self.path}: {count} records end at {off}, expected {self}")
+        if self.last_seq < max(prev, header.base_seq):
+            raise AssertionError(f"{self.path}: last_seq {self.last_seq} below {prev}")
+        if os.fstat(self._fd).st_size < self._size:
+            raise AssertionError(f"{self.path}: file shorter than its mapping")
+        if not self.readonly and garbage_end(mm, self._end, self._size) != self._end:
+            raise AssertionError(f"{self.path}: non-zero bytes after end offset {self._end}")
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self, checkpoint: bytes | None = None) -> None:
+        """Flush and close; idempotent. A writer given ``checkpoint`` saves it beside the log.
+
+        The side file ``<path>.ckpt`` is written atomically (temp + fsync + rename) and
+        tagged with the generation, end offset, record count and last seq.
+        """
+        if self._mm is None:
+            return
+        try:
+            if not self.readonly:
+                self.flush()
+                if checkpoint is not None:
+                    self._write_checkpoint(bytes(checkpoint))
+        finally:
+            self._release()
+
+    def _write_checkpoint(self, blob: bytes) -> None:
+        ckpt = Checkpoint(
+            self.generation, self._end, self._records, self.last_seq, self._last_off, blob
+        )
+        tmp, name = self.path + ".ckpt.tmp", self.path + ".ckpt"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            write_all(fd, encode_checkpoint(ckpt))
+            self._fs.fsync(fd)
+        finally:
+            os.close(fd)
+        self._fs.rename(tmp, name)
+        self._fs.fsync_dir(os.path.dirname(self.path))
+
+    def _release(self) -> None:
+        mm, self._mm, self._epoch = self._mm, None, None
+        if mm is not None:
+            mm.close()
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1

@@ -1,0 +1,152 @@
+"""An in-memory log with the :class:`~sowlib.storage.log.AppendLog` interface.
+
+Backs ``durability="transient"`` topics and ``SowStore()`` without a path:
+nothing touches the disk. Imports only ``errors`` and the storage records.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+
+from sowlib.errors import StoreClosedError
+from sowlib.storage import LogRecord, RecordKind
+
+__all__ = ["MemoryLog"]
+
+
+class MemoryLog:
+    """Records kept in a list; offsets are list positions. Not thread-safe by itself."""
+
+    readonly = False
+    generation = 0
+    path = "<memory>"
+
+    def __init__(self, meta: bytes = b"") -> None:
+        self.meta = meta
+        self._records: list[LogRecord | None] = []
+        self._closed = False
+        self.last_seq = 0
+
+    @property
+    def end_offset(self) -> int:
+        return len(self._records)
+
+    @property
+    def file_size(self) -> int:
+        return sum(len(r.payload) + len(r.key) + 48 for r in self._records if r is not None)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def _check(self) -> None:
+        if self._closed:
+            raise StoreClosedError("transient topic log")
+
+    def append(
+        self,
+        kind: RecordKind,
+        key: str,
+        payload: bytes,
+        *,
+        timestamp: float,
+        expiration: float = 0.0,
+        correlation_id: bytes = b"",
+        seq: int | None = None,
+    ) -> LogRecord:
+        """Append one record; O(1)."""
+        self._check()
+        seq = self.last_seq + 1 if seq is None else seq
+        rec = LogRecord(
+            offset=len(self._records),
+            kind=kind,
+            seq=seq,
+            timestamp=timestamp,
+            expiration=expiration,
+            key=key,
+            correlation_id=correlation_id,
+            payload=payload,
+        )
+        self._records.append(rec)
+        self.last_seq = seq
+        return rec
+
+    def append_many(
+        self, items: Iterable[tuple[RecordKind, str, bytes, float, float, bytes]]
+    ) -> list[LogRecord]:
+        """Append several records in order."""
+        return [
+            self.append(k, key, p, timestamp=ts, expiration=exp, correlation_id=corr)
+            for k, key, p, ts, exp, corr in items
+        ]
+
+    def read(self, offset: int) -> LogRecord:
+        """The record at ``offset``; O(1)."""
+        self._check()
+        rec = self._records[offset]
+        if rec is None:
+            raise KeyError(offset)
+        return rec
+
+    def read_payload(self, offset: int) -> bytes:
+        """The payload of the record at ``offset``; O(1)."""
+        return self.read(offset).payload
+
+    def scan(self, start: int | None = None) -> Iterator[LogRecord]:
+        """Records in append order from ``start``."""
+        self._check()
+        for rec in self._records[start or 0 :]:
+            if rec is not None:
+                yield rec
+
+    def compact(
+        self, keep: Callable[[LogRecord], bool], meta: bytes | None = None
+    ) -> dict[int, int]:
+        """Drop records ``keep`` rejects; returns old -> new offsets of kept ones."""
+        self._check()
+        mapping: dict[int, int] = {}
+        kept: list[LogRecord | None] = []
+        for rec in self._records:
+            if rec is not None and keep(rec):
+                mapping[rec.offset] = len(kept)
+                kept.append(
+                    LogRecord(
+                        offset=len(kept),
+                        kind=rec.kind,
+                        seq=rec.seq,
+                        timestamp=rec.timestamp,
+                        expiration=rec.expiration,
+                        key=rec.key,
+                        correlation_id=rec.correlation_id,
+                        payload=rec.payload,
+                    )
+                )
+        self._records = kept
+        if meta is not None:
+            self.meta = meta
+        return mapping
+
+    def load_checkpoint(self) -> tuple[bytes, int] | None:
+        """Transient logs never have a checkpoint."""
+        return None
+
+    def refresh(self) -> list[LogRecord] | None:
+        """Nothing to refresh: there is no other writer."""
+        return []
+
+    def flush(self) -> None:
+        """Nothing to flush."""
+        self._check()
+
+    def check(self) -> None:
+        """Sequence numbers increase."""
+        last = 0
+        for rec in self._records:
+            if rec is not None:
+                assert rec.seq > last, f"seq {rec.seq} after {last}"
+                last = rec.seq
+
+    def close(self, checkpoint: bytes | None = None) -> None:
+        """Drop everything; idempotent."""
+        self._closed = True
+        self._records = []

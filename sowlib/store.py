@@ -1,0 +1,453 @@
+"""SowStore: a directory of topics keyed by (name, message type), its writer lock and config.
+
+Composes topics, storage logs and key generators; ``spark`` sits above it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+import xxhash
+
+from sowlib.codecs import get_codec
+from sowlib.config import TopicConfig
+from sowlib.errors import (
+    ConfigError,
+    FormatVersionError,
+    ReadOnlyError,
+    StoreClosedError,
+    TopicExistsError,
+    UnknownTopicError,
+    UnsupportedOperationError,
+)
+from sowlib.expr import Filter
+from sowlib.keys import describe_generator, load_key_generator
+from sowlib.query import Record
+from sowlib.storage import AppendLog, WriterLock
+from sowlib.storage.memory import MemoryLog
+from sowlib.topic import Topic
+
+__all__ = ["SowStore", "topic_file_name"]
+
+_SUFFIX = ".sow"
+_SAFE = re.compile(r"[A-Za-z0-9_\-]")
+_readers: dict[str, SowStore] = {}
+_readers_lock = threading.Lock()
+
+
+def topic_file_name(name: str, message_type: str) -> str:
+    """A safe file name for any topic name (``/ADMIN/x``, ``../x``, unicode).
+
+    Characters outside ``[A-Za-z0-9_-]`` are written as ``%XX`` per UTF-8 byte,
+    so the name can never leave the directory; very long names are cut and
+    suffixed with a hash.
+
+    Example:
+        >>> topic_file_name("../x", "json")
+        '%2E%2E%2Fx.json.sow'
+    """
+
+    def enc(text: str) -> str:
+        return "".join(
+            c if _SAFE.match(c) else "".join(f"%{b:02X}" for b in c.encode("utf-8")) for c in text
+        )
+
+    stem = enc(name)
+    if len(stem) > 180:
+        stem = stem[:160] + "~" + xxhash.xxh64_hexdigest(name.encode("utf-8"))
+    return f"{stem}.{enc(message_type)}{_SUFFIX}"
+
+
+class _MissingGenerator:
+    """Stands in for a custom key generator that cannot be recreated by name."""
+
+    def __init__(self, topic: str) -> None:
+        self.topic = topic
+
+    def __call__(self, doc: Any) -> str:
+        raise UnsupportedOperationError(
+            "publish",
+            f"topic {self.topic!r} uses a custom key generator that cannot be recreated;"
+            " re-attach it with store.create_topic(name, key_generator=...)",
+        )
+
+
+class SowStore:
+    """A set of SOW topics in one directory (or in memory when ``path`` is None).
+
+    One writer process per directory (an exclusive lock); any number of
+    ``readonly=True`` openers that :meth:`refresh` to see new writes. A store
+    pickles as "reopen this path read-only", so Spark UDF closures can carry one.
+
+    Example:
+        >>> with SowStore() as store:
+        ...     t = store.create_topic("orders", keys=["/orderId"])
+        ...     _ = t.publish({"orderId": 1, "price": 5})
+        ...     len(t)
+        1
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        readonly: bool = False,
+        clock: Callable[[], float] = time.time,
+        fs: Any = None,
+    ) -> None:
+        self.path = None if path is None else os.path.abspath(os.fspath(path))
+        self.readonly = readonly
+        self.clock = clock
+        self._fs = fs
+        self._lock = threading.RLock()
+        self._topics: dict[tuple[str, str], Topic] = {}
+        self._files: set[str] = set()
+        self._writer_lock: WriterLock | None = None
+        self._closed = False
+        if self.path is None:
+            if readonly:
+                raise ConfigError("readonly", "a memory-only store cannot be opened read-only")
+            return
+        if readonly:
+            if not os.path.isdir(self.path):
+                raise FileNotFoundError(self.path)
+        else:
+            os.makedirs(self.path, exist_ok=True)
+            self._writer_lock = WriterLock(self.path)
+        try:
+            self._open_existing()
+        except BaseException:
+            self.close()
+            raise
+
+    # ------------------------------------------------------------------ opening
+
+    def _open_existing(self) -> None:
+        assert self.path is not None
+        for root, _dirs, files in os.walk(self.path):
+            for fname in sorted(files):
+                if fname.endswith(_SUFFIX):
+                    full = os.path.join(root, fname)
+                    if full not in self._files:
+                        self._open_file(full)
+
+    def _open_file(self, full: str) -> Topic:
+        log = AppendLog(full, readonly=self.readonly, fs=self._fs)
+        try:
+            config = TopicConfig.from_dict(json.loads(log.meta))
+        except (ValueError, TypeError) as exc:
+            log.close()
+            raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from exc
+        if config.durability == "sync" and not self.readonly:
+            log.close()
+            log = AppendLog(full, readonly=False, sync=True, fs=self._fs)
+        generator = self._generator_from_options(config)
+        topic = Topic(
+            config, log, clock=self.clock, readonly=self.readonly, key_generator=generator
+        )
+        self._topics[(config.name, config.message_type)] = topic
+        self._files.add(full)
+        return topic
+
+    @staticmethod
+    def _generator_from_options(config: TopicConfig) -> Callable[[Any], str] | None:
+        spec = config.options.get("key_generator")
+        if spec is None:
+            return None
+        if spec.get("module") is None:
+            return _MissingGenerator(config.name)
+        return load_key_generator(spec, domain=config.domain, topic=config.name)
+
+    @classmethod
+    def from_config(
+        cls,
+        source: str | os.PathLike[str] | bytes,
+        *,
+        base_dir: str | os.PathLike[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> SowStore:
+        """Open a store holding the topics of an AMPS ``<SOW>`` configuration.
+
+        Args:
+            source: an AMPS config file path or its XML text.
+            base_dir: the store directory (None: memory only).
+            env: extra variables for ``${NAME}`` expansion.
+        Raises:
+            ConfigError: naming the bad element.
+        """
+        from sowlib.config import load_config
+
+        configs = load_config(source, base_dir=base_dir, env=env)
+        store = cls(base_dir, **kwargs)
+        try:
+            for config in configs:
+                store._add_topic(config)
+        except BaseException:
+            store.close()
+            raise
+        return store
+
+    # ------------------------------------------------------------------ topics
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"store {self.path or '<memory>'}")
+
+    def create_topic(
+        self,
+        name: str,
+        *,
+        message_type: str = "json",
+        keys: Iterable[str] | str | None = None,
+        key_domain: str | None = None,
+        key_generator: Callable[[Any], str] | None = None,
+        durability: str = "persistent",
+        expiration: str | float | None = None,
+        slab_size: str | int = 1 << 20,
+        hash_indexes: Iterable[Iterable[str]] | None = None,
+        indexes: Iterable[str] | str | None = None,
+        history: str | float | Mapping[str, Any] | None = None,
+        file_name: str | None = None,
+        auto_compact: float | None = 0.5,
+        options: Mapping[str, Any] | None = None,
+    ) -> Topic:
+        """Create a topic, or return the existing one when its configuration is the same.
+
+        See :class:`~sowlib.config.TopicConfig` for the arguments (AMPS units
+        such as ``"30s"`` and ``"1MB"`` are accepted).
+
+        Raises:
+            ConfigError: a bad argument. TopicExistsError: the topic exists with a
+            different configuration. ReadOnlyError: the store is read-only.
+        """
+        opts = dict(options or {})
+        if key_generator is not None:
+            if keys:
+                raise ConfigError("key_generator", "give keys or a key_generator, not both")
+            if not callable(key_generator):
+                raise ConfigError("key_generator", f"{key_generator!r} is not callable")
+            opts["key_generator"] = describe_generator(key_generator) or {"module": None}
+        config = TopicConfig.make(
+            name,
+            message_type=message_type,
+            keys=keys,
+            key_domain=key_domain,
+            key_generator=key_generator,
+            durability=durability,
+            expiration=expiration,
+            slab_size=slab_size,
+            hash_indexes=hash_indexes,
+            indexes=indexes,
+            history=history,
+            file_name=file_name,
+            auto_compact=auto_compact,
+            options=opts,
+        )
+        return self._add_topic(config)
+
+    def _add_topic(self, config: TopicConfig) -> Topic:
+        with self._lock:
+            self._check_open()
+            get_codec(config.message_type)  # unknown type -> ConfigError before anything is written
+            existing = self._topics.get((config.name, config.message_type))
+            if existing is not None:
+                if existing.config != config:
+                    raise TopicExistsError(
+                        config.name,
+                        "its stored configuration differs; open it with store.topic(name)",
+                    )
+                if config.key_generator is not None:
+                    existing._keygen = config.key_generator  # re-attach a custom generator
+                return existing
+            if self.readonly:
+                raise ReadOnlyError(f"store {self.path}", "create a topic")
+            generator = config.key_generator
+            if generator is None:
+                generator = self._generator_from_options(config)
+            if self.path is None or config.durability == "transient":
+                log: Any = MemoryLog(json.dumps(config.to_dict()).encode())
+            else:
+                full = self._path_for(config)
+                log = AppendLog(
+                    full,
+                    meta=json.dumps(config.to_dict()).encode(),
+                    slab_size=config.slab_size,
+                    sync=config.durability == "sync",
+                    fs=self._fs,
+                )
+                self._files.add(full)
+            topic = Topic(config, log, clock=self.clock, key_generator=generator)  # type: ignore[arg-type]
+            self._topics[(config.name, config.message_type)] = topic
+            return topic
+
+    def _path_for(self, config: TopicConfig) -> str:
+        assert self.path is not None
+        if config.file_name:
+            rel = config.file_name.replace("%n", f"{config.name}.{config.message_type}")
+            rel = time.strftime(rel, time.gmtime(self.clock()))
+            full = os.path.abspath(os.path.join(self.path, rel))
+            if not full.startswith(self.path + os.sep):
+                raise ConfigError("FileName", f"{config.file_name!r} leaves the store directory")
+            if not full.endswith(_SUFFIX):
+                full += _SUFFIX
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            return full
+        return os.path.join(self.path, topic_file_name(config.name, config.message_type))
+
+    def topic(self, name: str, message_type: str | None = None) -> Topic:
+        """The existing topic ``name``; with several message types, pass ``message_type``.
+
+        Raises:
+            UnknownTopicError: no such topic.
+        """
+        with self._lock:
+            self._check_open()
+            if message_type is not None:
+                found = self._topics.get((name, message_type.lower()))
+                if found is None:
+                    raise UnknownTopicError(name, message_type)
+                return found
+            matches = [t for (n, _), t in self._topics.items() if n == name]
+            if len(matches) == 1:
+                return matches[0]
+            if not matches:
+                raise UnknownTopicError(name)
+            if (name, "json") in self._topics:
+                return self._topics[(name, "json")]
+            raise UnknownTopicError(name, "pass message_type= (several exist)")
+
+    def __getitem__(self, name: str) -> Topic:
+        return self.topic(name)
+
+    def __contains__(self, name: object) -> bool:
+        return any(n == name for n, _ in self._topics)
+
+    def topics(self) -> list[Topic]:
+        """Every topic, in the order they were opened or created."""
+        with self._lock:
+            self._check_open()
+            return list(self._topics.values())
+
+    def __iter__(self) -> Iterator[Topic]:
+        return iter(self.topics())
+
+    def sow(
+        self,
+        topic_regex: str,
+        filter: str | Filter | None = None,
+        **options: Any,
+    ) -> list[Record]:
+        """Query every topic whose name matches the regular expression ``topic_regex``.
+
+        Results come topic by topic in creation order; each record names its topic.
+
+        Raises:
+            FilterError, QueryOptionError; ConfigError for a bad regular expression.
+        """
+        try:
+            pattern = re.compile(topic_regex)
+        except re.error as exc:
+            raise ConfigError("topic_regex", f"{topic_regex!r}: {exc}") from None
+        out: list[Record] = []
+        for topic in self.topics():
+            if pattern.fullmatch(topic.name):
+                out.extend(topic.sow(filter, **options))
+        return out
+
+    def process_expirations(self) -> int:
+        """Expire every due record in every topic now; returns how many."""
+        return sum(t.process_expirations() for t in self.topics())
+
+    def refresh(self) -> int:
+        """Read-only stores: pick up what the writer appended (new topics too).
+
+        Returns the number of records applied. A topic the writer compacted is
+        reopened.
+        """
+        with self._lock:
+            self._check_open()
+            applied = 0
+            for key, topic in list(self._topics.items()):
+                got = topic.refresh()
+                if got < 0:  # the file was replaced by compaction: reopen it
+                    path = topic._log.path
+                    topic.close()
+                    del self._topics[key]
+                    self._files.discard(path)
+                    applied += len(self._open_file(path))
+                else:
+                    applied += got
+            if self.path is not None:
+                before = len(self._topics)
+                self._open_existing()
+                for topic in list(self._topics.values())[before:]:
+                    applied += len(topic)
+            return applied
+
+    def stats(self) -> dict[str, Any]:
+        """Per-topic statistics (see :meth:`Topic.stats`)."""
+        return {f"{t.name} ({t.message_type})": t.stats() for t in self.topics()}
+
+    def check(self) -> None:
+        """Assert every invariant of every topic."""
+        for topic in self.topics():
+            topic.check()
+
+    def flush(self) -> None:
+        """msync + fsync every topic: returned publishes survive power loss."""
+        for topic in self.topics():
+            topic.flush()
+
+    def close(self) -> None:
+        """Close every topic (writing checkpoints) and release the lock; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for topic in self._topics.values():
+                topic.close()
+            if self._writer_lock is not None:
+                self._writer_lock.release()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __enter__(self) -> SowStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __reduce__(self) -> tuple[Any, tuple[str]]:
+        if self.path is None:
+            raise UnsupportedOperationError("pickling", "a memory-only store has no path to reopen")
+        return (open_reader, (self.path,))
+
+    def __repr__(self) -> str:
+        mode = "readonly" if self.readonly else "writer"
+        return f"<SowStore {self.path or '<memory>'} {mode} topics={len(self._topics)}>"
+
+
+def open_reader(path: str) -> SowStore:
+    """A read-only store for ``path``, cached per process and refreshed on reuse.
+
+    This is what an unpickled :class:`SowStore` is, so Spark tasks reuse one
+    reader per worker process instead of reopening the files for every row.
+    """
+    with _readers_lock:
+        store = _readers.get(path)
+        if store is not None and not store.closed:
+            store.refresh()
+            return store
+        store = SowStore(path, readonly=True)
+        _readers[path] = store
+        return store

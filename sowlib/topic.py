@@ -1,0 +1,473 @@
+"""Topic: one SOW topic — publish, delta publish, query, delete, expire, history, replay.
+
+The public API over :class:`~sowlib.topic_core.TopicCore`. Every public method
+takes the topic's lock, so many threads may publish and read one topic at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+import msgpack
+
+from sowlib.errors import UnsupportedOperationError
+from sowlib.expr import Filter
+from sowlib.history import HistoricalSource, Version
+from sowlib.keys import validate_user_key
+from sowlib.query import QueryOptions, Record, explain, run_query
+from sowlib.results import (
+    Change,
+    DeleteResult,
+    PublishResult,
+    parse_bookmark,
+    split_keys,
+    to_corr,
+)
+from sowlib.storage import RecordKind
+from sowlib.subscriptions import Message, Subscription
+from sowlib.topic_core import TopicCore
+
+__all__ = ["Change", "DeleteResult", "PublishResult", "Topic"]
+
+_PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
+
+
+class Topic(TopicCore):
+    """A SOW topic: the latest record per SOW key, persisted in one log.
+
+    Get one from :meth:`SowStore.create_topic` or :meth:`SowStore.topic`.
+
+    Example:
+        >>> from sowlib import SowStore
+        >>> orders = SowStore().create_topic("orders", keys=["/orderId"])
+        >>> orders.publish('{"orderId": 1, "price": 120}').inserted
+        True
+        >>> [r.doc["price"] for r in orders.sow("/price > 100")]
+        [120]
+    """
+
+    # ------------------------------------------------------------------ public API
+
+    def publish(
+        self,
+        data: str | bytes | dict[str, Any] | Any,
+        *,
+        expiration: float | None = None,
+        sow_key: str | None = None,
+        correlation_id: str | bytes | None = None,
+    ) -> PublishResult:
+        """Store ``data`` as the latest record for its key; O(1) plus index upkeep.
+
+        Args:
+            data: the message as text, bytes, or a value the codec can encode (a dict).
+            expiration: seconds to live, overriding the topic default (0 = never);
+                honoured only when the topic has expiration enabled.
+            sow_key: the key, for topics without key fields (publisher-supplied keys).
+            correlation_id: stored with the record and returned by queries.
+        Returns:
+            PublishResult(sow_key, seq, inserted).
+        Raises:
+            DecodeError: malformed message. MissingKeyFieldError: no value for a key
+            field. InvalidSowKeyError: bad or missing publisher key. Nothing is stored
+            when any of these is raised.
+        """
+        with self._lock:
+            self._check_writable("publish")
+            self._tick()
+            payload, doc = self._decode_input(data)
+            key = self._key(doc, sow_key, data)
+            return self._write(key, payload, doc, expiration, to_corr(correlation_id))
+
+    def publish_many(
+        self, messages: Iterable[str | bytes | dict[str, Any]], *, expiration: float | None = None
+    ) -> list[PublishResult]:
+        """Publish several messages; every one is validated before any is stored.
+
+        Raises:
+            The errors of :meth:`publish`; on error nothing from the batch is stored.
+        """
+        with self._lock:
+            self._check_writable("publish")
+            self._tick()
+            prepared = []
+            for data in messages:
+                payload, doc = self._decode_input(data)
+                prepared.append((self._key(doc, None, data), payload, doc))
+            return [self._write(k, p, d, expiration, b"") for k, p, d in prepared]
+
+    def delta_publish(
+        self,
+        data: str | bytes | dict[str, Any] | Any,
+        *,
+        expiration: float | None = None,
+        sow_key: str | None = None,
+        correlation_id: str | bytes | None = None,
+    ) -> PublishResult:
+        """Merge ``data`` into the stored record for its key (spec §12.1).
+
+        Fields in the delta replace or add; absent fields stay; nested objects
+        merge; arrays are replaced. With no stored record the delta is stored
+        as is. The expiration is recomputed. The merged record is what is
+        stored, indexed and delivered.
+
+        Raises:
+            UnsupportedOperationError: the message type has no delta support.
+        """
+        with self._lock:
+            self._check_writable("delta_publish")
+            self._tick()
+            if not self._codec.supports_delta:
+                raise UnsupportedOperationError(
+                    "delta_publish", f"{self.message_type} messages cannot be merged"
+                )
+            payload, delta = self._decode_input(data)
+            key = self._key(delta, sow_key, data)
+            entry = self._entries.get(key)
+            corr = to_corr(correlation_id)
+            if entry is not None:
+                doc = self._codec.merge(self.doc(key), delta)
+                payload = self._codec.encode(doc)
+                corr = corr or entry.corr
+            else:
+                doc = delta
+            return self._write(key, payload, doc, expiration, corr, delta)
+
+    def get(self, sow_key: str) -> Record | None:
+        """The record stored under ``sow_key``, or None; O(1)."""
+        with self._lock:
+            self._check_open()
+            self._tick()
+            return self.record(sow_key)
+
+    def key_for(self, message: str | bytes | dict[str, Any] | Any) -> str:
+        """The SOW key ``message`` would be stored under (without storing it)."""
+        with self._lock:
+            self._check_open()
+            _, doc = self._decode_input(message)
+            return self._key(doc, None, message)
+
+    def sow(
+        self,
+        filter: str | Filter | None = None,
+        *,
+        order_by: str | None = None,
+        top_n: int | None = None,
+        skip_n: int | None = None,
+        sow_keys: Sequence[str] | str | None = None,
+        bookmark: int | float | str | datetime | None = None,
+        select: str | None = None,
+        batch_size: int = 10,
+    ) -> list[Record]:
+        """Query the topic: records matching ``filter`` (all when None).
+
+        Args:
+            filter: an AMPS filter expression.
+            order_by: ``"/price DESC, /id"``; results are unordered without it.
+            top_n, skip_n: paging (skip_n needs top_n).
+            sow_keys: restrict to these keys (a list or a comma-separated string).
+            bookmark: a sequence number, epoch seconds, a datetime or an AMPS
+                timestamp (``20240301T090000Z``): answer as of that point (history topics;
+                ignored without history, as in AMPS).
+            select: a select list such as ``"[-/,+/id]"``.
+        Returns:
+            A list of :class:`Record`.
+        Raises:
+            FilterError, QueryOptionError.
+        """
+        options = QueryOptions.make(
+            order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
+        )
+        keys = split_keys(sow_keys)
+        with self._lock:
+            self._check_open()
+            self._tick()
+            flt = self._compile(filter)
+            self._counts["queries"] += 1
+            if bookmark is not None and self._history is not None:
+                return run_query(self._as_of(bookmark), flt, options, keys)
+            self._ensure_indexed()
+            return run_query(self, flt, options, keys)
+
+    def _as_of(self, bookmark: int | float | str | datetime) -> HistoricalSource:
+        assert self._history is not None
+        seq, stamp = parse_bookmark(bookmark)
+        now = self._clock()
+        self._history.trim(now)
+        versions = list(self._history.as_of(seq, stamp, now))
+
+        def make(key: str, v: Version) -> Record:
+            assert v.offset is not None
+            rec = self._log.read(v.offset)
+            return Record(
+                sow_key=key,
+                data=rec.payload,
+                seq=rec.seq,
+                timestamp=rec.timestamp,
+                expiration=rec.expiration or None,
+                topic=self.name,
+                message_type=self.message_type,
+                correlation_id=rec.correlation_id,
+                doc=self._decode_payload(rec.payload),
+            )
+
+        return HistoricalSource(self, versions, make)
+
+    def explain(self, filter: str | Filter | None = None, *, sow_keys: Any = None) -> Any:
+        """The plan a query with this filter would use (index, candidates)."""
+        with self._lock:
+            self._check_open()
+            self._ensure_indexed()
+            return explain(self, self._compile(filter), split_keys(sow_keys))
+
+    def sow_delete(self, filter: str | Filter) -> DeleteResult:
+        """Delete every record matching ``filter`` (``"1=1"`` deletes all).
+
+        Returns:
+            The number deleted (a :class:`DeleteResult` int with AMPS counts).
+        """
+        with self._lock:
+            self._check_writable("sow_delete")
+            self._tick()
+            flt = self._compile(filter)
+            self._ensure_indexed()
+            examined = len(self._entries)
+            matched = [r.sow_key for r in run_query(self, flt, QueryOptions())]
+            for key in matched:
+                self._remove(key, self._entries[key], _DELETE)
+            return DeleteResult(len(matched), len(matched), examined)
+
+    def sow_delete_by_keys(self, sow_keys: Sequence[str] | str) -> DeleteResult:
+        """Delete the records with these keys (a list or comma-separated string).
+
+        A well-formed key with no record deletes nothing.
+
+        Raises:
+            InvalidSowKeyError: a malformed key (nothing is deleted).
+        """
+        keys = split_keys(sow_keys) or []
+        for key in keys:
+            validate_user_key(key)
+        with self._lock:
+            self._check_writable("sow_delete_by_keys")
+            self._tick()
+            done = 0
+            for key in dict.fromkeys(keys):
+                entry = self._entries.get(key)
+                if entry is not None:
+                    self._remove(key, entry, _DELETE)
+                    done += 1
+            return DeleteResult(done, done, len(keys))
+
+    def sow_delete_by_data(self, data: str | bytes | dict[str, Any] | Any) -> DeleteResult:
+        """Delete the record ``data`` would replace if it were published.
+
+        Raises:
+            UnsupportedOperationError: the topic uses publisher-supplied keys.
+        """
+        with self._lock:
+            self._check_writable("sow_delete_by_data")
+            self._tick()
+            if self._keygen is None:
+                raise UnsupportedOperationError(
+                    "sow_delete_by_data",
+                    f"topic {self.name!r} has publisher-supplied keys; use sow_delete_by_keys",
+                )
+            _, doc = self._decode_input(data)
+            key = self._key(doc, None, data)
+            entry = self._entries.get(key)
+            if entry is None:
+                return DeleteResult(0, 0, 1)
+            self._remove(key, entry, _DELETE)
+            return DeleteResult(1, 1, 1)
+
+    def subscribe(
+        self,
+        callback: Callable[[Message], object],
+        filter: str | Filter | None = None,
+        *,
+        oof: bool = False,
+        delta: bool = False,
+    ) -> Subscription:
+        """Call ``callback`` for every later change that matches ``filter`` (in process)."""
+        with self._lock:
+            self._check_open()
+            flt = self._compile(filter)
+            self._ensure_indexed()
+            return self._subs.add(callback, flt, oof=oof, delta=delta)
+
+    def sow_and_subscribe(
+        self,
+        callback: Callable[[Message], object],
+        filter: str | Filter | None = None,
+        *,
+        oof: bool = False,
+        delta: bool = False,
+        order_by: str | None = None,
+        top_n: int | None = None,
+        batch_size: int = 10,
+    ) -> Subscription:
+        """Deliver the matching records, then every later change — atomically (spec §13.1).
+
+        The query and the subscription happen under the topic's lock, so no
+        change falls between them and none is delivered twice.
+        """
+        options = QueryOptions.make(order_by=order_by, top_n=top_n, batch_size=batch_size)
+        with self._lock:
+            self._check_open()
+            self._tick()
+            flt = self._compile(filter)
+            self._ensure_indexed()
+            initial = run_query(self, flt, options)
+            return self._subs.add(callback, flt, oof=oof, delta=delta, initial=initial)
+
+    def replay(self, since: int = 0) -> Iterator[Change]:
+        """Yield every change still in the log with a sequence number above ``since``.
+
+        Compaction keeps only live records (and, for history topics, the
+        window), so older changes may be gone.
+        """
+        with self._lock:
+            self._check_open()
+            changes = []
+            for rec in self._log.scan():
+                if rec.seq <= since:
+                    continue
+                kind = {_PUT: "publish", _DELETE: "delete", _EXPIRE: "expire"}[rec.kind]
+                changes.append(
+                    Change(
+                        kind,
+                        Record(
+                            sow_key=rec.key,
+                            data=rec.payload,
+                            seq=rec.seq,
+                            timestamp=rec.timestamp,
+                            expiration=rec.expiration or None,
+                            topic=self.name,
+                            message_type=self.message_type,
+                            correlation_id=rec.correlation_id,
+                            doc=self._decode_payload(rec.payload) if rec.kind == _PUT else None,
+                        ),
+                    )
+                )
+        return iter(changes)
+
+    def process_expirations(self) -> int:
+        """Expire every record whose time has passed; returns how many."""
+        with self._lock:
+            self._check_open()
+            if not self.config.expiration_enabled:
+                return 0
+            return self._process_expirations(self._clock())
+
+    def compact(self) -> None:
+        """Rewrite the log with only live records (and retained history)."""
+        with self._lock:
+            self._check_writable("compact")
+            self._tick()
+            self._compact()
+
+    def stats(self) -> dict[str, Any]:
+        """Counters and sizes (spec §16): records, bytes, garbage ratio, indexes, ..."""
+        with self._lock:
+            self._check_open()
+            used = self._log.end_offset
+            return {
+                "topic": self.name,
+                "message_type": self.message_type,
+                "path": self._log.path,
+                "records": len(self._entries),
+                "valid_keys": len(self._entries),
+                "file_bytes": self._log.file_size,
+                "used_bytes": used,
+                "live_bytes": self._live_bytes,
+                "garbage_ratio": (1.0 - self._live_bytes / used) if used else 0.0,
+                "indexes": self.indexes.names(),
+                "expirations_pending": len(self._expiry),
+                "history_window": self.config.history_window,
+                "history_granularity": self.config.history_granularity,
+                "last_seq": self._log.last_seq,
+                "subscriptions": self._subs.count if hasattr(self._subs, "count") else None,
+                **self._counts,
+            }
+
+    def refresh(self) -> int:
+        """Read-only topics: apply what the writer appended since; returns records applied."""
+        with self._lock:
+            self._check_open()
+            records = self._log.refresh()
+            if records is None:
+                return -1
+            for rec in records:
+                self._apply(rec)
+            self._tick()
+            return len(records)
+
+    def flush(self) -> None:
+        """Make every returned publish survive power loss (msync + fsync)."""
+        with self._lock:
+            self._check_open()
+            if not self._readonly:
+                self._log.flush()
+
+    def check(self) -> None:
+        """Assert every invariant of the topic and its log (backs ``sowlib verify``)."""
+        with self._lock:
+            self._check_open()
+            self._log.check()
+            for key, entry in self._entries.items():
+                rec = self._log.read(entry.offset)
+                assert rec.key == key, f"entry {key!r} points at {rec!r}"
+                assert rec.kind == _PUT, f"entry {key!r} points at a tombstone"
+                assert rec.seq == entry.seq, f"entry {key!r} seq {entry.seq} != {rec.seq}"
+
+    def close(self) -> None:
+        """Write a checkpoint (writers) and close the log; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            checkpoint = None
+            if not self._readonly and self._history is None:
+                items = list(self._entries.items())
+                checkpoint = msgpack.packb(
+                    [
+                        [k for k, _ in items],
+                        [e.offset for _, e in items],
+                        [e.seq for _, e in items],
+                        [e.timestamp for _, e in items],
+                        [e.expiration for _, e in items],
+                        [e.corr for _, e in items],
+                        [e.size for _, e in items],
+                    ]
+                )
+            self._log.close(checkpoint)
+            self._docs.clear()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._check_open()
+            self._tick()
+            return len(self._entries)
+
+    def __contains__(self, sow_key: object) -> bool:
+        with self._lock:
+            self._check_open()
+            self._tick()
+            return sow_key in self._entries
+
+    def __iter__(self) -> Iterator[Record]:
+        """Iterate over a snapshot of every live record."""
+        with self._lock:
+            self._check_open()
+            self._tick()
+            return iter([self._record(k, e) for k, e in self._entries.items()])
+
+    def __repr__(self) -> str:
+        return f"<Topic {self.name!r} ({self.message_type}) records={len(self._entries)}>"

@@ -1,0 +1,415 @@
+"""The machinery under :class:`~sowlib.topic.Topic`: in-memory state over one log.
+
+Loading and replay, writes, deletes, expirations, compaction, the doc cache
+and the QuerySource methods the query engine calls. Callers hold the lock.
+"""
+
+from __future__ import annotations
+
+import heapq
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import msgpack
+
+from sowlib.codecs import Codec, get_codec
+from sowlib.config import TopicConfig
+from sowlib.document import MISSING
+from sowlib.errors import (
+    InvalidSowKeyError,
+    MissingKeyFieldError,
+    QueryOptionError,
+    ReadOnlyError,
+    StoreClosedError,
+    UnsupportedOperationError,
+)
+from sowlib.expr import EvalContext, Filter, compile_filter
+from sowlib.history import History, Version
+from sowlib.index import IndexSet
+from sowlib.keys import ContentKeyGenerator, validate_user_key
+from sowlib.paths import FieldPath, parse_path
+from sowlib.query import Record
+from sowlib.results import PublishResult
+from sowlib.storage import LogRecord, RecordKind
+from sowlib.subscriptions import SubscriptionManager
+
+__all__ = ["TopicCore"]
+
+
+# Bytes a record costs beyond key, correlation id and payload (framing, checksum):
+# used only to estimate the garbage ratio that drives automatic compaction.
+_FRAME_OVERHEAD = 56
+# Do not compact files smaller than this: rewriting tiny files buys nothing.
+_MIN_COMPACT_BYTES = 1 << 20
+_PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
+
+
+class _Entry:
+    """Where the live version of a key sits in the log, and its header fields."""
+
+    __slots__ = ("corr", "expiration", "offset", "seq", "size", "timestamp")
+
+    def __init__(
+        self, offset: int, seq: int, timestamp: float, expiration: float, corr: bytes, size: int
+    ) -> None:
+        self.offset = offset
+        self.seq = seq
+        self.timestamp = timestamp
+        self.expiration = expiration
+        self.corr = corr
+        self.size = size
+
+
+def _size(rec: LogRecord) -> int:
+    return len(rec.payload) + len(rec.key) + len(rec.correlation_id) + _FRAME_OVERHEAD
+
+
+class TopicCore:
+    """State and write machinery shared by every topic; not public."""
+
+    def __init__(
+        self,
+        config: TopicConfig,
+        log: Any,
+        *,
+        clock: Callable[[], float],
+        readonly: bool = False,
+        key_generator: Callable[[Any], str] | None = None,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.message_type = config.message_type
+        self._log = log
+        self._clock = clock
+        self._readonly = readonly
+        self._lock = threading.RLock()
+        self._codec: Codec = get_codec(config.message_type, **dict(config.options.get("codec", {})))
+        self.key_fields: tuple[FieldPath, ...] = tuple(parse_path(k) for k in config.keys)
+        self._content_keys = (
+            ContentKeyGenerator(config.keys, domain=config.domain, topic=config.name)
+            if config.keys
+            else None
+        )
+        self._keygen: Callable[[Any], str] | None = key_generator or self._content_keys
+        self._entries: dict[str, _Entry] = {}
+        self._docs: dict[str, Any] = {}
+        self._indexed = False  # every live doc decoded and every index built
+        self.indexes = IndexSet(self.key_fields, config.hash_indexes, config.indexes)
+        self._subs = SubscriptionManager(config.name, config.message_type, self._codec.encode)
+        self._expiry: list[tuple[float, int, str]] = []
+        self._history = (
+            History(config.history_window, config.history_granularity)
+            if config.history_window is not None
+            else None
+        )
+        self._live_bytes = 0
+        self._counts = dict.fromkeys(
+            ("inserts", "updates", "deletes", "expirations", "queries", "publishes"), 0
+        )
+        self._closed = False
+        self._load()
+
+    # ------------------------------------------------------------------ loading
+
+    def _load(self) -> None:
+        checkpoint = None if self._history is not None else self._log.load_checkpoint()
+        start = None
+        if checkpoint is not None:
+            blob, start = checkpoint
+            keys, offsets, seqs, stamps, exps, corrs, sizes = msgpack.unpackb(blob)
+            self._entries = {
+                k: _Entry(o, s, t, e, c, z)
+                for k, o, s, t, e, c, z in zip(
+                    keys, offsets, seqs, stamps, exps, corrs, sizes, strict=True
+                )
+            }
+            self._live_bytes = sum(sizes)
+        for rec in self._log.scan(start):
+            self._apply(rec)
+        if self.config.expiration_enabled:
+            self._expiry = [
+                (e.expiration, e.seq, k) for k, e in self._entries.items() if e.expiration > 0
+            ]
+            heapq.heapify(self._expiry)
+            self._tick()
+
+    def _apply(self, rec: LogRecord) -> None:
+        """Replay one log record into memory (open and refresh)."""
+        key = rec.key
+        old = self._entries.get(key)
+        if old is not None:
+            self._live_bytes -= old.size
+        old_doc = self._docs.pop(key, None) if old is not None else None
+        if rec.kind == _PUT:
+            size = _size(rec)
+            entry = _Entry(
+                rec.offset, rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size
+            )
+            self._entries[key] = entry
+            self._live_bytes += size
+            if self._indexed:
+                doc = self._decode_payload(rec.payload)
+                self._docs[key] = doc
+                self.indexes.on_put(key, old_doc, doc)
+            if rec.expiration > 0 and self.config.expiration_enabled and self._expiry is not None:
+                heapq.heappush(self._expiry, (rec.expiration, rec.seq, key))
+            version = Version(rec.seq, rec.timestamp, rec.offset)
+        else:
+            if old is not None:
+                del self._entries[key]
+                if self._indexed and old_doc is not None:
+                    self.indexes.on_delete(key, old_doc)
+            version = Version(rec.seq, rec.timestamp, None)
+        if self._history is not None:
+            self._history.add(key, version)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"topic {self.name!r}")
+
+    def _check_writable(self, operation: str) -> None:
+        self._check_open()
+        if self._readonly:
+            raise ReadOnlyError(f"topic {self.name!r}", operation)
+
+    def _decode_payload(self, payload: bytes) -> Any:
+        return self._codec.decode(payload) if self._codec.supports_filter else payload
+
+    def _decode_input(self, data: object) -> tuple[bytes, Any]:
+        if isinstance(data, str):
+            payload = data.encode("utf-8")
+        elif isinstance(data, bytes | bytearray | memoryview):
+            payload = bytes(data)
+        else:
+            payload = self._codec.encode(data)
+        return payload, self._decode_payload(payload)
+
+    def _key(self, doc: Any, sow_key: str | None, data: object) -> str:
+        if self._keygen is not None:
+            if sow_key is not None:
+                raise InvalidSowKeyError(
+                    sow_key,
+                    f"topic {self.name!r} derives its keys from the message; do not pass sow_key",
+                )
+            try:
+                key = self._keygen(doc)
+            except MissingKeyFieldError as exc:
+                raise MissingKeyFieldError(exc.topic, exc.field, data) from None
+            if not isinstance(key, str) or not key:
+                raise InvalidSowKeyError(key, "the key generator must return non-empty text")
+            return key
+        if sow_key is None:
+            raise InvalidSowKeyError(
+                None, f"topic {self.name!r} has no key fields: the publisher must pass sow_key="
+            )
+        return validate_user_key(sow_key)
+
+    def _expires_at(self, expiration: float | str | None, now: float) -> float:
+        if expiration is not None:
+            if isinstance(expiration, bool) or not isinstance(expiration, int | float):
+                raise QueryOptionError("expiration", expiration, "seconds as a number >= 0")
+            if expiration < 0 or expiration != expiration:
+                raise QueryOptionError("expiration", expiration, "seconds as a number >= 0")
+        ttl = expiration if expiration is not None else self.config.default_ttl
+        if not ttl:
+            return 0.0
+        return now + float(ttl)
+
+    def _record(self, key: str, entry: _Entry, doc: Any = MISSING) -> Record:
+        payload = self._log.read_payload(entry.offset)
+        if doc is MISSING:
+            doc = self._docs.get(key, MISSING)
+            if doc is MISSING:
+                doc = self._decode_payload(payload)
+        return Record(
+            sow_key=key,
+            data=payload,
+            seq=entry.seq,
+            timestamp=entry.timestamp,
+            expiration=entry.expiration or None,
+            topic=self.name,
+            message_type=self.message_type,
+            correlation_id=entry.corr,
+            doc=doc,
+        )
+
+    def _tick(self) -> None:
+        """Process due expirations (lazily, on every operation; spec §10)."""
+        if self._expiry and self._expiry[0][0] <= self._clock():
+            self._process_expirations(self._clock())
+
+    def _process_expirations(self, now: float) -> int:
+        count = 0
+        while self._expiry and self._expiry[0][0] <= now:
+            when, seq, key = heapq.heappop(self._expiry)
+            entry = self._entries.get(key)
+            if entry is None or entry.seq != seq or entry.expiration != when:
+                continue  # superseded by a later publish or already deleted
+            if self._readonly:
+                self._forget(key, entry)  # readers hide it; the writer writes the tombstone
+            else:
+                self._remove(key, entry, _EXPIRE)
+            count += 1
+        return count
+
+    def _forget(self, key: str, entry: _Entry) -> None:
+        del self._entries[key]
+        self._live_bytes -= entry.size
+        doc = self._docs.pop(key, None)
+        if self._indexed and doc is not None:
+            self.indexes.on_delete(key, doc)
+
+    def _remove(self, key: str, entry: _Entry, kind: RecordKind) -> None:
+        old = self._record(key, entry) if self._subs.active else None
+        rec = self._log.append(kind, key, b"", timestamp=self._clock())
+        self._forget(key, entry)
+        if self._history is not None:
+            self._history.add(key, Version(rec.seq, rec.timestamp, None))
+        self._counts["expirations" if kind == _EXPIRE else "deletes"] += 1
+        if old is not None:
+            self._subs.on_change("expire" if kind == _EXPIRE else "delete", key, old, None)
+
+    def _write(
+        self,
+        key: str,
+        payload: bytes,
+        doc: Any,
+        expiration: float | None,
+        corr: bytes,
+        delta_doc: Any = None,
+    ) -> PublishResult:
+        now = self._clock()
+        expires = self._expires_at(expiration, now)
+        old = self._entries.get(key)
+        subs = self._subs.active
+        old_rec = self._record(key, old) if subs and old is not None else None
+        rec = self._log.append(
+            _PUT, key, payload, timestamp=now, expiration=expires, correlation_id=corr
+        )
+        size = _size(rec)
+        entry = _Entry(rec.offset, rec.seq, now, expires, corr, size)
+        self._entries[key] = entry
+        if old is not None:
+            self._live_bytes -= old.size
+            self._counts["updates"] += 1
+        else:
+            self._counts["inserts"] += 1
+        self._live_bytes += size
+        self._counts["publishes"] += 1
+        old_doc = self._docs.get(key) if self._indexed and old is not None else None
+        self._docs[key] = doc
+        if self._indexed:
+            if old_doc is not None:
+                self.indexes.on_put(key, old_doc, doc)
+            else:
+                self.indexes.on_put(key, None, doc)
+        if expires and self.config.expiration_enabled:
+            heapq.heappush(self._expiry, (expires, rec.seq, key))
+        if self._history is not None:
+            self._history.add(key, Version(rec.seq, now, rec.offset))
+        if subs:
+            self._subs.on_change("publish", key, old_rec, self._record(key, entry, doc), delta_doc)
+        self._maybe_compact()
+        return PublishResult(key, rec.seq, old is None)
+
+    def _maybe_compact(self) -> None:
+        ratio = self.config.auto_compact
+        if ratio is None or self._history is not None:
+            return
+        used = self._log.end_offset
+        if used < _MIN_COMPACT_BYTES:
+            return
+        if 1.0 - self._live_bytes / used > ratio:
+            self._compact()
+
+    def _ensure_indexed(self) -> None:
+        """Decode every live document and build the indexes (first query after open)."""
+        if self._indexed:
+            return
+        for key, entry in self._entries.items():
+            if key not in self._docs:
+                self._docs[key] = self._decode_payload(self._log.read_payload(entry.offset))
+        if self._codec.supports_filter:
+            for key, doc in self._docs.items():
+                self.indexes.on_put(key, None, doc)
+        self._indexed = True
+
+    def _compile(self, flt: str | Filter | None) -> Filter | None:
+        if flt is None:
+            return None
+        compiled = compile_filter(flt)
+        if not self._codec.supports_filter and compiled.fields:
+            raise UnsupportedOperationError(
+                "a content filter",
+                f"topic {self.name!r} holds {self.message_type} messages, which cannot be"
+                " filtered; use '1=1' or sow_keys=",
+            )
+        return compiled
+
+    # ------------------------------------------------------------------ QuerySource
+
+    def keys(self) -> Iterator[str]:
+        """Every live SOW key (QuerySource); O(1) per key."""
+        return iter(list(self._entries))
+
+    def record(self, key: str) -> Record | None:
+        """The live record stored under ``key`` (QuerySource), or None."""
+        entry = self._entries.get(key)
+        return None if entry is None else self._record(key, entry)
+
+    def doc(self, key: str) -> Any:
+        """The decoded document of a live key (QuerySource); cached after the first decode."""
+        doc = self._docs.get(key, MISSING)
+        if doc is MISSING:
+            entry = self._entries[key]
+            doc = self._docs[key] = self._decode_payload(self._log.read_payload(entry.offset))
+        return doc
+
+    def key_for_values(self, values: Sequence[Any]) -> str | None:
+        """The key content-keyed messages with these key-field values get (QuerySource)."""
+        if self._content_keys is None or self._keygen is not self._content_keys:
+            return None
+        return self._content_keys.key_for_values(values)
+
+    def encode(self, doc: Any) -> bytes:
+        """Encode a document in this topic's message type (QuerySource)."""
+        return self._codec.encode(doc)
+
+    def context(self, key: str, record: Record | None = None) -> EvalContext:
+        """The evaluation context for context functions such as SOW_KEY() (QuerySource)."""
+        rec = record if record is not None else self.record(key)
+        if rec is None:
+            return EvalContext(sow_key=key, topic=self.name, now=self._clock())
+        return EvalContext(
+            sow_key=key,
+            topic=self.name,
+            message_size=len(rec.data),
+            correlation_id=rec.correlation_id or None,
+            timestamp=rec.timestamp,
+            seq=rec.seq,
+            now=self._clock(),
+        )
+
+    def _compact(self) -> None:
+        if self._history is not None:
+            self._history.trim(self._clock())
+            keep_offsets = self._history.offsets()
+            keep_seqs = self._history.seqs()
+
+            def keep(rec: LogRecord) -> bool:
+                return rec.offset in keep_offsets or rec.seq in keep_seqs
+
+        else:
+            live = {e.offset for e in self._entries.values()}
+
+            def keep(rec: LogRecord) -> bool:
+                return rec.kind == _PUT and rec.offset in live
+
+        mapping = self._log.compact(keep)
+        for entry in self._entries.values():
+            entry.offset = mapping[entry.offset]
+        if self._history is not None:
+            self._history.remap(mapping)
