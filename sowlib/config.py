@@ -279,6 +279,7 @@ def load_config(
         >>> load_config("<SOW><Topic><Name>t</Name><MessageType>json</MessageType>"
         ...             "<Durability>transient</Durability></Topic></SOW>")[0].name
         't'
+
     Raises:
         ConfigError: ``where`` is the element path (``SOW/Topic[2]/Expiration``):
             unknown or repeated elements, bad values or units, missing Name,

@@ -63,8 +63,25 @@ class ContentKeyGenerator:
         self.domain = domain
         self.topic = topic
         self._prefix = domain.encode("utf-8", "surrogateescape")
+        self._head = self._prefix + _SEP_BYTES
+        self._single = self.fields[0] if len(self.fields) == 1 else None
 
     def __call__(self, doc: Any) -> str:
+        if self._single is not None:
+            # Hot path (one key field, int or text value): skip the generic loop.
+            value = self._single.resolve(doc) if type(doc) is dict else None
+            kind = type(value)
+            if kind is int:
+                text: str | None = str(value)
+            elif kind is str and value:
+                text = value
+            else:
+                text = canonical_text(value)
+            if text is None:
+                raise MissingKeyFieldError(self.topic, self._single.to_text())
+            return str(
+                xxhash.xxh64_intdigest(self._head + text.encode("utf-8", "surrogateescape"))
+            )
         values = []
         for path in self.fields:
             text = canonical_text(path.resolve(doc)) if isinstance(doc, dict) else None

@@ -49,6 +49,7 @@ def test_sigkill_mid_stream_keeps_every_acknowledged_publish(tmp_path: Path) -> 
         acked.append((int(n), int(seq)))
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    proc.stdout.close()
     assert len(acked) >= 1000
     with SowStore(store_dir) as store:
         t = store.topic("t")

@@ -250,7 +250,9 @@ def test_reopen_restores_every_topic_with_its_config(store_dir: Path, clock) -> 
         assert "scratch" not in store  # transient topics keep nothing
 
 
-@pytest.mark.parametrize("name", ["/ADMIN/bookmark_store", "../x", "a/../../b", "ünï cødé", "x" * 300])
+@pytest.mark.parametrize(
+    "name", ["/ADMIN/bookmark_store", "../x", "a/../../b", "ünï cødé", "x" * 300]
+)
 def test_any_topic_name_maps_to_a_file_inside_the_directory(store_dir: Path, name: str) -> None:
     with SowStore(store_dir) as store:
         store.create_topic(name, keys=["/id"]).publish({"id": 1})
@@ -336,7 +338,9 @@ def test_automatic_compaction_bounds_the_file(store_dir: Path) -> None:
         for i in range(40000):
             t.publish({"id": i % 100, "payload": "y" * 100})
         stats = t.stats()
-        assert stats["garbage_ratio"] <= 0.5
+        # Files under 1 MiB are never compacted; above that garbage stays <= 50%.
+        assert stats["used_bytes"] <= max(2 * stats["live_bytes"], 1 << 20) + 4096
+        assert stats["file_bytes"] < 3 << 20
         assert len(t) == 100
 
 

@@ -6,7 +6,6 @@ One rule for every text-based codec (spec §2.1, §1.3, §2.2). Imports only ``e
 from __future__ import annotations
 
 import math
-import re
 from typing import Any
 
 __all__ = ["INT_MAX", "INT_MIN", "infer_scalar", "render_scalar"]
@@ -16,11 +15,8 @@ INT_MAX = 2**64 - 1
 #: Smallest integer kept as an int: signed 64-bit.
 INT_MIN = -(2**63)
 
-# ASCII digits only: str.isdigit() and float() also accept other scripts' digits,
-# underscores and surrounding spaces, none of which are AMPS numbers (spec §2.2 [R]).
-_INT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)\Z")
-_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][+-]?[0-9]+)?\Z")
 _NUMBER_START = frozenset("+-.0123456789")
+_NUMBER_END = frozenset(".0123456789")
 
 
 def infer_scalar(text: str) -> Any:
@@ -44,13 +40,30 @@ def infer_scalar(text: str) -> Any:
     """
     if not text:
         return None
-    if text[0] not in _NUMBER_START:
+    first = text[0]
+    if first not in _NUMBER_START:
         return text
-    if _INT.match(text):
+    # str methods instead of a regular expression: 5-10x faster on this hot path.
+    # isdigit() also accepts non-ASCII digits, hence the isascii() checks.
+    digits = text[1:] if first in "+-" else text
+    if digits.isdigit():
+        if not digits.isascii() or (digits[0] == "0" and len(digits) > 1):
+            return text
         value = int(text)
         return value if INT_MIN <= value <= INT_MAX else text
-    if _FLOAT.match(text):
-        number = float(text)
+    # float() accepts a superset of the AMPS spelling: "inf"/"nan" (excluded by the
+    # last character), "1_0" and spaces (excluded below), non-ASCII digits (isascii),
+    # and integers such as "007" (a decimal point or exponent is required here).
+    if (
+        text[-1] in _NUMBER_END
+        and text.isascii()
+        and "_" not in text
+        and ("." in text or "e" in text or "E" in text)
+    ):
+        try:
+            number = float(text)
+        except ValueError:
+            return text
         return number if math.isfinite(number) else text
     return text
 

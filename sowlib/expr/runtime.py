@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from sowlib.document import MISSING, Element, canonical_text
@@ -18,6 +18,7 @@ __all__ = [
     "I64_MAX",
     "I64_MIN",
     "U64_MAX",
+    "affix_test",
     "arith",
     "between",
     "compare_any",
@@ -29,6 +30,7 @@ __all__ = [
     "is_nan",
     "is_null",
     "item_values",
+    "like_test",
     "logic_not",
     "negate",
     "normalize",
@@ -384,3 +386,24 @@ def order_key(v: Any) -> tuple[int, Any, Any]:
     if type(v) is float and v != v:
         return (1, 0, tie)
     return (0, v, tie)
+
+
+def affix_test(value: Any, items: Iterable[Any], negated: bool, ends: bool) -> bool:
+    """``value [NOT] BEGINS/ENDS WITH (items)`` on text (spec §3.4); NULL value: False."""
+    texts = [s for s in (text_of(x) for x in elements(value)) if s is not None]
+    if not texts:
+        return False
+    affixes = tuple(a for a in (text_of(x) for x in item_values(items)) if a is not None)
+    if ends:
+        found = any(s.endswith(affixes) for s in texts)
+    else:
+        found = any(s.startswith(affixes) for s in texts)
+    return found != negated
+
+
+def like_test(value: Any, matcher: Callable[[str], bool], negated: bool) -> bool:
+    """``value [NOT] LIKE pattern`` given the pattern's matcher; any element; NULL: False."""
+    texts = [s for s in (text_of(x) for x in elements(value)) if s is not None]
+    if not texts:
+        return False
+    return any(matcher(s) for s in texts) != negated

@@ -35,6 +35,9 @@ _MAX_COMBOS = 4096
 # bigger than the best one: building its set costs far less than running the
 # filter on every candidate it removes.
 _INTERSECT_RATIO = 8
+# A memo probe expected to return more than this fraction of the topic is no
+# better than a scan.
+_MEMO_MAX_FRACTION = 0.5
 
 
 class FilterLike(Protocol):
@@ -225,7 +228,7 @@ def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
     probes.sort(key=lambda p: p.estimate)
     best = probes[0]
     n = len(source)
-    if best.estimate > n // 2:
+    if best.estimate > n * _MEMO_MAX_FRACTION:
         return Plan("scan", None, n, f"{best.memo.name} not selective (~{best.estimate})")
     use = [best]
     if len(probes) > 1 and probes[1].estimate <= best.estimate * _INTERSECT_RATIO:

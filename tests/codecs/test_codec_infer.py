@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sowlib.codecs import get_codec, infer_scalar, render_scalar
@@ -96,3 +97,33 @@ def test_text_codecs_agree_on_inference(raw: bytes) -> None:
     fix = get_codec("fix").decode(b"1=" + raw + b"\x01")["1"]
     nvfix = get_codec("nvfix").decode(b"v=" + raw + b"\x01")["v"]
     assert xml == xml_attr == fix == nvfix == expected
+
+
+# The spelling rule written as regular expressions: an independent oracle for the
+# str-method implementation.
+_ORACLE_INT = re.compile(r"[+-]?(?:0|[1-9][0-9]*)\Z")
+_ORACLE_FLOAT = re.compile(r"[+-]?(?:[0-9]+\.[0-9]*|\.[0-9]+|[0-9]+(?=[eE]))(?:[eE][+-]?[0-9]+)?\Z")
+
+
+def _oracle(text: str) -> Any:
+    if not text:
+        return None
+    if _ORACLE_INT.match(text):
+        value = int(text)
+        return value if INT_MIN <= value <= INT_MAX else text
+    if _ORACLE_FLOAT.match(text):
+        number = float(text)
+        return number if math.isfinite(number) else text
+    return text
+
+
+@settings(max_examples=300)
+@given(
+    st.text(st.sampled_from("0123456789+-.eE _x١ ") | st.characters(), max_size=12)
+    | st.from_regex(_ORACLE_FLOAT, fullmatch=True)
+    | st.from_regex(_ORACLE_INT, fullmatch=True)
+)
+def test_inference_agrees_with_the_spelling_rule(text: str) -> None:
+    got, expected = infer_scalar(text), _oracle(text)
+    assert got == expected
+    assert type(got) is type(expected)

@@ -16,7 +16,9 @@ from sowlib.errors import UnsupportedOperationError
 from sowlib.paths import FieldPath, Step
 
 
-def _leaves(doc: dict[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+def _leaves(
+    doc: dict[str, Any], prefix: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], Any]]:
     """(path, value) for every non-object value; empty objects count as leaves."""
     for key, value in doc.items():
         if isinstance(value, dict) and value:
@@ -120,13 +122,25 @@ def test_nvfix_merge_replaces_repeated_tags_as_a_group() -> None:
         # text replaced, attribute kept
         (b'<T><Px ccy="USD">12</Px></T>', b"<T><Px>13</Px></T>", b'<T><Px ccy="USD">13</Px></T>'),
         # attribute replaced, text kept
-        (b'<T><Px ccy="USD">12</Px></T>', b'<T><Px ccy="EUR"/></T>', b'<T><Px ccy="EUR">12</Px></T>'),
+        (
+            b'<T><Px ccy="USD">12</Px></T>',
+            b'<T><Px ccy="EUR"/></T>',
+            b'<T><Px ccy="EUR">12</Px></T>',
+        ),
         # attribute added to a text-only element keeps its text
         (b"<T><Px>12</Px></T>", b'<T><Px ccy="EUR"/></T>', b'<T><Px ccy="EUR">12</Px></T>'),
         # repeated elements replaced as a group; new element added; root attribute kept
-        (b'<T id="1"><L>1</L><L>2</L></T>', b"<T><L>3</L><N>x</N></T>", b'<T id="1"><L>3</L><N>x</N></T>'),
+        (
+            b'<T id="1"><L>1</L><L>2</L></T>',
+            b"<T><L>3</L><N>x</N></T>",
+            b'<T id="1"><L>3</L><N>x</N></T>',
+        ),
         # nested element merges child by child
-        (b"<T><P><a>1</a><b>2</b></P></T>", b"<T><P><a>9</a></P></T>", b"<T><P><a>9</a><b>2</b></P></T>"),
+        (
+            b"<T><P><a>1</a><b>2</b></P></T>",
+            b"<T><P><a>9</a></P></T>",
+            b"<T><P><a>9</a><b>2</b></P></T>",
+        ),
     ],
 )
 def test_xml_merge_treats_elements_attributes_and_text_as_identifiers(
@@ -171,9 +185,7 @@ def test_merge_delta_leaf_resolves_through_codec(field_codec: Any) -> None:
     }
     stored, delta, changed, kept = docs[field_codec.name]
     merged = field_codec.decode(
-        field_codec.encode(
-            field_codec.merge(field_codec.decode(field_codec.encode(stored)), delta)
-        )
+        field_codec.encode(field_codec.merge(field_codec.decode(field_codec.encode(stored)), delta))
     )
     assert _resolve(merged, changed) == 5
     assert _resolve(merged, kept) == 2

@@ -44,9 +44,7 @@ def test_mapping(data: bytes, doc: Any) -> None:
 
 
 def test_paths_resolve_elements_attributes_and_arrays() -> None:
-    doc = XML.decode(
-        b'<Quote><Instr Sym="AAPL"/><Px ccy="USD">180.75</Px><L>1</L><L>2</L></Quote>'
-    )
+    doc = XML.decode(b'<Quote><Instr Sym="AAPL"/><Px ccy="USD">180.75</Px><L>1</L><L>2</L></Quote>')
     assert parse_path("/Quote/Instr/@Sym").resolve(doc) == "AAPL"
     assert parse_path("/Quote/Px").resolve(doc) == 180.75
     assert parse_path("/Quote/Px/@ccy").resolve(doc) == "USD"
@@ -79,7 +77,7 @@ HOSTILE = {
     "external_dtd": b'<!DOCTYPE r SYSTEM "http://127.0.0.1:9/evil.dtd"><r>1</r>',
     "parameter_entities": (
         b'<!DOCTYPE r [<!ENTITY % p SYSTEM "file:///etc/passwd">'
-        b'<!ENTITY % q "<!ENTITY leak \'%p;\'>"> %q;]><r>&leak;</r>'
+        b"<!ENTITY % q \"<!ENTITY leak '%p;'>\"> %q;]><r>&leak;</r>"
     ),
     "public_dtd": b'<!-- x --><!DOCTYPE r PUBLIC "-//X//DTD X//EN" "file:///etc/passwd"><r/>',
     "lowercase_doctype": b"<!doctype r><r/>",

@@ -1,0 +1,171 @@
+"""The filter language's entry points: :func:`parse_filter`, :func:`compile_filter`, :class:`Filter`.
+
+Imports only ``errors``, ``paths``, ``document`` and ``expr`` modules.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from threading import Lock
+from typing import Any
+
+import attrs
+
+from sowlib.errors import FilterSyntaxError
+from sowlib.expr import runtime
+from sowlib.expr.codegen import Matcher, generate
+from sowlib.expr.context import EvalContext
+from sowlib.expr.functions import FUNCTIONS
+from sowlib.expr.nodes import Call, Field, Node, walk
+from sowlib.expr.parser import parse
+from sowlib.expr.to_python import Compiled, compile_node, is_boolean
+from sowlib.expr.to_text import to_text
+from sowlib.paths import FieldPath
+
+__all__ = ["CACHE_SIZE", "Filter", "clear_cache", "compile_filter", "parse_filter"]
+
+#: Most compiled filters kept by :func:`compile_filter` (least recently used go first).
+CACHE_SIZE = 1024
+
+
+def parse_filter(text: str) -> Node:
+    """Parse filter text into its AST.
+
+    Example:
+        >>> parse_filter("/a = 1").op
+        '='
+    Raises:
+        FilterSyntaxError: bad syntax or a bad LIKE pattern (shows a caret).
+        UnknownFunctionError: an unknown function name.
+        FilterArityError: a function called with the wrong number of arguments.
+        FilterError: ``text`` is not a string.
+    """
+    if not isinstance(text, str):
+        raise FilterSyntaxError(repr(text), 0, "filter text (a str)", type(text).__name__)
+    return parse(text)
+
+
+@attrs.frozen
+class Filter:
+    """A compiled filter: parse once, evaluate many times.
+
+    Attributes:
+        text: the filter as given.
+        node: its AST.
+
+    Example:
+        >>> f = compile_filter("/price > 100")
+        >>> f.matches({"price": 120}), f.matches({"price": "abc"}), f.matches({})
+        (True, True, False)
+    """
+
+    text: str
+    node: Node
+    _fn: Compiled = attrs.field(eq=False, repr=False)
+    _match: Matcher = attrs.field(eq=False, repr=False)
+
+    @classmethod
+    def from_node(cls, node: Node, text: str | None = None) -> Filter:
+        """Compile an AST (``text`` defaults to its canonical text)."""
+        fn = compile_node(node)
+        if is_boolean(node):
+            match = generate(node)
+        else:
+            truthy = runtime.truthy
+
+            def match(doc: Any, ctx: EvalContext | None = None) -> bool:
+                return truthy(fn(doc, ctx))
+
+        return cls(to_text(node) if text is None else text, node, fn, match)
+
+    def matches(self, doc: Any, ctx: EvalContext | None = None) -> bool:
+        """True exactly when the filter evaluates to TRUE for ``doc``; O(size of the filter).
+
+        For a scan, bind the method once (``m = f.matches``): a boolean filter
+        runs as one generated function (see :mod:`sowlib.expr.codegen`).
+
+        Raises:
+            RegexTimeoutError: a LIKE pattern ran longer than ``like.REGEX_TIMEOUT``.
+        """
+        return self._match(doc, ctx)
+
+    @property
+    def matcher(self) -> Matcher:
+        """The bare ``(doc, ctx=None) -> bool`` function behind :meth:`matches` (no method call)."""
+        return self._match
+
+    def evaluate(self, doc: Any, ctx: EvalContext | None = None) -> Any:
+        """The filter's value for ``doc``: a scalar, a list, or None for NULL."""
+        return runtime.normalize(self._fn(doc, ctx))
+
+    def to_text(self) -> str:
+        """Canonical text (``parse_filter(f.to_text()) == f.node``)."""
+        return to_text(self.node)
+
+    @property
+    def fields(self) -> frozenset[FieldPath]:
+        """Every field path the filter reads."""
+        return frozenset(n.path for n in walk(self.node) if isinstance(n, Field))
+
+    @property
+    def deterministic(self) -> bool:
+        """False when the filter calls a clock function (forbidden with OOF, spec §5)."""
+        return all(
+            FUNCTIONS[n.name].deterministic for n in walk(self.node) if isinstance(n, Call)
+        )
+
+    @property
+    def uses_context(self) -> bool:
+        """True when the filter calls a context function (SOW_KEY(), TOPIC_NAME()...)."""
+        return any(FUNCTIONS[n.name].context for n in walk(self.node) if isinstance(n, Call))
+
+
+_cache: OrderedDict[str, Filter] = OrderedDict()
+_lock = Lock()
+
+
+def _remember(key: str, f: Filter) -> None:
+    with _lock:
+        _cache[key] = f
+        _cache.move_to_end(key)
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
+
+
+def compile_filter(text: str | Filter) -> Filter:
+    """Parse and compile a filter; cached by text and by canonical text (LRU).
+
+    A :class:`Filter` is returned as is.
+
+    Raises:
+        FilterSyntaxError, UnknownFunctionError, FilterArityError: see :func:`parse_filter`.
+        FilterError: ``text`` is neither a str nor a Filter.
+    """
+    if isinstance(text, Filter):
+        return text
+    if not isinstance(text, str):
+        raise FilterSyntaxError(repr(text), 0, "filter text (a str)", type(text).__name__)
+    hit = _cache.get(text)
+    if hit is not None:
+        with _lock:
+            if text in _cache:
+                _cache.move_to_end(text)
+        return hit
+    node = parse(text)
+    canonical = to_text(node)
+    same = _cache.get(canonical)
+    f = Filter(text, node, same._fn, same._match) if same is not None else Filter.from_node(
+        node, text
+    )
+    _remember(text, f)
+    if canonical != text and same is None:
+        _remember(canonical, Filter(canonical, node, f._fn, f._match))
+    return f
+
+
+def clear_cache() -> None:
+    """Forget every cached filter (tests, or after changing ``like.REGEX_TIMEOUT``)."""
+    with _lock:
+        _cache.clear()
+
+

@@ -1,0 +1,321 @@
+"""Compile an AST to nested Python closures ``(doc, ctx) -> value``.
+
+Common shapes (field vs literal, IN over literals, LIKE on a field, AND/OR of
+predicates) get specialised closures with a fast path for the usual types
+and a fall-back to the general rule of :mod:`sowlib.expr.runtime`; each must
+agree with :mod:`sowlib.expr.interp`. Imports only ``expr`` and ``paths``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, assert_never
+
+from sowlib.expr import like, runtime
+from sowlib.expr.context import EvalContext
+from sowlib.expr.functions import CONVERTERS, FUNCTIONS, FunctionSpec
+from sowlib.expr.nodes import (
+    And,
+    Arith,
+    BeginsWith,
+    Between,
+    Call,
+    Compare,
+    EndsWith,
+    Field,
+    InList,
+    IsNaN,
+    IsNull,
+    Like,
+    Literal,
+    Neg,
+    Node,
+    Not,
+    Or,
+)
+from sowlib.paths import FieldPath
+
+__all__ = ["Compiled", "compile_node", "is_boolean"]
+
+Compiled = Callable[[Any, EvalContext | None], Any]
+
+_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
+_SAFE_INT = 2**53
+_PREDICATES = (Compare, Between, InList, Like, BeginsWith, EndsWith, IsNull, IsNaN)
+
+
+def is_boolean(node: Node) -> bool:
+    """True when ``node`` can only evaluate to True or False (never NULL)."""
+    if isinstance(node, _PREDICATES):
+        return True
+    if isinstance(node, Not):
+        return is_boolean(node.operand)
+    if isinstance(node, And | Or):
+        return is_boolean(node.left) and is_boolean(node.right)
+    return False
+
+
+def _getter(path: FieldPath) -> Callable[[Any], Any]:
+    # the path's own resolver, skipping one method call on the hot path
+    return path._getter
+
+
+def compile_node(node: Node) -> Compiled:
+    """Compile ``node`` to a closure; O(size of the tree)."""
+    match node:
+        case Literal(value=v):
+            return lambda d, c: v
+        case Field(path=p):
+            get = _getter(p)
+            return lambda d, c: get(d)
+        case Neg(operand=o):
+            f = compile_node(o)
+            return lambda d, c: runtime.negate(f(d, c))
+        case Arith(op=op, left=a, right=b):
+            fa, fb = compile_node(a), compile_node(b)
+            arith = runtime.arith
+            return lambda d, c: arith(op, fa(d, c), fb(d, c))
+        case Compare(op=op, left=a, right=b):
+            return _compare(op, a, b)
+        case Between(value=v, low=lo, high=hi, negated=neg):
+            fv, flo, fhi = compile_node(v), compile_node(lo), compile_node(hi)
+            return lambda d, c: runtime.between(fv(d, c), flo(d, c), fhi(d, c), neg)
+        case InList(value=v, items=items, negated=neg):
+            return _in_list(v, items, neg)
+        case Like(value=v, pattern=pat, raw=raw, negated=neg):
+            return _like(v, like.like_matcher(pat, raw), neg)
+        case BeginsWith(value=v, items=items, negated=neg):
+            return _affix(v, items, neg, False)
+        case EndsWith(value=v, items=items, negated=neg):
+            return _affix(v, items, neg, True)
+        case IsNull(value=v, negated=neg):
+            f = compile_node(v)
+            is_null = runtime.is_null
+            if neg:
+                return lambda d, c: not is_null(f(d, c))
+            return lambda d, c: is_null(f(d, c))
+        case IsNaN(value=v, negated=neg):
+            f = compile_node(v)
+            return lambda d, c: runtime.is_nan(f(d, c)) != neg
+        case Not(operand=o):
+            f = compile_node(o)
+            if is_boolean(o):
+                return lambda d, c: not f(d, c)
+            return lambda d, c: runtime.logic_not(f(d, c))
+        case And(left=a, right=b):
+            return _and(a, b)
+        case Or(left=a, right=b):
+            return _or(a, b)
+        case Call(name=name, args=args):
+            return _call(FUNCTIONS[name], args)
+        case _:
+            assert_never(node)
+
+
+def _and(a: Node, b: Node) -> Compiled:
+    fa, fb = compile_node(a), compile_node(b)
+    if is_boolean(a) and is_boolean(b):
+        return lambda d, c: fa(d, c) and fb(d, c)
+    to_logic = runtime.to_logic
+
+    def and3(d: Any, c: EvalContext | None) -> bool | None:
+        left = to_logic(fa(d, c))
+        if left is not True:
+            return left  # FALSE, or NULL ending the evaluation (spec §2.5 table)
+        return to_logic(fb(d, c))
+
+    return and3
+
+
+def _or(a: Node, b: Node) -> Compiled:
+    fa, fb = compile_node(a), compile_node(b)
+    if is_boolean(a) and is_boolean(b):
+        return lambda d, c: fa(d, c) or fb(d, c)
+    to_logic = runtime.to_logic
+
+    def or3(d: Any, c: EvalContext | None) -> bool | None:
+        left = to_logic(fa(d, c))
+        if left is not False:
+            return left
+        return to_logic(fb(d, c))
+
+    return or3
+
+
+def _compare(op: str, a: Node, b: Node) -> Compiled:
+    if isinstance(b, Field) and isinstance(a, Literal):
+        a, b, op = b, a, _FLIP[op]
+    compare_any = runtime.compare_any
+    if isinstance(a, Field) and isinstance(b, Literal):
+        lit = b.value
+        if lit is None:
+            return lambda d, c: False  # a NULL side is never TRUE (spec §2.4 row 1)
+        get = _getter(a.path)
+
+        def slow(v: Any) -> bool:
+            return compare_any(op, v, lit)
+
+        if isinstance(lit, str):
+            return _STR_CMP[op](get, lit, slow)
+        if isinstance(lit, int) and abs(lit) < _SAFE_INT:
+            return _INT_CMP[op](get, lit, float(lit), slow)
+        if isinstance(lit, float):
+            return _FLOAT_CMP[op](get, lit, slow)
+    fa, fb = compile_node(a), compile_node(b)
+    return lambda d, c: compare_any(op, fa(d, c), fb(d, c))
+
+
+# Field-vs-literal comparisons, one closure per operator (an ``operator.lt``
+# call per evaluation costs more than the comparison itself). Fast path: a
+# non-empty string against a string literal, an int/float against a number
+# literal; anything else (NULL, arrays, mixed types, booleans) takes ``slow``.
+_STR_CMP: dict[str, Callable[..., Compiled]] = {
+    "=": lambda g, s, slow: lambda d, c: (
+        v == s if type(v := g(d)) is str and v else slow(v)
+    ),
+    "!=": lambda g, s, slow: lambda d, c: (
+        v != s if type(v := g(d)) is str and v else slow(v)
+    ),
+    "<": lambda g, s, slow: lambda d, c: (v < s if type(v := g(d)) is str and v else slow(v)),
+    "<=": lambda g, s, slow: lambda d, c: (
+        v <= s if type(v := g(d)) is str and v else slow(v)
+    ),
+    ">": lambda g, s, slow: lambda d, c: (v > s if type(v := g(d)) is str and v else slow(v)),
+    ">=": lambda g, s, slow: lambda d, c: (
+        v >= s if type(v := g(d)) is str and v else slow(v)
+    ),
+}
+
+
+def _num(op: str) -> Callable[..., Compiled]:
+    def make(g: Any, n: Any, nf: float, slow: Any) -> Compiled:
+        if op == "=":
+            return lambda d, c: (
+                v == n if (t := type(v := g(d))) is int else v == nf if t is float else slow(v)
+            )
+        if op == "!=":
+            return lambda d, c: (
+                v != n if (t := type(v := g(d))) is int else v != nf if t is float else slow(v)
+            )
+        if op == "<":
+            return lambda d, c: (
+                v < n if (t := type(v := g(d))) is int else v < nf if t is float else slow(v)
+            )
+        if op == "<=":
+            return lambda d, c: (
+                v <= n if (t := type(v := g(d))) is int else v <= nf if t is float else slow(v)
+            )
+        if op == ">":
+            return lambda d, c: (
+                v > n if (t := type(v := g(d))) is int else v > nf if t is float else slow(v)
+            )
+        return lambda d, c: (
+            v >= n if (t := type(v := g(d))) is int else v >= nf if t is float else slow(v)
+        )
+
+    return make
+
+
+_INT_CMP = {op: _num(op) for op in _FLIP}
+
+
+def _float_lit(op: str) -> Callable[..., Compiled]:
+    # against a float literal an int value is promoted to float (spec §2.4 row 3)
+    inner = _num(op)
+
+    def make(g: Any, f: float, slow: Any) -> Compiled:
+        def get(d: Any) -> Any:
+            v = g(d)
+            return float(v) if type(v) is int else v
+
+        return inner(get, f, f, slow)
+
+    return make
+
+
+_FLOAT_CMP = {op: _float_lit(op) for op in _FLIP}
+
+
+def _in_list(v: Node, items: tuple[Node, ...], neg: bool) -> Compiled:
+    fv = compile_node(v)
+    in_list = runtime.in_list
+    if not all(isinstance(i, Literal) for i in items):
+        fitems = [compile_node(i) for i in items]
+        return lambda d, c: in_list(fv(d, c), [f(d, c) for f in fitems], neg)
+    values = [i.value for i in items if isinstance(i, Literal) and i.value is not None]
+    strs = frozenset(x for x in values if isinstance(x, str))
+    nums = frozenset(x for x in values if not isinstance(x, str))
+    # a string member that reads as a number could equal a numeric value, and
+    # huge ints compare through float: those cases take the general rule
+    numeric_strs = any(runtime.parse_number(s) is not None for s in strs)
+    unsafe = any(isinstance(x, int) and abs(x) >= _SAFE_INT for x in nums)
+    if numeric_strs or unsafe or not isinstance(v, Field):
+        return lambda d, c: in_list(fv(d, c), values, neg)
+    get = _getter(v.path)
+    has_nums = bool(nums)
+
+    def test(d: Any, c: EvalContext | None) -> bool:
+        x = get(d)
+        t = type(x)
+        if t is str and x:
+            if x in strs:
+                return not neg
+            if not has_nums:
+                return neg
+        elif (t is int and -_SAFE_INT < x < _SAFE_INT) or t is float:
+            return (x in nums) != neg
+        return in_list(x, values, neg)
+
+    return test
+
+
+def _like(v: Node, matcher: Callable[[str], bool], neg: bool) -> Compiled:
+    like_test = runtime.like_test
+    if isinstance(v, Field):
+        get = _getter(v.path)
+
+        def test(d: Any, c: EvalContext | None) -> bool:
+            x = get(d)
+            if type(x) is str and x:
+                return matcher(x) != neg
+            return like_test(x, matcher, neg)
+
+        return test
+    fv = compile_node(v)
+    return lambda d, c: like_test(fv(d, c), matcher, neg)
+
+
+def _affix(v: Node, items: tuple[Node, ...], neg: bool, ends: bool) -> Compiled:
+    fv = compile_node(v)
+    affix_test = runtime.affix_test
+    fitems = [compile_node(i) for i in items]
+    if all(isinstance(i, Literal) for i in items):
+        consts = [i.value for i in items if isinstance(i, Literal)]
+        return lambda d, c: affix_test(fv(d, c), consts, neg, ends)
+    return lambda d, c: affix_test(fv(d, c), [f(d, c) for f in fitems], neg, ends)
+
+
+def _call(spec: FunctionSpec, args: tuple[Node, ...]) -> Compiled:
+    impl = spec.impl
+    if spec.context:
+        return lambda d, c: impl(c)
+    fargs = [compile_node(a) for a in args]
+    if spec.lazy:  # IF(cond, a, b): only the chosen branch runs (spec §1.6 [R])
+        fcond, fa, fb = fargs
+        to_logic = runtime.to_logic
+        return lambda d, c: fa(d, c) if to_logic(fcond(d, c)) is True else fb(d, c)
+    convs = [CONVERTERS[spec.kind_of(i)] for i in range(len(args))]
+    pairs = list(zip(convs, fargs, strict=True))
+    strict = spec.strict
+
+    def call(d: Any, c: EvalContext | None) -> Any:
+        vals = [conv(f(d, c)) for conv, f in pairs]
+        if strict and None in vals:
+            return None
+        r = impl(*vals)
+        return None if type(r) is str and not r else r
+
+    if not args and spec.deterministic:
+        const = call(None, None)  # TRUE_VALUE(), NAN_VALUE(): fold once
+        return lambda d, c: const
+    return call

@@ -1,0 +1,369 @@
+"""AMPS filters as Spark Columns: the AST of ``sowlib.expr.nodes`` compiled to Column expressions.
+
+Reproduces ``sowlib.expr.runtime`` exactly or raises ``UnsupportedFilterError``
+(never approximates); values that only show up at run time and cannot be
+mirrored fail the query. Imports pyspark and the public ``sowlib.expr`` API only.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+from typing import assert_never
+
+import attrs
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from sowlib.errors import UnsupportedFilterError
+from sowlib.expr.functions import FUNCTIONS
+from sowlib.expr.nodes import (
+    And,
+    Arith,
+    BeginsWith,
+    Between,
+    Call,
+    Compare,
+    EndsWith,
+    Field,
+    InList,
+    IsNaN,
+    IsNull,
+    Like,
+    Literal,
+    Neg,
+    Node,
+    Not,
+    Or,
+)
+from sowlib.expr.parser import parse
+from sowlib.paths import FieldPath
+from sowlib.spark import _values as V
+from sowlib.spark._regex import to_java_regex
+
+__all__ = ["REJECTED_CONSTRUCTS", "to_column"]
+
+#: Constructs the Spark back-end rejects at compile time (documented in docs/spark.md).
+REJECTED_CONSTRUCTS = frozenset(
+    {
+        "function",  # any function outside the exact set below
+        "LIKE pattern",  # syntax outside the exact PCRE/Java subset
+        "integer literal above 2**63-1",
+        "field type",  # array/map/struct/date leaves with a static schema
+        "field name",  # names a variant path cannot spell
+    }
+)
+
+#: Functions compiled exactly (by registry name).
+EXACT_FUNCTIONS = frozenset(
+    {
+        "TRUE_VALUE",
+        "FALSE_VALUE",
+        "NAN_VALUE",
+        "LENGTH",
+        "INSTR",
+        "MD5",
+        "ABS",
+        "UPPER",
+        "LOWER",
+        "CONCAT",
+        "COALESCE",
+        "IF",
+    }
+)
+
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+_INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType)
+
+
+def to_column(
+    filter: str | Node,  # noqa: A002 - the AMPS name for it
+    *,
+    json_column: str | None = None,
+    struct_column: str | None = None,
+    schema: T.StructType | str | None = None,
+) -> Column:
+    """Compile an AMPS filter into a boolean Spark Column (TRUE exactly where sowlib matches).
+
+    Paths map to top-level columns by default (``/price`` -> ``price``,
+    ``/a/b`` -> field ``b`` of struct ``a``); with ``json_column`` they are read
+    from JSON text in that column (parsed as VARIANT: per-row types, the
+    faithful mode); with ``struct_column`` from fields of that struct column.
+    ``schema`` (a StructType or DDL string, e.g. ``df.schema``) gives static
+    types to column and struct modes; without it their types are read per row.
+
+    Args:
+        filter: filter text or a parsed :data:`~sowlib.expr.nodes.Node`.
+        json_column: name of a string column holding JSON documents.
+        struct_column: name of a struct column holding the documents.
+        schema: the type of the top-level columns (or of ``struct_column``).
+    Returns:
+        A non-NULL boolean Column.
+    Raises:
+        FilterSyntaxError: the text is not a filter.
+        UnsupportedFilterError: a construct Spark cannot evaluate exactly
+            (``construct`` names it; see :data:`REJECTED_CONSTRUCTS`).
+
+    Example:
+        >>> df.where(to_column("/price > 100 AND /region IN ('EU', 'US')"))  # doctest: +SKIP
+    """
+    text = filter if isinstance(filter, str) else ""
+    node = parse(filter) if isinstance(filter, str) else filter
+    if json_column is not None and struct_column is not None:
+        raise ValueError("pass json_column or struct_column, not both")
+    if isinstance(schema, str):
+        schema = T._parse_datatype_string(schema)  # DDL -> StructType
+        if not isinstance(schema, T.StructType):
+            raise ValueError(f"schema {schema!r} is not a struct type")
+    compiler = _Compiler(text, json_column, struct_column, schema)
+    return F.coalesce(compiler.logic(node), F.lit(False))
+
+
+@attrs.define
+class _Compiler:
+    text: str
+    json_column: str | None
+    struct_column: str | None
+    schema: T.StructType | None
+    _json_root: Column | None = None
+
+    def fail(self, construct: str, node: Node, hint: str = "") -> UnsupportedFilterError:
+        return UnsupportedFilterError(construct, "spark", self.text, node.start, hint)
+
+    # ---------------------------------------------------------------- logic
+    def logic(self, node: Node) -> Column:
+        """A boolean Column where SQL NULL is sowlib's NULL truth value."""
+        match node:
+            case And(left, right):
+                return V.logic_and(self.logic(left), self.logic(right))
+            case Or(left, right):
+                return V.logic_or(self.logic(left), self.logic(right))
+            case Not(operand):
+                return ~self.logic(operand)
+            case Compare(op, left, right):
+                return V.compare(op, self.value(left), self.value(right))
+            case Between(value, low, high, negated):
+                v = self.value(value)
+                inside = V.compare(">=", v, self.value(low)) & V.compare(
+                    "<=", v, self.value(high)
+                )
+                return self._negatable(v, inside, negated)
+            case InList(value, items, negated):
+                v = self.value(value)
+                found = _any([V.compare("=", v, self.value(item)) for item in items])
+                return self._negatable(v, found, negated)
+            case Like(value, pattern, raw, negated):
+                return self._like(node, self.value(value), pattern, raw, negated)
+            case BeginsWith(value, items, negated) | EndsWith(value, items, negated):
+                v = self.value(value)
+                s = V.text_of(v)
+                tests = []
+                for item in items:
+                    t = V.text_of(self.value(item))
+                    hit = s.startswith(t) if isinstance(node, BeginsWith) else s.endswith(t)
+                    tests.append(F.coalesce(hit, F.lit(False)))
+                return self._negatable(v, _any(tests), negated)
+            case IsNull(value, negated):
+                is_null = self.value(value).tag == F.lit(V.NULL)
+                return ~is_null if negated else is_null
+            case IsNaN(value, negated):
+                v = self.value(value)
+                nan = V.switch(v, {V.FLOAT: F.isnan(v.f)}, default=F.lit(False))
+                return ~nan if negated else nan
+            case Literal() | Field() | Neg() | Arith() | Call():
+                return V.truth(self.value(node))
+            case _:
+                assert_never(node)
+
+    def _negatable(self, v: V.Val, found: Column, negated: bool) -> Column:
+        # Predicates never return NULL; a NULL value makes both forms FALSE.
+        if not negated:
+            return found
+        return (v.tag != F.lit(V.NULL)) & ~found
+
+    def _like(self, node: Node, v: V.Val, pattern: str, raw: bool, negated: bool) -> Column:
+        s = V.text_of(v)
+        if not pattern:
+            hit = F.lit(False)
+        elif raw:
+            hit = F.coalesce(s.contains(F.lit(pattern)), F.lit(False))
+        else:
+            try:
+                java = to_java_regex(pattern)
+            except UnsupportedFilterError as exc:
+                raise self.fail("LIKE pattern", node, exc.construct) from None
+            hit = F.coalesce(_byte_chars(s).rlike(java), F.lit(False))
+        return self._negatable(v, hit, negated)
+
+    # ---------------------------------------------------------------- values
+    def value(self, node: Node) -> V.Val:
+        """The dynamically typed value of ``node``."""
+        match node:
+            case Literal(value):
+                return self._literal(node, value)
+            case Field(path):
+                return self._field(node, path)
+            case Neg(operand):
+                return V.negate(self.value(operand))
+            case Arith(op, left, right):
+                return V.arith(op, self.value(left), self.value(right))
+            case Call():
+                return self._call(node)
+            case (
+                Compare()
+                | Between()
+                | InList()
+                | Like()
+                | BeginsWith()
+                | EndsWith()
+                | IsNull()
+                | IsNaN()
+                | Not()
+                | And()
+                | Or()
+            ):
+                return V.logic_to_val(self.logic(node))
+            case _:
+                assert_never(node)
+
+    def _literal(self, node: Node, value: int | float | str | None) -> V.Val:
+        if value is None or value == "":
+            return V.null_val()
+        if isinstance(value, bool):
+            return V.int_val(F.lit(int(value)), nullable=False)
+        if isinstance(value, int):
+            if not -(2**63) <= value < 2**63:
+                raise self.fail("integer literal above 2**63-1", node)
+            return V.int_val(F.lit(value), nullable=False)
+        if isinstance(value, float):
+            return V.float_val(F.lit(value), nullable=False)
+        s = F.lit(value)
+        return attrs.evolve(V.str_val(s), kinds=frozenset({V.STR}), tag=F.lit(V.STR))
+
+    def _field(self, node: Node, path: FieldPath) -> V.Val:
+        steps = path.steps
+        if self.json_column is not None:
+            if self._json_root is None:
+                self._json_root = F.try_parse_json(F.col(_quote(self.json_column)))
+            return V.variant_val(self._variant_path(node, self._json_root, path))
+        if self.struct_column is not None:
+            base = F.col(_quote(self.struct_column))
+            if self.schema is None:
+                return V.variant_val(self._variant_path(node, F.to_variant_object(base), path))
+            return self._typed(node, base, self.schema, path, 0)
+        if self.schema is not None:
+            return self._typed(node, None, self.schema, path, 0)
+        top = F.col(_quote(steps[0].name))
+        if len(steps) == 1 and steps[0].index is None:
+            return V.variant_val(top.cast("variant"))
+        rest = FieldPath((attrs.evolve(steps[0], name="_"), *steps[1:]))
+        root = F.to_variant_object(F.struct(top.alias("_")))
+        return V.variant_val(self._variant_path(node, root, rest))
+
+    def _variant_path(self, node: Node, root: Column, path: FieldPath) -> Column:
+        cur = root
+        for step in path.steps:
+            if "'" in step.name or "\\" in step.name:
+                raise self.fail("field name", node, f"{step.name!r} in a variant path")
+            crosses = F.schema_of_variant(cur).startswith("ARRAY<")
+            got = F.variant_get(cur, f"$['{step.name}']", "variant")
+            cur = F.when(crosses, V.unsupported("a path that crosses an array")).otherwise(got)
+            if step.index is not None:
+                is_array = F.schema_of_variant(cur).startswith("ARRAY<")
+                item = F.variant_get(cur, f"$[{step.index}]", "variant")
+                # a single occurrence behaves as a one-element array (paths.py)
+                single = cur if step.index == 0 else F.lit(None).cast("variant")
+                cur = F.when(is_array, item).otherwise(single)
+        return cur
+
+    def _typed(
+        self, node: Node, base: Column | None, schema: T.StructType, path: FieldPath, at: int
+    ) -> V.Val:
+        step = path.steps[at]
+        matches = [f for f in schema.fields if f.name == step.name]
+        if not matches:
+            return V.null_val()  # an identifier that resolves to nothing is NULL (spec §1.4)
+        dt = matches[0].dataType
+        c = F.col(_quote(step.name)) if base is None else base.getField(step.name)
+        if step.index is not None:
+            if not isinstance(dt, T.ArrayType):
+                if step.index != 0:
+                    return V.null_val()
+            else:
+                c, dt = F.try_element_at(c, F.lit(step.index + 1)), dt.elementType
+        if at + 1 < len(path.steps):
+            if isinstance(dt, T.StructType):
+                return self._typed(node, c, dt, path, at + 1)
+            if isinstance(dt, T.ArrayType | T.MapType):
+                raise self.fail("field type", node, f"{path.to_text()} crosses {dt.simpleString()}")
+            return V.null_val()  # a path through a scalar is NULL
+        if isinstance(dt, _INT_TYPES):
+            return V.int_val(c)
+        if isinstance(dt, T.FloatType | T.DoubleType):
+            return V.float_val(c)
+        if isinstance(dt, T.DecimalType) and dt.scale > 0:
+            return V.float_val(c)
+        if isinstance(dt, T.DecimalType) and dt.precision <= 18:
+            return V.int_val(c)
+        if isinstance(dt, T.StringType):
+            return V.str_val(c)
+        if isinstance(dt, T.NullType):
+            return V.null_val()
+        raise self.fail("field type", node, f"{path.to_text()} is {dt.simpleString()}")
+
+    # ---------------------------------------------------------------- functions
+    def _call(self, node: Call) -> V.Val:
+        name, args = node.name, node.args
+        spec = FUNCTIONS.get(name)
+        if name not in EXACT_FUNCTIONS or spec is None:
+            spark = spec.spark if spec is not None else None
+            hint = f"Spark's {spark} differs in edge cases" if spark else "no exact Spark form"
+            raise self.fail("function", node, f"{name}() - {hint}")
+        if name == "TRUE_VALUE":
+            return V.int_val(F.lit(1), nullable=False)
+        if name == "FALSE_VALUE":
+            return V.int_val(F.lit(0), nullable=False)
+        if name == "NAN_VALUE":
+            return V.float_val(F.lit(float("nan")), nullable=False)
+        if name == "IF":
+            cond = F.coalesce(V.truth(self.value(args[0])), F.lit(False))
+            return V.choose(cond, self.value(args[1]), self.value(args[2]))
+        if name == "COALESCE":
+            vals = [self.value(a) for a in args]
+            return reduce(
+                lambda acc, v: V.choose(acc.tag != F.lit(V.NULL), acc, v), vals[1:], vals[0]
+            )
+        if name == "ABS":
+            x = V.to_num(self.value(args[0]), bad_as_nan=True)
+            return V.Val(x.kinds, x.tag, F.abs(x.i), F.abs(x.f), F.lit(None))
+        texts = [V.text_of(self.value(a)) for a in args]
+        if name == "CONCAT":
+            joined = F.concat_ws("", *texts)
+            return V.str_val(joined)
+        s = texts[0]
+        if name == "LENGTH":
+            return V.int_val(F.octet_length(s))
+        if name == "INSTR":
+            # byte positions: search the byte-per-char forms of both strings
+            pos = F.instr(_byte_chars(s), _byte_chars(texts[1]))
+            nulls = s.isNull() | texts[1].isNull()
+            return V.int_val(F.when(nulls, F.lit(None)).otherwise(pos))
+        if name == "MD5":
+            return V.str_val(F.md5(s))
+        upper = name == "UPPER"
+        src, dst = (_LOWER, _LOWER.upper()) if upper else (_LOWER.upper(), _LOWER)
+        return V.str_val(F.translate(s, src, dst))
+
+
+def _any(tests: list[Column]) -> Column:
+    return reduce(lambda a, b: a | b, tests) if tests else F.lit(False)
+
+
+def _byte_chars(s: Column) -> Column:
+    """``s`` re-read as ISO-8859-1: one char per UTF-8 byte (sowlib's byte semantics)."""
+    return F.decode(F.encode(s, "UTF-8"), "ISO-8859-1")
+
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"

@@ -1,0 +1,150 @@
+"""The peers sowlib is measured against: sqlite3, a dict floor, diskcache and lmdb.
+
+Each peer stores the same JSON order messages keyed by orderId, using its fastest
+honest API (one transaction per batch, C-level JSON where the peer has it). Imports
+nothing from sowlib.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import diskcache
+import lmdb
+import orjson
+
+__all__ = ["DictFloor", "DiskcachePeer", "LmdbPeer", "SqlitePeer", "json_path"]
+
+_UPSERT = (
+    "INSERT INTO orders(k, doc) VALUES (json_extract(?1, '$.orderId'), ?1)"
+    " ON CONFLICT(k) DO UPDATE SET doc = excluded.doc"
+)
+
+
+def json_path(path: str) -> str:
+    """``"/order/price"`` -> ``"$.order.price"`` (for json_extract)."""
+    return "$" + path.replace("/", ".")
+
+
+class SqlitePeer:
+    """A sqlite3 table ``orders(k INTEGER PRIMARY KEY, doc TEXT)`` in WAL mode.
+
+    ``synchronous=NORMAL`` (no fsync per commit) matches sowlib, whose publishes
+    survive a process kill but need ``flush()`` to survive power loss. The key is
+    taken from the message by ``json_extract`` inside the INSERT (C, no Python parse).
+    """
+
+    def __init__(self, path: str, *, expression_indexes: Sequence[str] = ()) -> None:
+        self.conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS orders(k INTEGER PRIMARY KEY, doc TEXT)")
+        for field in expression_indexes:
+            self.add_expression_index(field)
+
+    def add_expression_index(self, field: str) -> None:
+        """``CREATE INDEX`` on ``json_extract(doc, '$.field')`` for ``/field``."""
+        name = "ix_" + field.strip("/").replace("/", "_")
+        self.conn.execute(
+            f"CREATE INDEX IF NOT EXISTS {name} ON orders(json_extract(doc, '{json_path(field)}'))"
+        )
+
+    def publish_many(self, messages: Iterable[bytes]) -> None:
+        """Upsert every message with one ``executemany`` in one transaction."""
+        self.conn.execute("BEGIN")
+        self.conn.executemany(_UPSERT, [(m.decode(),) for m in messages])
+        self.conn.execute("COMMIT")
+
+    def publish_each(self, messages: Iterable[bytes]) -> None:
+        """One ``execute`` per message, all in one transaction."""
+        execute = self.conn.execute
+        execute("BEGIN")
+        for m in messages:
+            execute(_UPSERT, (m.decode(),))
+        execute("COMMIT")
+
+    def get(self, key: int) -> Any:
+        """The document text stored under ``key``, or None."""
+        row = self.conn.execute("SELECT doc FROM orders WHERE k = ?", (key,)).fetchone()
+        return row[0] if row else None
+
+    def query(self, where: str, params: Sequence[Any] = (), *, tail: str = "") -> list[Any]:
+        """``SELECT doc FROM orders WHERE <where> <tail>``; every row fetched."""
+        sql = f"SELECT doc FROM orders WHERE {where} {tail}"
+        return self.conn.execute(sql, params).fetchall()
+
+    def count(self) -> int:
+        """Number of rows."""
+        return int(self.conn.execute("SELECT count(*) FROM orders").fetchone()[0])
+
+    def close(self) -> None:
+        """Close the connection."""
+        self.conn.close()
+
+
+class DictFloor:
+    """The floor: ``json.loads`` each message and keep it in a dict by orderId."""
+
+    def __init__(self) -> None:
+        self.data: dict[Any, bytes] = {}
+
+    def publish_many(self, messages: Iterable[bytes]) -> None:
+        """Parse each message with the standard library and store it."""
+        data = self.data
+        loads = json.loads
+        for m in messages:
+            data[loads(m)["orderId"]] = m
+
+    def get(self, key: int) -> bytes | None:
+        """The stored message, or None."""
+        return self.data.get(key)
+
+
+class DiskcachePeer:
+    """``diskcache.Cache``; ``set`` per message inside one ``transact()``."""
+
+    def __init__(self, directory: str) -> None:
+        self.cache = diskcache.Cache(directory)
+
+    def publish_many(self, messages: Iterable[bytes]) -> None:
+        """Parse the key with orjson, ``set`` every message in one transaction."""
+        cache = self.cache
+        with cache.transact():
+            for m in messages:
+                cache.set(orjson.loads(m)["orderId"], m)
+
+    def get(self, key: int) -> Any:
+        """The stored message, or None."""
+        return self.cache.get(key)
+
+    def close(self) -> None:
+        """Close the cache."""
+        self.cache.close()
+
+
+class LmdbPeer:
+    """An lmdb environment; ``putmulti`` of every message in one write transaction."""
+
+    def __init__(self, directory: str) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self.env = lmdb.open(directory, map_size=1 << 32, sync=False, metasync=False)
+
+    def publish_many(self, messages: Iterable[bytes]) -> None:
+        """Parse the key with orjson and ``putmulti`` in one transaction."""
+        items = [(b"%d" % orjson.loads(m)["orderId"], m) for m in messages]
+        with self.env.begin(write=True) as txn:
+            txn.cursor().putmulti(items)
+
+    def get(self, key: int) -> bytes | None:
+        """The stored message, or None."""
+        with self.env.begin() as txn:
+            value = txn.get(b"%d" % key)
+        return None if value is None else bytes(value)
+
+    def close(self) -> None:
+        """Close the environment."""
+        self.env.close()

@@ -1,0 +1,181 @@
+"""The standard benchmark workload: seeded order messages and their renderings per codec.
+
+Pure data generation for the benchmarks and ``report.py``; imports nothing from sowlib,
+so the peers and sowlib are fed byte-identical input.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+from typing import Any
+
+import attrs
+import msgpack
+import orjson
+
+__all__ = [
+    "FIX_TAGS",
+    "KEYS",
+    "MESSAGES",
+    "ORDER_IDS",
+    "REGIONS",
+    "SEED",
+    "SYMBOLS",
+    "Sizes",
+    "json_messages",
+    "orders",
+    "render",
+    "to_fix",
+    "to_json",
+    "to_msgpack",
+    "to_nvfix",
+    "to_xml",
+    "unique_orders",
+]
+
+#: Every workload is generated from this seed; change it and every number changes.
+SEED = 20240301
+#: Messages in the standard workload.
+MESSAGES = 200_000
+#: Distinct orderId values (each key is updated ~4 times in the standard workload).
+ORDER_IDS = 50_000
+#: Distinct symbols.
+SYMBOLS = 500
+REGIONS = ("EU", "APAC", "NA", "LATAM", "MEA", "UK", "JP", "CN")
+_VENUES = ("XNAS", "XNYS", "XLON", "XPAR", "XTKS", "XHKG")
+_STATUS = ("New", "PartiallyFilled", "Filled", "Replaced")
+_BASE_TS = 1_700_000_000_000
+
+#: FIX tag per order field (standard tags where one exists, user-defined 5000+ otherwise).
+FIX_TAGS = {
+    "orderId": "11",
+    "customerId": "1",
+    "symbol": "55",
+    "price": "44",
+    "qty": "38",
+    "side": "54",
+    "region": "5001",
+    "venue": "100",
+    "status": "5002",
+    "currency": "15",
+    "tif": "59",
+    "ts": "60",
+}
+
+#: The SOW key path of the order id in each message type.
+KEYS = {
+    "json": "/orderId",
+    "xml": "/Order/orderId",
+    "fix": "/11",
+    "nvfix": "/orderId",
+    "msgpack": "/orderId",
+}
+
+
+@attrs.frozen
+class Sizes:
+    """How much work one report run does (``quick`` is a tenth of ``full``)."""
+
+    messages: int = MESSAGES  # publish, get, codecs, compaction
+    reopen: int = 1_000_000  # live records for the reopen targets
+    scan: int = 50_000  # live records for the query targets
+    samples: int = 50  # queries or repeats per query-like target
+
+    @classmethod
+    def full(cls) -> Sizes:
+        """The sizes the targets are stated for."""
+        return cls()
+
+    @classmethod
+    def quick(cls) -> Sizes:
+        """1/10 sizes for a smoke run."""
+        return cls(MESSAGES // 10, 100_000, 5_000, 10)
+
+
+def _order(rng: random.Random, order_id: int, index: int, symbols: int) -> dict[str, Any]:
+    return {
+        "orderId": order_id,
+        "customerId": f"CUST-{rng.randrange(10_000):05d}",
+        "symbol": f"SYM{rng.randrange(symbols):03d}",
+        "price": round(rng.uniform(1.0, 500.0), 2),
+        "qty": rng.randrange(1, 10_000),
+        "side": "B" if rng.random() < 0.5 else "S",
+        "region": REGIONS[rng.randrange(len(REGIONS))],
+        "venue": _VENUES[rng.randrange(len(_VENUES))],
+        "status": _STATUS[rng.randrange(len(_STATUS))],
+        "currency": "USD",
+        "tif": "DAY",
+        "ts": _BASE_TS + index * 7,
+    }
+
+
+@functools.lru_cache(maxsize=8)
+def orders(
+    n: int = MESSAGES, *, order_ids: int = ORDER_IDS, symbols: int = SYMBOLS, seed: int = SEED
+) -> tuple[dict[str, Any], ...]:
+    """``n`` order dicts; orderId drawn from ``order_ids`` values, so keys repeat (updates).
+
+    The result is cached and shared: callers must not mutate the dicts.
+    """
+    rng = random.Random(seed)
+    return tuple(_order(rng, rng.randrange(order_ids), i, symbols) for i in range(n))
+
+
+@functools.lru_cache(maxsize=4)
+def unique_orders(
+    n: int, *, symbols: int = SYMBOLS, seed: int = SEED
+) -> tuple[dict[str, Any], ...]:
+    """``n`` orders with distinct orderIds 0..n-1 (every publish is an insert)."""
+    rng = random.Random(seed + 1)
+    return tuple(_order(rng, i, i, symbols) for i in range(n))
+
+
+def to_json(order: dict[str, Any]) -> bytes:
+    """Compact JSON (about 200 bytes per order); the same bytes as ``json.dumps``."""
+    return bytes(orjson.dumps(order))
+
+
+def to_xml(order: dict[str, Any]) -> bytes:
+    """``<Order><orderId>1</orderId>...</Order>``: one element per field."""
+    body = "".join(f"<{k}>{v}</{k}>" for k, v in order.items())
+    return f"<Order>{body}</Order>".encode()
+
+
+def to_fix(order: dict[str, Any], sep: bytes = b"\x01") -> bytes:
+    """FIX tag=value with numeric tags (:data:`FIX_TAGS`) and an SOH separator."""
+    return b"".join(f"{FIX_TAGS[k]}={v}".encode() + sep for k, v in order.items())
+
+
+def to_nvfix(order: dict[str, Any], sep: bytes = b"\x01") -> bytes:
+    """NVFIX name=value with the JSON field names and an SOH separator."""
+    return b"".join(f"{k}={v}".encode() + sep for k, v in order.items())
+
+
+def to_msgpack(order: dict[str, Any]) -> bytes:
+    """The order dict packed with msgpack."""
+    return bytes(msgpack.packb(order))
+
+
+_RENDERERS = {
+    "json": to_json,
+    "xml": to_xml,
+    "fix": to_fix,
+    "nvfix": to_nvfix,
+    "msgpack": to_msgpack,
+}
+
+
+@functools.lru_cache(maxsize=16)
+def render(
+    message_type: str, n: int = MESSAGES, *, symbols: int = SYMBOLS, unique: bool = False
+) -> tuple[bytes, ...]:
+    """The workload's first ``n`` orders rendered as ``message_type`` (cached)."""
+    fn = _RENDERERS[message_type]
+    source = unique_orders(n, symbols=symbols) if unique else orders(n, symbols=symbols)
+    return tuple(fn(o) for o in source)
+
+
+def json_messages(n: int = MESSAGES, *, symbols: int = SYMBOLS) -> tuple[bytes, ...]:
+    """The standard workload: ``n`` JSON messages as bytes."""
+    return render("json", n, symbols=symbols)

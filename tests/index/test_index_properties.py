@@ -1,0 +1,177 @@
+"""Indexes are invisible: any query through the planner equals a brute-force scan (spec §7 [R])."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import sowlib.index.planner
+import sowlib.query
+from sowlib.query import QueryOptions, run_query
+from tests.index.fakes import FakeSource, compile_filter
+
+SCALARS = [
+    0, 1, 2, 5, -1, -3, 10, 2.5, -1.5, 3.0, 1e20, 2**60,
+    "0", "1", "05", "5", "2.5", "-1", "1e1", "3.0", "10",
+    "a", "ab", "abc", "b", "B", "n1", "n10", "zz", "", True, False, None,
+]  # fmt: skip
+LITERALS = [0, 1, 2, 5, -1, 3, 10, 2.5, -1.5, 3.0, "0", "5", "05", "2.5", "-1", "10",
+            "a", "ab", "b", "B", "n1", "zz", None]  # fmt: skip
+PREFIXES = ["a", "ab", "n1", "1", "-", "B", "5", "t"]
+FIELDS = ["/a", "/a", "/a", "/b", "/c", "/id"]  # /a carries every index kind
+
+scalar = st.sampled_from(SCALARS) | st.just(float("nan"))
+value = scalar | st.lists(scalar, min_size=0, max_size=3)
+key_value = st.sampled_from([*range(25), "07", "7", "x", "y", 2.5])
+
+
+@st.composite
+def documents(draw: st.DrawFn) -> dict[str, Any]:
+    doc: dict[str, Any] = {"id": draw(key_value)}
+    for name in ("a", "b", "c"):
+        if draw(st.integers(0, 5)):
+            doc[name] = draw(value)
+    return doc
+
+
+def _lit(v: Any) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, str):
+        return f"'{v}'"
+    return repr(v)
+
+
+@st.composite
+def atoms(draw: st.DrawFn) -> str:
+    f = draw(st.sampled_from(FIELDS))
+    lit = st.sampled_from(LITERALS).map(_lit)
+    kind = draw(st.integers(0, 9))
+    if kind == 0:
+        return f"{f} = {draw(lit)}"
+    if kind == 1:
+        return f"{f} IN ({', '.join(draw(st.lists(lit, min_size=1, max_size=3)))})"
+    if kind == 2:
+        return f"{f} BETWEEN {draw(lit)} AND {draw(lit)}"
+    if kind == 3:
+        op = draw(st.sampled_from(["<", "<=", ">", ">=", "!="]))
+        return f"{f} {op} {draw(lit)}"
+    if kind == 4:
+        return f"{f} LIKE '^{draw(st.sampled_from(PREFIXES))}'"
+    if kind == 5:
+        return f"{f} BEGINS WITH ('{draw(st.sampled_from(PREFIXES))}')"
+    if kind == 6:
+        return f"{draw(lit)} < {f}"
+    if kind == 7:
+        return f"{f} IS NULL"
+    return f"{f} = {draw(lit)}"
+
+
+def filters(depth: int = 2) -> st.SearchStrategy[str]:
+    if depth == 0:
+        return atoms()
+    sub = filters(depth - 1)
+    return st.one_of(
+        atoms(),
+        atoms(),
+        st.tuples(atoms(), atoms()).map(lambda t: f"{t[0]} AND {t[1]}"),
+        st.tuples(sub, sub).map(lambda t: f"({t[0]}) AND ({t[1]})"),
+        st.tuples(atoms(), atoms(), atoms()).map(lambda t: " AND ".join(t)),
+        st.tuples(sub, sub).map(lambda t: f"({t[0]}) OR ({t[1]})"),
+        sub.map(lambda t: f"NOT ({t})"),
+    )
+
+
+ORDERS = [None, "/a", "/a DESC", "/a DESC, /b", "/a, /id DESC", "/b ASC, /a DESC", "/a TEXT",
+          "/c DESC TEXT", "/id"]  # fmt: skip
+
+operations = st.lists(
+    st.one_of(
+        documents().map(lambda d: ("put", d)),
+        key_value.map(lambda k: ("delete", k)),
+    ),
+    min_size=5,
+    max_size=60,
+)
+
+
+def _build(ops: list[tuple[str, Any]]) -> tuple[FakeSource, dict[str, Any]]:
+    source = FakeSource(keys=["/id"], hash_indexes=[["/a"], ["/a", "/b"]], memo=["/a"])
+    model: dict[str, Any] = {}
+    for op, arg in ops:
+        if op == "put":
+            model[source.publish(arg)] = arg
+        else:
+            key = source.key_for_values([arg])
+            assert key is not None
+            assert source.delete(key) == (model.pop(key, None) is not None)
+    return source, model
+
+
+def _expected(
+    model: dict[str, Any], text: str, options: QueryOptions
+) -> tuple[list[str], list[str]]:
+    """(all matching keys, the ordered page) by brute force."""
+    flt = compile_filter(text)
+    hits = [k for k, doc in model.items() if flt.matches(doc)]
+    order = options.order_by
+    skip = options.skip_n or 0
+    if order is not None:
+        hits.sort(key=lambda k: order.sort_key(model[k], k))
+    elif skip:
+        hits.sort()
+    page = hits if options.top_n is None else hits[skip : skip + options.top_n]
+    return hits, page
+
+
+def _check(ops: list[tuple[str, Any]], text: str, order: str | None, top: int | None,
+           skip: int | None) -> None:  # fmt: skip
+    source, model = _build(ops)
+    options = QueryOptions.make(order_by=order, top_n=top, skip_n=skip if top is not None else None)
+    hits, page = _expected(model, text, options)
+    for forced in (False, True):
+        with pytest.MonkeyPatch.context() as mp:
+            if forced:
+                # Use every index however unselective, and always walk memo(/a).
+                mp.setattr(sowlib.index.planner, "_MEMO_MAX_FRACTION", float("inf"))
+                mp.setattr(sowlib.index.planner, "_INTERSECT_RATIO", float("inf"))
+                mp.setattr(sowlib.query, "_WALK_RATIO", 0)
+            got = [r.sow_key for r in run_query(source, compile_filter(text), options)]
+        if options.order_by is not None or options.skip_n:
+            assert got == page
+        elif options.top_n is None:
+            assert sorted(got) == sorted(hits)
+        else:
+            assert len(got) == min(len(hits), options.top_n)
+            assert set(got) <= set(hits)
+    for index in source.indexes.hashes:
+        index.check()
+
+
+@settings(max_examples=300)
+@given(
+    ops=operations,
+    text=filters(),
+    order=st.sampled_from(ORDERS),
+    top=st.none() | st.integers(0, 6),
+    skip=st.none() | st.integers(0, 4),
+)
+def test_indexed_query_equals_brute_force_scan(
+    ops: list[tuple[str, Any]], text: str, order: str | None, top: int | None, skip: int | None
+) -> None:
+    _check(ops, text, order, top, skip)
+
+
+@settings(max_examples=100)
+@given(ops=operations, text=filters(1))
+def test_sow_keys_restriction_equals_scan_of_those_keys(
+    ops: list[tuple[str, Any]], text: str
+) -> None:
+    source, model = _build(ops)
+    wanted = sorted(model)[::2] + ["no-such-key"]
+    flt = compile_filter(text)
+    got = sorted(r.sow_key for r in run_query(source, flt, sow_keys=wanted))
+    assert got == sorted(k for k in wanted if k in model and flt.matches(model[k]))

@@ -1,0 +1,97 @@
+"""One local SparkSession per test run, shared by every Spark test.
+
+pyspark or Java missing: the tests skip locally with the reason, and fail
+when the CI environment variable is set (a CI run must never go green by
+skipping the whole Spark suite).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_PANDAS_WARNING = "ignore:PySpark does not yet fully support pandas:FutureWarning"
+
+
+def _missing() -> str | None:
+    try:
+        import pyspark  # noqa: F401
+    except ImportError:
+        return "pyspark is not installed (pip install sowlib[spark])"
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        return "no Java runtime on PATH and JAVA_HOME is unset"
+    return None
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            # pyspark warns about the pandas version on first use; not our concern
+            item.add_marker(pytest.mark.filterwarnings(_PANDAS_WARNING))
+            item.add_marker(pytest.mark.filterwarnings("ignore::DeprecationWarning:pyspark"))
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The shared ``local[2]`` SparkSession with the ``sow`` data source registered."""
+    reason = _missing()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"Spark tests cannot run in CI: {reason}")
+        pytest.skip(reason)
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    import sowlib.spark
+
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("sowlib-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    sowlib.spark.register(session)
+    yield session
+    session.stop()
+
+
+def orders(n: int, seed: int = 7) -> list[dict[str, Any]]:
+    """The standard workload: ``n`` orders, 500 symbols, 8 regions; seeded."""
+    rng = random.Random(seed)
+    regions = [f"R{i}" for i in range(8)]
+    out = []
+    for i in range(n):
+        out.append(
+            {
+                "orderId": i,
+                "customerId": rng.randrange(2000),
+                "symbol": f"S{rng.randrange(500):03d}",
+                "price": round(rng.uniform(1, 500), 2),
+                "qty": rng.randrange(1, 1000),
+                "side": rng.choice(("B", "S")),
+                "region": rng.choice(regions),
+                "ts": 1_700_000_000 + i,
+            }
+        )
+    return out
+
+
+@pytest.fixture(scope="session")
+def workload() -> list[dict[str, Any]]:
+    """20,000 standard orders."""
+    return orders(20_000)

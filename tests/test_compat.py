@@ -1,0 +1,209 @@
+"""The AMPS-client facade: names, signatures, message shapes and acknowledgements."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sowlib.compat import Client, Command, Message, MessageStream, parse_options
+from sowlib.errors import QueryOptionError, UnknownTopicError, UnsupportedOperationError
+from sowlib.store import SowStore
+
+
+@pytest.fixture
+def client() -> Client:
+    store = SowStore()
+    store.create_topic("orders", keys=["/id"])
+    store.create_topic("raw", message_type="binary", durability="transient")
+    c = Client("test", store)
+    c.connect("tcp://127.0.0.1:9007/amps/json")
+    c.logon()
+    return c
+
+
+def as_stream(got: MessageStream | str) -> MessageStream:
+    assert isinstance(got, MessageStream)
+    return got
+
+
+def fill(client: Client) -> None:
+    for i in range(1, 6):
+        client.publish(
+            "orders", json.dumps({"id": i, "qty": i * 10, "side": "B" if i % 2 else "S"})
+        )
+
+
+def test_publish_returns_increasing_sequence_numbers(client: Client) -> None:
+    first = client.publish("orders", '{"id": 1, "qty": 5}')
+    second = client.publish("orders", '{"id": 2, "qty": 6}', correlation_id="c-2")
+    assert second > first > 0
+
+
+def test_sow_yields_group_markers_around_records(client: Client) -> None:
+    fill(client)
+    msgs = list(as_stream(client.sow("orders", "/qty > 20", order_by="/qty DESC")))
+    assert [m.get_command() for m in msgs] == [
+        Message.Command.GroupBegin,
+        Message.Command.SOW,
+        Message.Command.SOW,
+        Message.Command.SOW,
+        Message.Command.GroupEnd,
+    ]
+    rows = [json.loads(m.get_data()) for m in msgs[1:-1]]
+    assert [r["qty"] for r in rows] == [50, 40, 30]
+    assert msgs[1].get_data_raw() == msgs[1].get_data().encode()
+    assert msgs[1].get_topic() == "orders"
+    assert msgs[1].get_sow_key()
+    assert msgs[1].get_bookmark().isdigit()
+    assert msgs[1].get_timestamp().endswith("Z")
+
+
+def test_sow_handler_form_and_options(client: Client) -> None:
+    fill(client)
+    got: list[Message] = []
+    query_id = client.sow(got.append, "orders", None, order_by="/id", top_n=2, options="skip_n=1")
+    assert isinstance(query_id, str)
+    ids = [json.loads(m.get_data())["id"] for m in got if m.get_command() == "sow"]
+    assert ids == [2, 3]
+
+
+def test_sow_select_option(client: Client) -> None:
+    fill(client)
+    msgs = list(as_stream(client.sow("orders", "/id = 1", options="select=[-/,+/qty]")))
+    assert json.loads(msgs[1].get_data()) == {"qty": 10}
+
+
+def test_unknown_topic_raises(client: Client) -> None:
+    with pytest.raises(UnknownTopicError):
+        client.publish("nope", "{}")
+    with pytest.raises(UnknownTopicError):
+        client.sow("nope")
+
+
+def test_publisher_supplied_key(client: Client) -> None:
+    client.publish("raw", "hello", sow_key="abc")
+    (msg,) = [m for m in as_stream(client.sow("raw")) if m.get_command() == "sow"]
+    assert msg.get_sow_key() == "abc"
+    assert msg.get_data() == "hello"
+
+
+def test_delta_publish_merges(client: Client) -> None:
+    client.publish("orders", '{"id": 9, "qty": 1, "note": "x"}')
+    client.delta_publish("orders", '{"id": 9, "qty": 2}')
+    (msg,) = [m for m in as_stream(client.sow("orders", "/id = 9")) if m.get_command() == "sow"]
+    assert json.loads(msg.get_data()) == {"id": 9, "qty": 2, "note": "x"}
+
+
+def test_sow_delete_acks_carry_counts(client: Client) -> None:
+    fill(client)
+    ack = client.sow_delete("orders", "/side = 'B'")
+    assert isinstance(ack, Message)
+    assert ack.get_command() == Message.Command.Ack
+    assert ack.get_ack_type() == Message.AckType.Stats
+    assert ack.get_status() == "success"
+    assert ack.get_matches() == 3
+    assert ack.get_records_deleted() == 3
+    keys = [m.get_sow_key() for m in as_stream(client.sow("orders")) if m.get_command() == "sow"]
+    ack = client.sow_delete_by_keys("orders", ",".join(k for k in keys if k))
+    assert isinstance(ack, Message)
+    assert ack.get_records_deleted() == 2
+    client.publish("orders", '{"id": 1, "qty": 1}')
+    ack = client.sow_delete_by_data("orders", '{"id": 1}')
+    assert isinstance(ack, Message)
+    assert ack.get_records_deleted() == 1
+    assert ack.get_matches() == 1
+
+
+def test_sow_delete_handler_form(client: Client) -> None:
+    fill(client)
+    got: list[Message] = []
+    client.sow_delete(got.append, "orders", "1=1")
+    assert got[0].get_records_deleted() == 5
+
+
+def test_sow_and_subscribe_handler_with_oof(client: Client) -> None:
+    fill(client)
+    got: list[Message] = []
+    sub_id = client.sow_and_subscribe(got.append, "orders", "/qty >= 40", oof_enabled=True)
+    assert isinstance(sub_id, str)
+    assert [m.get_command() for m in got] == ["group_begin", "sow", "sow", "group_end"]
+    client.publish("orders", '{"id": 4, "qty": 1}')
+    assert got[-1].get_command() == Message.Command.OOF
+    assert got[-1].get_reason() == "match"
+    assert got[-1].get_sub_id() == sub_id
+    client.sow_delete("orders", "/id = 5")
+    assert (got[-1].get_command(), got[-1].get_reason()) == ("oof", "deleted")
+    client.unsubscribe(sub_id)
+    client.publish("orders", '{"id": 6, "qty": 99}')
+    assert got[-1].get_reason() == "deleted"
+
+
+def test_subscribe_stream_and_conflate(client: Client) -> None:
+    stream = client.subscribe("orders", "/qty > 0")
+    assert not isinstance(stream, str)
+    stream.conflate()
+    client.publish("orders", '{"id": 1, "qty": 1}')
+    client.publish("orders", '{"id": 2, "qty": 1}')
+    client.publish("orders", '{"id": 1, "qty": 2}')
+    got = [json.loads(m.get_data()) for m in stream]
+    assert got == [{"id": 1, "qty": 2}, {"id": 2, "qty": 1}]
+    stream.close()
+    client.publish("orders", '{"id": 3, "qty": 1}')
+    assert list(stream) == []
+
+
+def test_options_string_oof(client: Client) -> None:
+    fill(client)
+    stream = client.sow_and_subscribe("orders", "/qty > 40", options="oof")
+    assert not isinstance(stream, str)
+    client.publish("orders", '{"id": 5, "qty": 0}')
+    cmds = [(m.get_command(), m.get_reason()) for m in stream]
+    assert cmds[-1] == ("oof", "match")
+
+
+def test_subscription_features_not_available_are_rejected(client: Client) -> None:
+    with pytest.raises(UnsupportedOperationError):
+        client.subscribe("orders", None, options="select=[+/a]")
+    with pytest.raises(UnsupportedOperationError):
+        client.subscribe("orders", None, bookmark="0")
+
+
+def test_execute_commands(client: Client) -> None:
+    ack = list(client.execute(Command("publish").set_topic("orders").set_data('{"id": 1}')))
+    assert ack[0].get_command() == "ack"
+    assert ack[0].get_sequence() > 0
+    cmd = Command("sow").set_topic("orders").set_filter("/id = 1").set_batch_size(5)
+    assert [m.get_command() for m in client.execute(cmd)] == ["group_begin", "sow", "group_end"]
+    got: list[Message] = []
+    sub_id = client.execute_async(
+        Command("subscribe").set_topic("orders").set_sub_id("s1"), got.append
+    )
+    assert sub_id == "s1"
+    client.publish("orders", '{"id": 2}')
+    assert got[-1].get_command() == "publish"
+    client.execute(Command("unsubscribe").set_sub_id("s1"))
+    (ack_msg,) = client.execute(Command("sow_delete").set_topic("orders").set_filter("1=1"))
+    assert ack_msg.get_records_deleted() == 2
+    with pytest.raises(UnsupportedOperationError):
+        client.execute(Command("flush"))
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (0, {}),
+        (None, {}),
+        ("oof", {"oof": True}),
+        ("oof, no_empties,skip_n=5", {"oof": True, "no_empties": True, "skip_n": 5}),
+        ("select=[-/,+/a,+/b],top_n=3", {"select": "[-/,+/a,+/b]", "top_n": 3}),
+    ],
+)
+def test_parse_options(text: str | int | None, expected: dict[str, object]) -> None:
+    assert parse_options(text) == expected
+
+
+@pytest.mark.parametrize("text", ["bogus", "skip_n=x", "select=+/a", 5])
+def test_parse_options_rejects(text: str | int) -> None:
+    with pytest.raises(QueryOptionError):
+        parse_options(text)
