@@ -30,7 +30,7 @@ def _iso(seconds: float) -> str:
 
 def _sow_files(target: str) -> list[str]:
     if os.path.isdir(target):
-        found = []
+        found: list[str] = []
         for root, _dirs, files in os.walk(target):
             found.extend(os.path.join(root, f) for f in sorted(files) if f.endswith(".sow"))
         return found
@@ -45,7 +45,13 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     status = 0
     for path in files:
         report = verify(path, repair=args.repair)
-        print(f"{path}: {report.summary()}", file=out)
+        state = "ok" if report.ok else "CORRUPT"
+        print(
+            f"{path}: {state} records={report.records} last_seq={report.last_seq}"
+            f" corrupt_offsets={list(report.corrupt_offsets)} torn_tail={report.torn_tail_bytes}"
+            + (f" repaired (backup {report.backup_path})" if report.repaired else ""),
+            file=out,
+        )
         if not report.ok and not args.repair:
             status = 1
     return status

@@ -112,7 +112,8 @@ class Client:
         >>> store = SowStore()
         >>> _ = store.create_topic("orders", keys=["/id"])
         >>> client = Client("app", store)
-        >>> client.connect("tcp://localhost:9007/amps/json"); client.logon()
+        >>> client.connect("tcp://localhost:9007/amps/json")
+        >>> _ = client.logon()
         >>> client.publish("orders", '{"id": 1, "qty": 7}')
         1
         >>> [m.get_command() for m in client.sow("orders", "/qty > 5")]

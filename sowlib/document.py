@@ -58,7 +58,7 @@ class Element(dict[str, Any]):
             return dict.__eq__(self, other) and self.text == other.text
         return dict.__eq__(self, other)
 
-    __hash__ = None  # type: ignore[assignment]  # mutable, like dict
+    __hash__ = None  # mutable, like dict
 
 
 def canonical_text(value: Any) -> str | None:

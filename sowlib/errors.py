@@ -38,6 +38,15 @@ __all__ = [
 ]
 
 
+def _shorten(data: object) -> object:
+    """Cut long message bodies in error messages to 80 characters."""
+    if isinstance(data, str) and len(data) > 80:
+        return data[:77] + "..."
+    if isinstance(data, bytes) and len(data) > 80:
+        return data[:77] + b"..."
+    return data
+
+
 def _caret(expression: str, offset: int) -> str:
     """Render ``expression`` with a caret under ``offset`` (clamped to the text)."""
     offset = max(0, min(offset, len(expression)))
@@ -188,9 +197,7 @@ class DecodeError(CodecError):
     offset: int | None = None
 
     def message(self) -> str:
-        shown = self.data
-        if isinstance(shown, bytes | str) and len(shown) > 80:
-            shown = shown[:77] + ("..." if isinstance(shown, str) else b"...")
+        shown = _shorten(self.data)
         where = f" at byte {self.offset}" if self.offset is not None else ""
         return f"malformed {self.message_type} message{where}: {self.reason}: {shown!r}"
 
@@ -216,9 +223,7 @@ class MissingKeyFieldError(SowError, ValueError):
     data: object = None
 
     def message(self) -> str:
-        shown = self.data
-        if isinstance(shown, bytes | str) and len(shown) > 80:
-            shown = shown[:77] + ("..." if isinstance(shown, str) else b"...")
+        shown = _shorten(self.data)
         return (
             f"message for topic {self.topic!r} has no value for key field"
             f" {self.field!r}; nothing was stored: {shown!r}"

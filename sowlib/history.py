@@ -83,6 +83,7 @@ class History:
             if seq is not None:
                 pos = bisect.bisect_right([v.seq for v in versions], seq)
             else:
+                assert timestamp is not None
                 pos = bisect.bisect_right([v.timestamp for v in versions], timestamp)
             if pos and versions[pos - 1].offset is not None:
                 yield key, versions[pos - 1]

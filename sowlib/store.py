@@ -263,7 +263,7 @@ class SowStore:
                         config.name,
                         "its stored configuration differs; open it with store.topic(name)",
                     )
-                if config.key_generator is not None:
+                if callable(config.key_generator):
                     existing._keygen = config.key_generator  # re-attach a custom generator
                 return existing
             if self.readonly:

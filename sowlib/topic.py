@@ -289,13 +289,17 @@ class Topic(TopicCore):
         *,
         oof: bool = False,
         delta: bool = False,
+        no_empties: bool = False,
+        on_error: Callable[[BaseException, Message], object] | None = None,
     ) -> Subscription:
         """Call ``callback`` for every later change that matches ``filter`` (in process)."""
         with self._lock:
             self._check_open()
             flt = self._compile(filter)
             self._ensure_indexed()
-            return self._subs.add(callback, flt, oof=oof, delta=delta)
+            return self._subs.add(
+                callback, flt, oof=oof, delta=delta, no_empties=no_empties, on_error=on_error
+            )
 
     def sow_and_subscribe(
         self,
@@ -304,6 +308,8 @@ class Topic(TopicCore):
         *,
         oof: bool = False,
         delta: bool = False,
+        no_empties: bool = False,
+        on_error: Callable[[BaseException, Message], object] | None = None,
         order_by: str | None = None,
         top_n: int | None = None,
         batch_size: int = 10,
@@ -320,7 +326,15 @@ class Topic(TopicCore):
             flt = self._compile(filter)
             self._ensure_indexed()
             initial = run_query(self, flt, options)
-            return self._subs.add(callback, flt, oof=oof, delta=delta, initial=initial)
+            return self._subs.add(
+                callback,
+                flt,
+                oof=oof,
+                delta=delta,
+                no_empties=no_empties,
+                initial=initial,
+                on_error=on_error,
+            )
 
     def replay(self, since: int = 0) -> Iterator[Change]:
         """Yield every change still in the log with a sequence number above ``since``.

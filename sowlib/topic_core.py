@@ -96,7 +96,9 @@ class TopicCore:
         self._docs: dict[str, Any] = {}
         self._indexed = False  # every live doc decoded and every index built
         self.indexes = IndexSet(self.key_fields, config.hash_indexes, config.indexes)
-        self._subs = SubscriptionManager(config.name, config.message_type, self._codec.encode)
+        self._subs = SubscriptionManager(
+            config.name, config.message_type, self._codec.encode, keys=config.keys
+        )
         self._expiry: list[tuple[float, int, str]] = []
         self._history = (
             History(config.history_window, config.history_granularity)
@@ -387,7 +389,7 @@ class TopicCore:
             sow_key=key,
             topic=self.name,
             message_size=len(rec.data),
-            correlation_id=rec.correlation_id or None,
+            correlation_id=rec.correlation_id.decode("utf-8", "replace") or None,
             timestamp=rec.timestamp,
             seq=rec.seq,
             now=self._clock(),

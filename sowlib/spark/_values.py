@@ -143,7 +143,7 @@ def _str_number(s: Column) -> Val:
     big = s.try_cast("decimal(38,0)")
     int_tag = (
         F.when(as_long.isNotNull(), F.lit(INT))
-        .when(big.isNull() | (big > F.lit(_U64_MAX)), F.lit(FLOAT))
+        .when(big.isNull() | (big > F.lit(str(_U64_MAX)).cast("decimal(20,0)")), F.lit(FLOAT))
         .otherwise(unsupported("an integer string above 2**63-1"))
     )
     tag = (

@@ -69,8 +69,7 @@ def per_batch(fn: Callable[[Any], object], batches: Sequence[Any], ops_per_batch
             t0 = clock()
             fn(batch)
             times.append(clock() - t0)
-    ops = sum(len(b) for b in batches) if hasattr(batches[0], "__len__") else len(batches)
-    return _stats(times, ops, ops_per_batch)
+    return _stats(times, ops_per_batch * len(batches), ops_per_batch)
 
 
 def interleaved(
@@ -94,7 +93,7 @@ def interleaved(
                 t0 = clock()
                 fn(batch)
                 times[name].append(clock() - t0)
-                counts[name] += len(batch)
+                counts[name] += ops_per_batch
     return {name: _stats(times[name], counts[name], ops_per_batch) for name in work}
 
 

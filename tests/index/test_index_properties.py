@@ -165,6 +165,19 @@ def test_indexed_query_equals_brute_force_scan(
     _check(ops, text, order, top, skip)
 
 
+@settings(max_examples=400)
+@given(
+    ops=operations,
+    text=st.one_of(atoms(), st.tuples(atoms(), atoms()).map(" AND ".join)),
+    order=st.sampled_from(ORDERS),
+    top=st.none() | st.integers(1, 4),
+)
+def test_single_clause_query_equals_brute_force_scan(
+    ops: list[tuple[str, Any]], text: str, order: str | None, top: int | None
+) -> None:
+    _check(ops, text, order, top, None)
+
+
 @settings(max_examples=100)
 @given(ops=operations, text=filters(1))
 def test_sow_keys_restriction_equals_scan_of_those_keys(
