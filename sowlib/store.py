@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+import attrs
 import xxhash
 
 from sowlib.codecs import get_codec
@@ -256,6 +257,13 @@ class SowStore:
         with self._lock:
             self._check_open()
             get_codec(config.message_type)  # unknown type -> ConfigError before anything is written
+            recovery = config.options.get("recovery_point")
+            if recovery is not None and str(recovery).lower() != "now":
+                raise ConfigError(
+                    "RecoveryPoint",
+                    f"{recovery!r}: sowlib keeps no transaction log, so a transient topic"
+                    " always starts empty ('now')",
+                )
             existing = self._topics.get((config.name, config.message_type))
             if existing is not None:
                 if existing.config != config:
@@ -312,16 +320,39 @@ class SowStore:
             if message_type is not None:
                 found = self._topics.get((name, message_type.lower()))
                 if found is None:
+                    found = self._pattern_member(name, message_type.lower())
+                if found is None:
                     raise UnknownTopicError(name, message_type)
                 return found
             matches = [t for (n, _), t in self._topics.items() if n == name]
             if len(matches) == 1:
                 return matches[0]
             if not matches:
-                raise UnknownTopicError(name)
+                member = self._pattern_member(name, None)
+                if member is None:
+                    raise UnknownTopicError(name)
+                return member
             if (name, "json") in self._topics:
                 return self._topics[(name, "json")]
             raise UnknownTopicError(name, "pass message_type= (several exist)")
+
+    def _pattern_member(self, name: str, message_type: str | None) -> Topic | None:
+        """A regular-expression topic (spec §6.6): a concrete name matching a
+        ``Pattern`` topic becomes its own topic with the pattern topic's settings."""
+        for (_, mtype), template in list(self._topics.items()):
+            pattern = template.config.options.get("pattern")
+            if pattern is None or (message_type is not None and mtype != message_type):
+                continue
+            if re.fullmatch(pattern, name):
+                options = {k: v for k, v in template.config.options.items() if k != "pattern"}
+                options["pattern_of"] = template.name
+                config = attrs.evolve(
+                    template.config, name=name, options=options, file_name=None
+                )
+                if self.readonly:
+                    return None
+                return self._add_topic(config)
+        return None
 
     def __getitem__(self, name: str) -> Topic:
         return self.topic(name)
@@ -349,7 +380,9 @@ class SowStore:
         Results come topic by topic in creation order; each record names its topic.
 
         Raises:
-            FilterError, QueryOptionError; ConfigError for a bad regular expression.
+            FilterError: a bad filter.
+            QueryOptionError: a bad query option.
+            ConfigError: a bad regular expression.
         """
         try:
             pattern = re.compile(topic_regex)

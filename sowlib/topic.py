@@ -44,8 +44,8 @@ class Topic(TopicCore):
         >>> orders = SowStore().create_topic("orders", keys=["/orderId"])
         >>> orders.publish('{"orderId": 1, "price": 120}').inserted
         True
-        >>> [r.doc["price"] for r in orders.sow("/price > 100")]
-        [120]
+        >>> len(orders.sow("/price > 100"))
+        1
     """
 
     # ------------------------------------------------------------------ public API
@@ -69,9 +69,9 @@ class Topic(TopicCore):
         Returns:
             PublishResult(sow_key, seq, inserted).
         Raises:
-            DecodeError: malformed message. MissingKeyFieldError: no value for a key
-            field. InvalidSowKeyError: bad or missing publisher key. Nothing is stored
-            when any of these is raised.
+            DecodeError: malformed message (nothing is stored).
+            MissingKeyFieldError: no value for a key field (nothing is stored).
+            InvalidSowKeyError: bad or missing publisher key (nothing is stored).
         """
         with self._lock:
             self._check_writable("publish")
@@ -86,7 +86,7 @@ class Topic(TopicCore):
         """Publish several messages; every one is validated before any is stored.
 
         Raises:
-            The errors of :meth:`publish`; on error nothing from the batch is stored.
+            SowError: the errors of :meth:`publish`; then nothing from the batch is stored.
         """
         with self._lock:
             self._check_writable("publish")
@@ -165,7 +165,8 @@ class Topic(TopicCore):
         Args:
             filter: an AMPS filter expression.
             order_by: ``"/price DESC, /id"``; results are unordered without it.
-            top_n, skip_n: paging (skip_n needs top_n).
+            top_n: at most this many records.
+            skip_n: skip this many records first (needs top_n).
             sow_keys: restrict to these keys (a list or a comma-separated string).
             bookmark: a sequence number, epoch seconds, a datetime or an AMPS
                 timestamp (``20240301T090000Z``): answer as of that point (history topics;
@@ -174,7 +175,8 @@ class Topic(TopicCore):
         Returns:
             A list of :class:`Record`.
         Raises:
-            FilterError, QueryOptionError.
+            FilterError: a bad filter.
+            QueryOptionError: a bad query option.
         """
         options = QueryOptions.make(
             order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
