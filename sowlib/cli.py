@@ -10,7 +10,7 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TextIO
 
 from sowlib.errors import SowError
@@ -24,7 +24,7 @@ __all__ = ["main"]
 def _iso(seconds: float) -> str:
     if not seconds:
         return "0"
-    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc)
+    stamp = datetime.fromtimestamp(seconds, tz=UTC)
     return stamp.strftime("%Y%m%dT%H%M%S.%fZ")
 
 

@@ -20,6 +20,7 @@ __all__ = [
     "FilterError",
     "FilterSyntaxError",
     "FormatVersionError",
+    "InvalidPatternError",
     "InvalidSowKeyError",
     "MissingKeyFieldError",
     "QueryOptionError",
@@ -84,6 +85,13 @@ class FilterSyntaxError(FilterError):
     def message(self) -> str:
         head = f"expected {self.expected}, found {self.found} at column {self.offset + 1}"
         return head + _caret(self.expression, self.offset)
+
+
+class InvalidPatternError(FilterSyntaxError):
+    """A LIKE / REGEXP_REPLACE pattern is not a valid regular expression.
+
+    A :class:`FilterSyntaxError` whose ``offset`` is the pattern literal's position.
+    """
 
 
 @attrs.define(auto_exc=True, eq=False)

@@ -105,6 +105,11 @@ class FieldPath:
         return self._getter(doc)
 
     @property
+    def getter(self) -> Callable[[Any], Any]:
+        """The resolver function itself (``getter(doc)`` is ``resolve(doc)``), for hot loops."""
+        return self._getter
+
+    @property
     def names(self) -> tuple[str, ...]:
         """The step names without indexes."""
         return tuple(s.name for s in self.steps)

@@ -346,9 +346,7 @@ class SowStore:
             if re.fullmatch(pattern, name):
                 options = {k: v for k, v in template.config.options.items() if k != "pattern"}
                 options["pattern_of"] = template.name
-                config = attrs.evolve(
-                    template.config, name=name, options=options, file_name=None
-                )
+                config = attrs.evolve(template.config, name=name, options=options, file_name=None)
                 if self.readonly:
                     return None
                 return self._add_topic(config)

@@ -1,4 +1,4 @@
-"""SOW keys (spec §6.2–§6.5): content keys, publisher keys, the chaining generator."""
+"""SOW keys (spec §6.2-§6.5): content keys, publisher keys, the chaining generator."""
 
 from __future__ import annotations
 

@@ -8,14 +8,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["INT_MAX", "INT_MIN", "infer_scalar", "render_scalar"]
+__all__ = ["INT_MAX", "INT_MIN", "NUMBER_START", "infer_scalar", "render_scalar"]
 
 #: Largest integer kept as an int: unsigned 64-bit (spec §1.3).
 INT_MAX = 2**64 - 1
 #: Smallest integer kept as an int: signed 64-bit.
 INT_MIN = -(2**63)
 
-_NUMBER_START = frozenset("+-.0123456789")
+#: Characters a number can start with; anything else is text (callers may pre-test).
+NUMBER_START = frozenset("+-.0123456789")
 _NUMBER_END = frozenset(".0123456789")
 
 
@@ -41,7 +42,7 @@ def infer_scalar(text: str) -> Any:
     if not text:
         return None
     first = text[0]
-    if first not in _NUMBER_START:
+    if first not in NUMBER_START:
         return text
     # str methods instead of a regular expression: 5-10x faster on this hot path.
     # isdigit() also accepts non-ASCII digits, hence the isascii() checks.

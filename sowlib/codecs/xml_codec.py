@@ -83,38 +83,46 @@ def _local(tag: str) -> str:
 
 def _element_value(el: Any) -> Any:
     """Decode one element (see :class:`XmlCodec`); O(size of the subtree)."""
-    attrib = el.attrib
-    text = el.text
-    if not attrib and not len(el):
-        return infer_scalar(text or "")
+    # el.items() and plain loops instead of el.attrib / helper calls: the walk costs
+    # more than the parse, and every proxy object lxml creates shows up (measured).
+    attributes = el.items()
+    if not attributes and not len(el):
+        text = el.text
+        return infer_scalar(text) if text else None
     node: dict[str, Any] = {}
-    for name, value in attrib.items():
-        node["@" + _local(name)] = infer_scalar(value)
-    pieces = [text] if text else []
+    for name, value in attributes:
+        node["@" + (name if name[0] != "{" else name.rpartition("}")[2])] = infer_scalar(value)
+    text = el.text
+    pieces = [text] if text else None
     repeated: set[str] | None = None
-    has_children = False
     for child in el:
         tag = child.tag
-        if not isinstance(tag, str):
+        if type(tag) is not str:
             continue  # entity references cannot occur (no DTD), comments/PIs are removed
-        has_children = True
-        name = _local(tag)
+        if tag[0] == "{":
+            tag = tag.rpartition("}")[2]  # identifiers use local names
         value = _element_value(child)
-        if name not in node:
-            node[name] = value
-        elif repeated is not None and name in repeated:
-            node[name].append(value)
+        if tag not in node:
+            node[tag] = value
+        elif repeated is not None and tag in repeated:
+            node[tag].append(value)
         else:
-            node[name] = [node[name], value]
+            node[tag] = [node[tag], value]
             repeated = repeated or set()
-            repeated.add(name)
-        if child.tail:
-            pieces.append(child.tail)
+            repeated.add(tag)
+        tail = child.tail
+        if tail:
+            if pieces is None:
+                pieces = [tail]
+            else:
+                pieces.append(tail)
+    if pieces is None:
+        return node
     joined = "".join(pieces)
-    if not joined or joined.isspace():
+    if joined.isspace():
         return node
     # Whitespace around child elements is layout; text of an attributes-only element is kept.
-    return Element(node, infer_scalar(joined.strip() if has_children else joined))
+    return Element(node, infer_scalar(joined.strip() if len(el) else joined))
 
 
 def _byte_offset(data: bytes, line: int, column: int) -> int:

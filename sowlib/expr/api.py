@@ -1,4 +1,4 @@
-"""The filter language's entry points: :func:`parse_filter`, :func:`compile_filter`, :class:`Filter`.
+"""Entry points of the filter language: parse_filter, compile_filter and Filter.
 
 Imports only ``errors``, ``paths``, ``document`` and ``expr`` modules.
 """
@@ -110,9 +110,7 @@ class Filter:
     @property
     def deterministic(self) -> bool:
         """False when the filter calls a clock function (forbidden with OOF, spec §5)."""
-        return all(
-            FUNCTIONS[n.name].deterministic for n in walk(self.node) if isinstance(n, Call)
-        )
+        return all(FUNCTIONS[n.name].deterministic for n in walk(self.node) if isinstance(n, Call))
 
     @property
     def uses_context(self) -> bool:
@@ -154,8 +152,10 @@ def compile_filter(text: str | Filter) -> Filter:
     node = parse(text)
     canonical = to_text(node)
     same = _cache.get(canonical)
-    f = Filter(text, node, same._fn, same._match) if same is not None else Filter.from_node(
-        node, text
+    f = (
+        Filter(text, node, same._fn, same._match)
+        if same is not None
+        else Filter.from_node(node, text)
     )
     _remember(text, f)
     if canonical != text and same is None:
@@ -167,5 +167,3 @@ def clear_cache() -> None:
     """Forget every cached filter (tests, or after changing ``like.REGEX_TIMEOUT``)."""
     with _lock:
         _cache.clear()
-
-

@@ -52,7 +52,7 @@ class _Gen:
             # a missing field reads as None, the same NULL as MISSING; an
             # Element (XML) value reaches the slow path, which reads its text
             return f"d.get({steps[0].name!r})"
-        return f"{self.name('g', f.path._getter)}(d)"
+        return f"{self.name('g', f.path.getter)}(d)"
 
     def expr(self, node: Node) -> str:
         if isinstance(node, And) and is_boolean(node):
@@ -116,9 +116,7 @@ class _Gen:
             return None
         neg = node.negated
         sname, nname = self.const("ss", strs), self.const("ns", nums)
-        slow = self.name(
-            "i", lambda x, values=values, neg=neg: runtime.in_list(x, values, neg)
-        )
+        slow = self.name("i", lambda x, values=values, neg=neg: runtime.in_list(x, values, neg))
         self.n += 1
         v, t = f"v{self.n}", f"t{self.n}"
         get = self.get(node.value)

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from sowlib.expr.runtime import I64_MAX, I64_MIN, U64_MAX, first, parse_number
+from sowlib.expr.runtime import I64_MIN, U64_MAX, first, parse_number
 
 __all__ = [
     "abs_",
@@ -181,12 +181,12 @@ def width_bucket(x: int | float, low: int | float, high: int | float, n: Any) ->
         if x < low:
             return 0
         if x >= high:
-            return n + 1
+            return int(n) + 1
         return int((x - low) * n // (high - low)) + 1
     if x > low:
         return 0
     if x <= high:
-        return n + 1
+        return int(n) + 1
     return int((low - x) * n // (low - high)) + 1
 
 

@@ -83,7 +83,7 @@ class FunctionSpec:
         head = ", ".join(shown[: self.min_args])
         rest = shown[self.min_args :]
         if self.max_args < 0:
-            rest = [self.kind_of(len(shown)) + ", ..."] if not rest else rest + ["..."]
+            rest = [self.kind_of(len(shown)) + ", ..."] if not rest else [*rest, "..."]
         opt = "".join(f"[, {k}]" if head or i else f"[{k}]" for i, k in enumerate(rest))
         return f"{self.name}({head}{opt})"
 
@@ -116,7 +116,9 @@ def _fn(
     doc: str,
     **flags: bool,
 ) -> None:
-    _F.append(FunctionSpec(name, arity[0], arity[1], tuple(kinds), impl, returns, spark, doc, **flags))
+    _F.append(
+        FunctionSpec(name, arity[0], arity[1], tuple(kinds), impl, returns, spark, doc, **flags)
+    )
 
 
 # strings (§5.1, §5.2)
@@ -124,31 +126,98 @@ _fn("INSTR", (2, 2), [_T, _T], t.instr, _N, None, "1-based byte position of sub 
 _fn("INSTR_I", (2, 2), [_T, _T], t.instr_i, _N, None, "INSTR ignoring ASCII case")
 _fn("STREQUAL_I", (2, 2), [_T, _T], t.strequal_i, _N, None, "TRUE when equal ignoring ASCII case")
 _fn("LENGTH", (1, 1), [_T], t.length, _N, "octet_length", "length in bytes")
-_fn("CONCAT", (1, -1), [_T], t.concat, _T, None, "concatenated text; NULL arguments add nothing", strict=False)
+_fn(
+    "CONCAT",
+    (1, -1),
+    [_T],
+    t.concat,
+    _T,
+    None,
+    "concatenated text; NULL arguments add nothing",
+    strict=False,
+)
 _fn("UPPER", (1, 1), [_T], t.upper, _T, None, "ASCII upper case")
 _fn("LOWER", (1, 1), [_T], t.lower, _T, None, "ASCII lower case")
-_fn("REPLACE", (3, 3), [_T], t.replace, _T, None, "every literal occurrence of find replaced", strict=False)
-_fn("REGEXP_REPLACE", (3, 3), [_T], t.regexp_replace, _T, None,
-    "every PCRE match replaced by literal text", strict=False)
-_fn("SUBSTR", (2, 3), [_T, _N, _N], t.substr, _T, None,
-    "bytes from 1-based start (negative: from the end), optional length")
+_fn(
+    "REPLACE",
+    (3, 3),
+    [_T],
+    t.replace,
+    _T,
+    None,
+    "every literal occurrence of find replaced",
+    strict=False,
+)
+_fn(
+    "REGEXP_REPLACE",
+    (3, 3),
+    [_T],
+    t.regexp_replace,
+    _T,
+    None,
+    "every PCRE match replaced by literal text",
+    strict=False,
+)
+_fn(
+    "SUBSTR",
+    (2, 3),
+    [_T, _N, _N],
+    t.substr,
+    _T,
+    None,
+    "bytes from 1-based start (negative: from the end), optional length",
+)
 _fn("LEFT", (2, 2), [_T, _N], t.left, _T, None, "first n bytes")
 _fn("RIGHT", (2, 2), [_T, _N], t.right, _T, None, "last n bytes")
-_fn("TRIM", (1, 2), [_T, _T], _nullable(t.trim), _T, None,
-    "strip characters of set (default space) from both ends", strict=False)
+_fn(
+    "TRIM",
+    (1, 2),
+    [_T, _T],
+    _nullable(t.trim),
+    _T,
+    None,
+    "strip characters of set (default space) from both ends",
+    strict=False,
+)
 _fn("LTRIM", (1, 2), [_T, _T], _nullable(t.ltrim), _T, None, "strip from the start", strict=False)
 _fn("RTRIM", (1, 2), [_T, _T], _nullable(t.rtrim), _T, None, "strip from the end", strict=False)
 _fn("REVERSE", (1, 1), [_T], t.reverse, _T, None, "bytes in reverse order")
 _fn("MD5", (1, 1), [_T], t.md5, _T, "md5", "MD5 digest as lower-case hex")
 # checksums (§5.5)
 _fn("CRC32", (1, 1), [_T], t.crc32c, _N, None, "CRC-32C; NULL hashes as empty input", strict=False)
-_fn("CRC64", (1, 1), [_T], t.crc64, _N, None,
-    "CRC-64 (poly 0x95AC9329AC4BC9B5); NULL hashes as empty input", strict=False)
+_fn(
+    "CRC64",
+    (1, 1),
+    [_T],
+    t.crc64,
+    _N,
+    None,
+    "CRC-64 (poly 0x95AC9329AC4BC9B5); NULL hashes as empty input",
+    strict=False,
+)
 # date and time (§5.3), UTC
-_fn("UNIX_TIMESTAMP", (0, 0), [], x.unix_timestamp, _N, None,
-    "current time in float seconds (EvalContext.now when set)", deterministic=False, context=True)
-_fn("TODAY_UTC", (0, 0), [], x.today_utc, _N, None, "midnight UTC today, float seconds",
-    deterministic=False, context=True)
+_fn(
+    "UNIX_TIMESTAMP",
+    (0, 0),
+    [],
+    x.unix_timestamp,
+    _N,
+    None,
+    "current time in float seconds (EvalContext.now when set)",
+    deterministic=False,
+    context=True,
+)
+_fn(
+    "TODAY_UTC",
+    (0, 0),
+    [],
+    x.today_utc,
+    _N,
+    None,
+    "midnight UTC today, float seconds",
+    deterministic=False,
+    context=True,
+)
 _fn("STRPTIME", (2, 2), [_T, _T], x.strptime, _N, None, "parse text with a strptime format (UTC)")
 _fn("STRFTIME", (2, 2), [_T, _A], x.strftime, _T, None, "format a timestamp (UTC), %f and %03f")
 _fn("YEAR", (1, 1), [_A], x.year, _N, None, "UTC year of a timestamp")
@@ -160,30 +229,113 @@ _fn("ABS", (1, 1), [_N], m.abs_, _N, "abs", "absolute value")
 _fn("CEILING", (1, 1), [_N], m.ceiling, _N, None, "round up to an integer")
 _fn("FLOOR", (1, 1), [_N], m.floor, _N, None, "round down to an integer")
 _fn("ROUND", (1, 2), [_N, _N], m.round_, _N, None, "round half away from zero to places decimals")
-_fn("GREATEST", (1, -1), [_A], m.greatest, _N, None,
-    "largest numeric argument (others skipped); NaN if none", strict=False)
-_fn("LEAST", (1, -1), [_A], m.least, _N, None,
-    "smallest numeric argument (others skipped); NaN if none", strict=False)
+_fn(
+    "GREATEST",
+    (1, -1),
+    [_A],
+    m.greatest,
+    _N,
+    None,
+    "largest numeric argument (others skipped); NaN if none",
+    strict=False,
+)
+_fn(
+    "LEAST",
+    (1, -1),
+    [_A],
+    m.least,
+    _N,
+    None,
+    "smallest numeric argument (others skipped); NaN if none",
+    strict=False,
+)
 _fn("POWER", (2, 2), [_N, _N], m.power, _N, "power", "b raised to e")
-for _name in ("SQRT", "EXP", "LN", "LOG2", "LOG10", "SIN", "COS", "TAN", "COT", "ASIN", "ACOS",
-              "ATAN", "SINH", "COSH", "TANH", "RADIANS", "DEGREES"):
-    _fn(_name, (1, 1), [_N], m.float_fn(_name), _N, None, f"{_name.lower()} (float; NaN outside domain)")
+for _name in (
+    "SQRT",
+    "EXP",
+    "LN",
+    "LOG2",
+    "LOG10",
+    "SIN",
+    "COS",
+    "TAN",
+    "COT",
+    "ASIN",
+    "ACOS",
+    "ATAN",
+    "SINH",
+    "COSH",
+    "TANH",
+    "RADIANS",
+    "DEGREES",
+):
+    _fn(
+        _name,
+        (1, 1),
+        [_N],
+        m.float_fn(_name),
+        _N,
+        None,
+        f"{_name.lower()} (float; NaN outside domain)",
+    )
 _fn("ATAN2", (2, 2), [_N, _N], m.atan2, _N, "atan2", "arctangent of y/x using both signs")
 _fn("SIGN", (1, 1), [_N], m.sign, _N, None, "-1, 0 or 1")
-_fn("WIDTH_BUCKET", (4, 4), [_N], m.width_bucket, _N, None,
-    "bucket 1..n over [min, max); 0 below, n + 1 above")
-_fn("GEO_DISTANCE", (4, 4), [_N], m.geo_distance, _N, None, "haversine metres between two lat/lon points")
+_fn(
+    "WIDTH_BUCKET",
+    (4, 4),
+    [_N],
+    m.width_bucket,
+    _N,
+    None,
+    "bucket 1..n over [min, max); 0 below, n + 1 above",
+)
+_fn(
+    "GEO_DISTANCE",
+    (4, 4),
+    [_N],
+    m.geo_distance,
+    _N,
+    None,
+    "haversine metres between two lat/lon points",
+)
 # arrays (§5.6)
 _fn("ARRAY_COUNT", (1, 1), ["array"], x.array_count, _N, None, "number of elements")
 _fn("ARRAY_SUM", (1, 1), ["array"], x.array_sum, _N, None, "sum of elements, NULLs skipped")
-_fn("ARRAY_MAX", (1, 1), ["array"], x.array_max, _A, None, "largest element by the comparison rules")
-_fn("ARRAY_MIN", (1, 1), ["array"], x.array_min, _A, None, "smallest element by the comparison rules")
-_fn("ARRAY_TO_STRING", (3, 3), ["array", _T, _T], x.array_to_string, _T, None,
-    "elements joined by delim, NULLs as null_text", strict=False)
+_fn(
+    "ARRAY_MAX", (1, 1), ["array"], x.array_max, _A, None, "largest element by the comparison rules"
+)
+_fn(
+    "ARRAY_MIN",
+    (1, 1),
+    ["array"],
+    x.array_min,
+    _A,
+    None,
+    "smallest element by the comparison rules",
+)
+_fn(
+    "ARRAY_TO_STRING",
+    (3, 3),
+    ["array", _T, _T],
+    x.array_to_string,
+    _T,
+    None,
+    "elements joined by delim, NULLs as null_text",
+    strict=False,
+)
 # NULL handling, conditionals, constructors (§5.8, §5.9)
 _fn("COALESCE", (1, -1), [_A], x.coalesce, _A, None, "first non-NULL argument", strict=False)
-_fn("IF", (3, 3), ["condition", _A, _A], _if, _A, None,
-    "a when cond is TRUE, else b; only the chosen branch is evaluated", lazy=True, strict=False)
+_fn(
+    "IF",
+    (3, 3),
+    ["condition", _A, _A],
+    _if,
+    _A,
+    None,
+    "a when cond is TRUE, else b; only the chosen branch is evaluated",
+    lazy=True,
+    strict=False,
+)
 _fn("TRUE_VALUE", (0, 0), [], lambda: True, _N, None, "TRUE (1); also the keyword TRUE")
 _fn("FALSE_VALUE", (0, 0), [], lambda: False, _N, None, "FALSE (0); also the keyword FALSE")
 _fn("NAN_VALUE", (0, 0), [], lambda: float("nan"), _N, None, "the NaN value")

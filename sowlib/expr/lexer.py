@@ -20,12 +20,14 @@ __all__ = ["U64_MAX", "pattern_body", "tokenize", "unescape"]
 U64_MAX = 2**64 - 1
 
 _WS = " \t\n\r\f\v"
-_PATH = re.compile(r"(?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[\d+\])?)+")
-_NUMBER = re.compile(r"\d+(\.\d*)?([eE][+-]?\d+)?")
+_PATH = re.compile(r"(?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[[0-9]+\])?)+")
+_NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPS = ("==", "!=", "<>", "<=", ">=", "=", "<", ">", "+", "-", "*", "/", "%")
 _CANON = {"==": "=", "<>": "!="}
 _SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r"}
+_DIGITS = frozenset("0123456789")
+_STEP_START = frozenset("0123456789_@abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _HEX = frozenset("0123456789abcdefABCDEF")
 _OCT = frozenset("01234567")
 
@@ -54,14 +56,14 @@ def tokenize(text: str) -> list[Token]:
             out.append(Token(Kind.EOF, "", None, n, n))
             return out
         ch = text[pos]
-        if ch == "/" and pos + 1 < n and (text[pos + 1].isalnum() or text[pos + 1] in "_@"):
+        if ch == "/" and pos + 1 < n and (text[pos + 1] in _STEP_START):
             m = _PATH.match(text, pos)
             if m is None:  # e.g. '/@' followed by a non-name character
                 raise _error(text, pos + 1, "a field name", _found(text, pos + 1))
             tok = _path_token(text, m.group(), pos, m.end())
         elif ch == "[":
             tok = _bracketed(text, pos)
-        elif ch.isdigit() or (ch == "." and pos + 1 < n and text[pos + 1].isdigit()):
+        elif ch in _DIGITS or (ch == "." and pos + 1 < n and text[pos + 1] in _DIGITS):
             tok = _number(text, pos)
         elif ch in "'\"":
             tok = _string(text, pos, pos + 1, Kind.STRING)
@@ -114,10 +116,10 @@ def _bracketed(text: str, start: int) -> Token:
 def _number(text: str, start: int) -> Token:
     m = _NUMBER.match(text, start)
     if m is None:  # a leading '.': '.5'
-        m = re.compile(r"\.\d+([eE][+-]?\d+)?").match(text, start)
+        m = re.compile(r"\.[0-9]+([eE][+-]?[0-9]+)?").match(text, start)
         assert m is not None
     end = m.end()
-    if end < len(text) and (text[end].isalnum() or text[end] in "_.@"):
+    if end < len(text) and (text[end].isalnum() or text[end] in "_.@"):  # '5abc', '1.2.3'
         raise _error(text, end, "an operator after the number", repr(text[end]))
     body = m.group()
     value: int | float

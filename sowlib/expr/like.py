@@ -15,7 +15,7 @@ from typing import Any
 import attrs
 import regex
 
-from sowlib.errors import FilterSyntaxError, RegexTimeoutError
+from sowlib.errors import InvalidPatternError, RegexTimeoutError
 
 __all__ = [
     "REGEX_TIMEOUT",
@@ -34,14 +34,6 @@ _QUANT = re.compile(r"\*|\+|\?|\{\d+(?:,\d*)?\}")
 _INLINE = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?([:)])")
 _NAMED = re.compile(r"\(\?(?:<|')([A-Za-z_]\w*)[>']")
 _BACKREF = re.compile(r"\\k(?:<(\w+)>|'(\w+)'|\{(\w+)\})|\\g(?:\{(\w+)\}|(\d+))")
-
-
-class InvalidPatternError(FilterSyntaxError):
-    """A LIKE / REGEXP_REPLACE pattern is not a valid regular expression.
-
-    A :class:`~sowlib.errors.FilterSyntaxError` whose ``offset`` is the
-    pattern literal's position in the filter.
-    """
 
 
 @attrs.define
@@ -153,9 +145,7 @@ def _char_class(p: str, i: int, out: list[str]) -> int:
     return i + 1
 
 
-def _open(
-    p: str, i: int, out: list[str], levels: list[_Level], anchored: bool
-) -> tuple[int, bool]:
+def _open(p: str, i: int, out: list[str], levels: list[_Level], anchored: bool) -> tuple[int, bool]:
     lv = levels[-1]
     if p.startswith("(?#", i):
         end = p.find(")", i)

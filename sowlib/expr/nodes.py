@@ -44,7 +44,7 @@ ARITH_OPS = ("+", "-", "*", "/", "%")
 
 
 def _pos() -> int:
-    return attrs.field(default=0, eq=False, kw_only=True, repr=False)  # type: ignore[no-any-return]
+    return attrs.field(default=0, eq=False, kw_only=True, repr=False)
 
 
 @attrs.frozen

@@ -65,6 +65,10 @@ class _Parser:
     def tok(self) -> Token:
         return self.tokens[self.i]
 
+    def peek(self) -> Token:
+        """The token after the current one (EOF at the end)."""
+        return self.tokens[min(self.i + 1, len(self.tokens) - 1)]
+
     def advance(self) -> Token:
         tok = self.tokens[self.i]
         if tok.kind is not Kind.EOF:
@@ -129,7 +133,7 @@ class _Parser:
             return left
         negated = False
         if tok.value == "NOT":
-            nxt = self.tokens[self.i + 1]
+            nxt = self.peek()
             if nxt.kind is not Kind.WORD or nxt.value not in _NEGATABLE:
                 raise self.fail("BETWEEN, IN, LIKE, BEGINS WITH or ENDS WITH after NOT", nxt)
             self.advance()
@@ -212,8 +216,9 @@ class _Parser:
     def unary(self) -> Node:
         if self.tok.kind is Kind.OP and self.tok.value == "-":
             start = self.advance().start
-            if self.tok.kind is Kind.NUMBER:
-                num = self.advance()
+            num = self.tok
+            if num.kind is Kind.NUMBER:
+                self.advance()
                 value = num.value
                 assert isinstance(value, int | float)
                 folded: int | float = -value
@@ -258,7 +263,7 @@ class _Parser:
                 return Literal(None, start=tok.start, end=tok.end)
             fn = "TRUE_VALUE" if name == "TRUE" else "FALSE_VALUE"
             return Call(fn, (), start=tok.start, end=tok.end)
-        nxt = self.tokens[self.i + 1]
+        nxt = self.peek()
         if nxt.kind is not Kind.LPAREN or name in ("AND", "OR", "NOT", "IS", "MOD", "WITH"):
             raise self.fail("a value")
         spec = FUNCTIONS.get(name)
@@ -279,7 +284,7 @@ class _Parser:
 
     def argument(self, name: str, index: int) -> Node:
         tok = self.tok
-        nxt = self.tokens[self.i + 1]
+        nxt = self.peek()
         if (
             name == "REGEXP_REPLACE"
             and index == 1

@@ -46,7 +46,7 @@ I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1
 U64_MAX = 2**64 - 1
 _NAN = float("nan")
-_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def is_null(v: Any) -> bool:
@@ -149,7 +149,7 @@ def text_of(v: Any) -> str | None:
     """
     v = first(v)
     if type(v) is str:
-        return v  # type: ignore[no-any-return]
+        return v
     return None if v is None else canonical_text(v)
 
 
@@ -175,7 +175,7 @@ def compare_values(a: Any, b: Any) -> int | None:
         return None
     a_str, b_str = type(a) is str, type(b) is str
     if a_str and b_str:
-        return (a > b) - (a < b)
+        return int(a > b) - int(a < b)
     if a_str:
         na = parse_number(a)
         if na is None:
@@ -192,7 +192,7 @@ def compare_values(a: Any, b: Any) -> int | None:
         a, b = float(a), float(b)
         if a != a or b != b:
             return None
-    return (a > b) - (a < b)
+    return int(a > b) - int(a < b)
 
 
 def compare_op(op: str, a: Any, b: Any) -> bool:
@@ -268,7 +268,7 @@ def to_logic(v: Any) -> bool | None:
     convert likewise; NULL, NaN and other strings are NULL (None).
     """
     if v is True or v is False:
-        return v  # type: ignore[no-any-return]
+        return bool(v)
     n = first(v)
     if n is None:
         return None

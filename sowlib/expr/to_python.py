@@ -57,7 +57,7 @@ def is_boolean(node: Node) -> bool:
 
 def _getter(path: FieldPath) -> Callable[[Any], Any]:
     # the path's own resolver, skipping one method call on the hot path
-    return path._getter
+    return path.getter
 
 
 def compile_node(node: Node) -> Compiled:
@@ -170,20 +170,12 @@ def _compare(op: str, a: Node, b: Node) -> Compiled:
 # non-empty string against a string literal, an int/float against a number
 # literal; anything else (NULL, arrays, mixed types, booleans) takes ``slow``.
 _STR_CMP: dict[str, Callable[..., Compiled]] = {
-    "=": lambda g, s, slow: lambda d, c: (
-        v == s if type(v := g(d)) is str and v else slow(v)
-    ),
-    "!=": lambda g, s, slow: lambda d, c: (
-        v != s if type(v := g(d)) is str and v else slow(v)
-    ),
-    "<": lambda g, s, slow: lambda d, c: (v < s if type(v := g(d)) is str and v else slow(v)),
-    "<=": lambda g, s, slow: lambda d, c: (
-        v <= s if type(v := g(d)) is str and v else slow(v)
-    ),
-    ">": lambda g, s, slow: lambda d, c: (v > s if type(v := g(d)) is str and v else slow(v)),
-    ">=": lambda g, s, slow: lambda d, c: (
-        v >= s if type(v := g(d)) is str and v else slow(v)
-    ),
+    "=": lambda g, s, slow: lambda d, c: v == s if type(v := g(d)) is str and v else slow(v),
+    "!=": lambda g, s, slow: lambda d, c: v != s if type(v := g(d)) is str and v else slow(v),
+    "<": lambda g, s, slow: lambda d, c: v < s if type(v := g(d)) is str and v else slow(v),
+    "<=": lambda g, s, slow: lambda d, c: v <= s if type(v := g(d)) is str and v else slow(v),
+    ">": lambda g, s, slow: lambda d, c: v > s if type(v := g(d)) is str and v else slow(v),
+    ">=": lambda g, s, slow: lambda d, c: v >= s if type(v := g(d)) is str and v else slow(v),
 }
 
 

@@ -113,7 +113,7 @@ def compare_region(op: str, value: Any) -> Region | None:
         if value != value or abs(value) >= EXACT_LIMIT or abs(value) == float("inf"):
             return None
         # A non-numeric string is greater than every number (row 5).
-        return Region(nums=_bound(op, value), words=False)
+        return Region(nums=_bound(op, value), words=op in (">", ">="))
     num = to_number(value)
     if num is None:
         # Numbers never equal a non-numeric string and are always below it.

@@ -87,12 +87,16 @@ class Region:
         records holding several values are always included.
         """
         nums = self.nums.intersect(other.nums) if self.nums and other.nums else None
-        mine = self.texts if self.texts is not None else (ALL if self.words else None)
-        theirs = other.texts if other.texts is not None else (ALL if other.words else None)
         words = self.words and other.words
-        texts = None
-        if mine is not None and theirs is not None and not words:
-            texts = mine.intersect(theirs)
+        if self.texts is not None and other.texts is not None:
+            texts = self.texts.intersect(other.texts)
+        elif words:
+            texts = None
+        else:
+            # A numeric string can meet a string bound byte-wise and a number
+            # bound numerically, so with one text side keep all of that side
+            # (it also covers the non-numeric strings a ``words`` side allows).
+            texts = self.texts if self.texts is not None else other.texts
         return Region(nums, texts, words, multi or self.multi or other.multi)
 
 

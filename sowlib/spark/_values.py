@@ -109,7 +109,13 @@ def variant_val(v: Column) -> Val:
         F.when(v.isNull() | (t == F.lit("VOID")), F.lit(NULL))
         .when(t.isin(*_INT_TYPES), F.lit(INT))
         .when(t.isin("DOUBLE", "FLOAT"), F.lit(FLOAT))
-        .when(t.startswith("DECIMAL(") & ~t.endswith(",0)"), F.lit(FLOAT))
+        # JSON ``5.0`` arrives as DECIMAL(1,0): a decimal within the long range is a
+        # float in sowlib; a wider integer is an unsigned or big int it keeps exact.
+        .when(
+            t.startswith("DECIMAL(")
+            & (~t.endswith(",0)") | F.try_variant_get(v, "$", "bigint").isNotNull()),
+            F.lit(FLOAT),
+        )
         .when(
             t == F.lit("STRING"),
             F.when(F.try_variant_get(v, "$", "string") == F.lit(""), F.lit(NULL)).otherwise(

@@ -22,7 +22,8 @@ from sowlib.errors import (
     StoreClosedError,
     UnsupportedOperationError,
 )
-from sowlib.storage.compaction import NewFile, copy_kept, install, write_all, write_log_file
+from sowlib.storage.checkpoint import read_checkpoint, write_checkpoint
+from sowlib.storage.compaction import NewFile, copy_kept, install, write_log_file
 from sowlib.storage.format import (
     KINDS,
     MAGIC,
@@ -34,18 +35,16 @@ from sowlib.storage.format import (
     FileHeader,
     LogRecord,
     RecordKind,
-    decode_checkpoint,
     decode_header,
     decode_record,
-    make_record,
-    encode_checkpoint,
     encode_header,
     encode_record,
+    make_record,
     record_problem,
 )
 from sowlib.storage.fs import FileSystem
 from sowlib.storage.lock import lock_fd
-from sowlib.storage.recovery import RecoveryReport, garbage_end, recover
+from sowlib.storage.recovery import RecoveryReport, check_records, garbage_end, read_tail, recover
 
 __all__ = ["MIN_SLAB_SIZE", "SLAB_HEADROOM", "AppendLog"]
 
@@ -162,7 +161,9 @@ class AppendLog:
         self._size, self._ino = st.st_size, (st.st_dev, st.st_ino)
         header = decode_header(mm, st.st_size, self.path)
         self._use_header(header)
-        ckpt = self._take_checkpoint(mm, header)
+        ckpt = read_checkpoint(self._fs, self.path, mm, self._size, header, not self.readonly)
+        if ckpt is not None:
+            self._ckpt = (ckpt.blob, ckpt.end_offset)
         start = ckpt.end_offset if ckpt else header.header_len
         found = recover(mm, start, self._size)
         if found.next_valid is not None:
@@ -186,32 +187,6 @@ class AppendLog:
         self.meta = header.meta
         self.generation = header.generation
         self._header_len = header.header_len
-
-    def _take_checkpoint(self, mm: mmap.mmap, header: FileHeader) -> Checkpoint | None:
-        """Read ``<path>.ckpt``; a writer then unlinks it (a crash later must not trust it)."""
-        name = self.path + ".ckpt"
-        try:
-            with open(name, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            return None
-        if not self.readonly:
-            self._fs.unlink(name)
-        ckpt = decode_checkpoint(data)
-        if ckpt is None or ckpt.generation != header.generation:
-            return None
-        end, last = ckpt.end_offset, ckpt.last_record_offset
-        if not header.header_len <= end <= self._size or (ckpt.records == 0) != (last == 0):
-            return None
-        if last:
-            if last < header.header_len or record_problem(mm, last, end) is not None:
-                return None
-            if last + PREFIX.unpack_from(mm, last)[1] != end or _seq_at(mm, last) > ckpt.last_seq:
-                return None
-        elif end != header.header_len:
-            return None
-        self._ckpt = (ckpt.blob, end)
-        return ckpt
 
     # ------------------------------------------------------------------ state
 
@@ -450,9 +425,7 @@ class AppendLog:
                 pos += k
                 corr = mm[pos : pos + c] if c else b""
                 pos += c
-                rec = make(
-                    off, kinds[kind], seq, ts / 1e6, exp / 1e6, key, corr, mm[pos : pos + p]
-                )
+                rec = make(off, kinds[kind], seq, ts / 1e6, exp / 1e6, key, corr, mm[pos : pos + p])
                 off += length
                 yield rec
                 if self._epoch is not epoch:
@@ -478,16 +451,13 @@ class AppendLog:
         if size > self._size:
             mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
             self._size = size
-        new: list[LogRecord] = []
-        off = self._end
-        while record_problem(mm, off, size) is None:
-            new.append(decode_record(mm, off, size, self.path))
-            self._last_off = off
-            off += PREFIX.unpack_from(mm, off)[1]
+        new = read_tail(mm, self._end, self._size, self.path)
         if new:
-            self._end = off
+            last = new[-1]
+            self._last_off = last.offset
+            self._end = last.offset + PREFIX.unpack_from(mm, last.offset)[1]
             self._records += len(new)
-            self.last_seq = max(self.last_seq, new[-1].seq)
+            self.last_seq = max(self.last_seq, last.seq)
         return new
 
     def load_checkpoint(self) -> tuple[bytes, int] | None:
@@ -561,16 +531,11 @@ class AppendLog:
         header = decode_header(mm, self._size, self.path)
         if (header.generation, header.header_len) != (self.generation, self._header_len):
             raise AssertionError(f"{self.path}: header changed under the open log")
-        off, prev, count = self._header_len, 0, 0
-        while off < self._end:
-            rec = decode_record(mm, off, self._end, self.path)
-            if rec.seq <= prev:
-                raise AssertionError(f"{self.path}: seq {rec.seq} at {off} not above {prev}")
-            prev, count, off = rec.seq, count + 1, off + PREFIX.unpack_from(mm, off)[1]
-        if off != self._end or count != self._records:
-            raise AssertionError(f"{self.path}: {count} records end at {off}, expected {self}")
-        if self.last_seq < max(prev, header.base_seq):
-            raise AssertionError(f"{self.path}: last_seq {self.last_seq} below {prev}")
+        count, top = check_records(mm, self.path, self._header_len, self._end)
+        if count != self._records:
+            raise AssertionError(f"{self.path}: {count} records, expected {self._records}")
+        if self.last_seq < max(top, header.base_seq):
+            raise AssertionError(f"{self.path}: last_seq {self.last_seq} below {top}")
         if os.fstat(self._fd).st_size < self._size:
             raise AssertionError(f"{self.path}: file shorter than its mapping")
         if not self.readonly and garbage_end(mm, self._end, self._size) != self._end:
@@ -590,23 +555,22 @@ class AppendLog:
             if not self.readonly:
                 self.flush()
                 if checkpoint is not None:
-                    self._write_checkpoint(bytes(checkpoint))
+                    ckpt = Checkpoint(
+                        self.generation,
+                        self._end,
+                        self._records,
+                        self.last_seq,
+                        self._last_off,
+                        bytes(checkpoint),
+                    )
+                    write_checkpoint(self._fs, self.path, ckpt)
         finally:
             self._release()
 
-    def _write_checkpoint(self, blob: bytes) -> None:
-        ckpt = Checkpoint(
-            self.generation, self._end, self._records, self.last_seq, self._last_off, blob
-        )
-        tmp, name = self.path + ".ckpt.tmp", self.path + ".ckpt"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-        try:
-            write_all(fd, encode_checkpoint(ckpt))
-            self._fs.fsync(fd)
-        finally:
-            os.close(fd)
-        self._fs.rename(tmp, name)
-        self._fs.fsync_dir(os.path.dirname(self.path))
+    def __del__(self) -> None:
+        # An abandoned writer must not keep its flock (and fd) until interpreter exit.
+        if getattr(self, "_mm", None) is not None:
+            self._release()
 
     def _release(self) -> None:
         mm, self._mm, self._epoch = self._mm, None, None

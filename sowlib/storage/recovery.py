@@ -26,7 +26,9 @@ from sowlib.storage.format import (
     RECORD_MARKER,
     RECORD_OVERHEAD,
     Buf,
+    LogRecord,
     decode_header,
+    decode_record,
     encode_header,
     record_problem,
 )
@@ -37,8 +39,10 @@ __all__ = [
     "RecoveryReport",
     "ScanResult",
     "VerifyReport",
+    "check_records",
     "find_next_valid",
     "garbage_end",
+    "read_tail",
     "recover",
     "verify",
     "walk",
@@ -174,6 +178,37 @@ def recover(buf: Buf, start: int, limit: int) -> ScanResult:
     tail = garbage_end(buf, end, limit)
     nxt = find_next_valid(buf, end, limit) if tail > end else None
     return ScanResult(end, records, last, nxt, tail)
+
+
+def check_records(buf: Buf, file: str, start: int, end: int) -> tuple[int, int]:
+    """Verify every record in ``[start, end)`` fully, and that seqs strictly increase.
+
+    Returns:
+        (number of records, highest seq or 0).
+    Raises:
+        CorruptRecordError: a record fails its checks (its offset is given).
+        AssertionError: seqs do not increase, or the last record overruns ``end``.
+    """
+    off, prev, count = start, 0, 0
+    while off < end:
+        seq = decode_record(buf, off, end, file).seq
+        if seq <= prev:
+            raise AssertionError(f"{file}: seq {seq} at byte {off} is not above {prev}")
+        prev, count, off = seq, count + 1, off + PREFIX.unpack_from(buf, off)[1]
+    return count, prev
+
+
+def read_tail(buf: Buf, start: int, limit: int, file: str) -> list[LogRecord]:
+    """Decode the intact records from ``start`` up to the first incomplete one; O(bytes).
+
+    Used by read-only openers following a live writer: a bad record is "not written yet".
+    """
+    out: list[LogRecord] = []
+    off = start
+    while record_problem(buf, off, limit) is None:
+        out.append(decode_record(buf, off, limit, file))
+        off += PREFIX.unpack_from(buf, off)[1]
+    return out
 
 
 def _seq_at(buf: Buf, offset: int) -> int:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from scen_codecs import CODECS
 from workload import KEYS, render
 

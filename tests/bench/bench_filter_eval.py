@@ -1,4 +1,4 @@
-"""Filter compile and evaluation speed (run directly: ``python tests/bench/bench_filter_eval.py``)."""
+"""Filter compile and evaluation speed; run directly: python tests/bench/bench_filter_eval.py."""
 
 from __future__ import annotations
 

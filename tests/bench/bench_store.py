@@ -10,11 +10,11 @@ from typing import Any
 
 import orjson
 import pytest
-
 from peers import DictFloor, DiskcachePeer, LmdbPeer, SqlitePeer
 from scen_store import open_topic
-from sowlib import SowStore
 from workload import SEED, render
+
+from sowlib import SowStore
 
 #: Rounds for benchmarks whose setup builds a store.
 ROUNDS = 3
@@ -47,12 +47,13 @@ def test_publish_many_peer(
 
     def setup() -> tuple[tuple[Any], dict[str, Any]]:
         path = fresh_dir()
-        made: Any = {
+        factories: dict[str, Callable[[], Any]] = {
             "sqlite3": lambda: SqlitePeer(path),
             "dict": DictFloor,
             "diskcache": lambda: DiskcachePeer(path),
             "lmdb": lambda: LmdbPeer(path),
-        }[peer]()
+        }
+        made = factories[peer]()
         opened.append(made)
         return (made,), {}
 

@@ -29,8 +29,11 @@ PREDICATE_SQL = (
 _FIELDS = ("/price", "/qty", "/symbol", "/region", "/side", "/customerId", "/ts")
 
 
-def clause_filter(clauses: int = 20, *, variant: int = 0) -> str:
-    """A filter of ``clauses`` comparisons joined by AND/OR; ``variant`` changes constants."""
+def clause_filter(clauses: int = 20, *, variant: int = 0, like: bool = True) -> str:
+    """A filter of ``clauses`` comparisons joined by AND/OR; ``variant`` changes constants.
+
+    Every seventh clause is a ``LIKE`` on /symbol (an equality instead when ``like`` is off).
+    """
     rng = random.Random(SEED + variant)
     parts = []
     for i in range(clauses):
@@ -40,7 +43,7 @@ def clause_filter(clauses: int = 20, *, variant: int = 0) -> str:
             parts.append(f"{field} {op} {rng.randrange(1, 1000)}")
         elif field == "/region":
             parts.append(f"{field} IN ('{REGIONS[rng.randrange(8)]}', 'NA')")
-        elif field == "/symbol":
+        elif field == "/symbol" and like:
             parts.append(f"{field} LIKE '^SYM{rng.randrange(100):02d}'")
         else:
             parts.append(f"{field} = 'V{rng.randrange(1000)}'")

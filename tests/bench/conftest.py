@@ -1,7 +1,8 @@
 """Fixtures for the pytest-benchmark files (collected only with ``-o python_files=bench_*.py``).
 
 Sizes are small (20,000 messages) so the whole bench session stays in minutes;
-``report.py`` measures the stated targets at full size.
+``report.py`` measures the stated targets at full size. A default ``pytest`` run loads
+this file too, so it imports no peer (diskcache, lmdb are only in the bench extra).
 """
 
 from __future__ import annotations
@@ -13,10 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from scen_store import open_topic
-from sowlib import SowStore
 from workload import json_messages
+
+from sowlib import SowStore
 
 #: Messages per benchmark workload.
 BENCH_MESSAGES = 20_000
@@ -49,8 +49,9 @@ def new_topic(fresh_dir: Callable[[], str], stores: list[SowStore]) -> Callable[
     """``new_topic(**options)`` -> a fresh ``orders`` topic in its own store."""
 
     def make(**options: Any) -> Any:
-        store, topic = open_topic(fresh_dir(), **options)
+        store = SowStore(fresh_dir())
         stores.append(store)
-        return topic
+        options.setdefault("keys", ["/orderId"])
+        return store.create_topic("orders", **options)
 
     return make

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import diskcache
@@ -89,13 +89,14 @@ class SqlitePeer:
 class DictFloor:
     """The floor: ``json.loads`` each message and keep it in a dict by orderId."""
 
-    def __init__(self) -> None:
+    def __init__(self, loads: Callable[[bytes], Any] = json.loads) -> None:
         self.data: dict[Any, bytes] = {}
+        self.loads = loads
 
     def publish_many(self, messages: Iterable[bytes]) -> None:
-        """Parse each message with the standard library and store it."""
+        """Parse each message (``json.loads`` unless told) and store it."""
         data = self.data
-        loads = json.loads
+        loads = self.loads
         for m in messages:
             data[loads(m)["orderId"]] = m
 

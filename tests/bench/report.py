@@ -49,7 +49,7 @@ SCENARIOS: dict[str, Scenario] = {
 def machine() -> str:
     """One line describing the machine and interpreter."""
     try:
-        load = "load average %.2f %.2f %.2f" % os.getloadavg()
+        load = "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg())
     except OSError:
         load = "load average unknown"
     return (

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import attrs
-
 from timing import Stats
 
 __all__ = ["Row", "bound", "compare", "info", "markdown"]
@@ -57,7 +56,7 @@ def compare(
         peer,
         f"{_rate(theirs, unit)} (p50 {theirs.median_us:.2f} / p99 {theirs.p99_us:.2f} µs)",
         ratio,
-        f"≥ {need:g}×" if need is not None else "",
+        f"≥ {need:g}x" if need is not None else "",
         ("PASS" if ratio >= need else "MISS") if need is not None else "info",
     )
 
@@ -120,7 +119,7 @@ def markdown(rows: Sequence[Row]) -> str:
         "|---|---|---:|---:|---:|---|---|---:|---|---|",
     ]
     for r in rows:
-        ratio = "" if r.ratio is None else f"{r.ratio:.2f}×"
+        ratio = "" if r.ratio is None else f"{r.ratio:.2f}x"
         status = f"**{r.status}**" if r.status == "MISS" else r.status
         lines.append(
             f"| {r.group} | {r.operation} | {r.measured} | {_us(r.median_us)} | {_us(r.p99_us)}"

@@ -20,7 +20,7 @@ _C = "codecs"
 
 
 def codec_rows(sizes: Sizes, tmp: str) -> list[Row]:
-    """publish_many per message type, interleaved; XML and FIX must be within 3× of json."""
+    """publish_many per message type, interleaved; XML and FIX must be within 3x of json."""
     work = {}
     opened = []
     for name in CODECS:
@@ -37,12 +37,12 @@ def codec_rows(sizes: Sizes, tmp: str) -> list[Row]:
     out = [info(_C, f"publish_many {name}", res[name]) for name in CODECS]
     for name in ("xml", "fix"):
         slowdown = res[name].median_us / res["json"].median_us
-        out.append(bound(_C, f"{name} publish time / json publish time", slowdown, "×", 3.0))
+        out.append(bound(_C, f"{name} publish time / json publish time", slowdown, "x", 3.0))
     return out
 
 
 def delta_rows(sizes: Sizes, tmp: str) -> list[Row]:
-    """Per-message delta_publish vs publish of the same JSON messages (within 2×)."""
+    """Per-message delta_publish vs publish of the same JSON messages (within 2x)."""
     msgs = json_messages(sizes.messages)
     batches = chunks(msgs, BATCH)
     store, topic = open_topic(os.path.join(tmp, "delta_pub"))
@@ -63,6 +63,12 @@ def delta_rows(sizes: Sizes, tmp: str) -> list[Row]:
     store.close()
     dstore.close()
     return [
-        compare(_C, "delta_publish per message (json)", res["delta"], "sowlib publish",
-                res["publish"], 0.5),
-    ]  # fmt: skip
+        compare(
+            _C,
+            "delta_publish per message (json)",
+            res["delta"],
+            "sowlib publish",
+            res["publish"],
+            0.5,
+        ),
+    ]

@@ -13,12 +13,12 @@ import statistics
 from typing import Any
 
 import orjson
-
 from peers import DictFloor, DiskcachePeer, LmdbPeer, SqlitePeer
 from rows import Row, bound, compare
-from sowlib import SowStore
 from timing import chunks, interleaved, timed
 from workload import SEED, Sizes, json_messages, render
+
+from sowlib import SowStore
 
 __all__ = ["BATCH", "compaction_rows", "get_rows", "open_topic", "publish_rows", "reopen_rows"]
 
@@ -42,6 +42,7 @@ def publish_rows(sizes: Sizes, tmp: str) -> list[Row]:
     sqlite = SqlitePeer(os.path.join(tmp, "pub.sqlite"))
     sqlite_each = SqlitePeer(os.path.join(tmp, "pub_each.sqlite"))
     floor = DictFloor()
+    orjson_floor = DictFloor(orjson.loads)
     dcache = DiskcachePeer(os.path.join(tmp, "pub.diskcache"))
     lmdb = LmdbPeer(os.path.join(tmp, "pub.lmdb"))
 
@@ -57,6 +58,7 @@ def publish_rows(sizes: Sizes, tmp: str) -> list[Row]:
             "sqlite": (sqlite.publish_many, batches),
             "sqlite_each": (sqlite_each.publish_each, batches),
             "dict": (floor.publish_many, batches),
+            "dict_orjson": (orjson_floor.publish_many, batches),
             "diskcache": (dcache.publish_many, batches),
             "lmdb": (lmdb.publish_many, batches),
         },
@@ -71,10 +73,18 @@ def publish_rows(sizes: Sizes, tmp: str) -> list[Row]:
     return [
         compare(_G, "publish_many (1000/batch)", mine, "sqlite3 executemany", res["sqlite"], 2.5),
         compare(_G, "publish_many (1000/batch)", mine, "dict + json.loads", res["dict"], 1.0),
+        compare(
+            _G, "publish_many (1000/batch)", mine, "dict + orjson.loads", res["dict_orjson"], None
+        ),
         compare(_G, "publish_many (1000/batch)", mine, "diskcache", res["diskcache"], None),
         compare(_G, "publish_many (1000/batch)", mine, "lmdb putmulti", res["lmdb"], None),
         compare(
-            _G, "publish per message", res["sowlib_each"], "sqlite3 execute", res["sqlite_each"], None
+            _G,
+            "publish per message",
+            res["sowlib_each"],
+            "sqlite3 execute",
+            res["sqlite_each"],
+            None,
         ),
     ]
 
@@ -141,11 +151,21 @@ def reopen_rows(sizes: Sizes, tmp: str, repeats: int = 3) -> list[Row]:
         reopened.pop().close()
     n = f"{sizes.reopen:,}"
     return [
-        bound(_G, f"reopen {n} records, clean close (median of {repeats})",
-              statistics.median(clean), "s", 1.0 if sizes.reopen >= 1_000_000 else None),
-        bound(_G, f"reopen {n} records, crash (no checkpoint)",
-              statistics.median(crash), "s", 3.0 if sizes.reopen >= 1_000_000 else None),
-    ]  # fmt: skip
+        bound(
+            _G,
+            f"reopen {n} records, clean close (median of {repeats})",
+            statistics.median(clean),
+            "s",
+            1.0 if sizes.reopen >= 1_000_000 else None,
+        ),
+        bound(
+            _G,
+            f"reopen {n} records, crash (no checkpoint)",
+            statistics.median(crash),
+            "s",
+            3.0 if sizes.reopen >= 1_000_000 else None,
+        ),
+    ]
 
 
 def compaction_rows(sizes: Sizes, tmp: str) -> list[Row]:
@@ -167,10 +187,9 @@ def compaction_rows(sizes: Sizes, tmp: str) -> list[Row]:
     after = topic.stats()
     store.close()
     return [
-        bound(_G, "file / live payload, steady updates (worst)", worst_file, "×", 2.0),
-        bound(_G, "used / live payload, steady updates (worst)", worst_used, "×", None),
-        bound(_G, "file / live payload after compact()", after["file_bytes"] / payload, "×", 1.3),
-        bound(_G, "used / live payload after compact()", after["used_bytes"] / payload, "×", None),
+        bound(_G, "file / live payload, steady updates (worst)", worst_file, "x", 2.0),
+        bound(_G, "used / live payload, steady updates (worst)", worst_used, "x", None),
+        bound(_G, "file / live payload after compact()", after["file_bytes"] / payload, "x", 1.3),
+        bound(_G, "used / live payload after compact()", after["used_bytes"] / payload, "x", None),
         bound(_G, f"compact() of {len(latest):,} live records", seconds, "s", None),
     ]
-

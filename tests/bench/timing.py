@@ -15,7 +15,16 @@ from typing import Any, TypeVar
 
 import attrs
 
-__all__ = ["Stats", "chunks", "interleaved", "settled", "per_batch", "percentile", "repeat", "timed"]
+__all__ = [
+    "Stats",
+    "chunks",
+    "interleaved",
+    "settled",
+    "per_batch",
+    "percentile",
+    "repeat",
+    "timed",
+]
 
 T = TypeVar("T")
 

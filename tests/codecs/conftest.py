@@ -17,7 +17,8 @@ from sowlib.codecs import Codec, get_codec
 _NAME = "codec_strategies"
 if _NAME not in sys.modules:
     _spec = importlib.util.spec_from_file_location(_NAME, Path(__file__).with_name("strategies.py"))
-    assert _spec is not None and _spec.loader is not None
+    assert _spec is not None
+    assert _spec.loader is not None
     _module = importlib.util.module_from_spec(_spec)
     sys.modules[_NAME] = _module
     _spec.loader.exec_module(_module)

@@ -15,11 +15,11 @@ from sowlib.document import Element
 
 # No surrogates (not UTF-8) and no characters XML 1.0 cannot hold.
 _XML_CHARS = st.characters(
-    blacklist_categories=("Cs",),
+    blacklist_categories=["Cs"],
     blacklist_characters="".join(chr(c) for c in range(0x20) if chr(c) not in "\t\n\r")
     + "\ufffe\uffff",
 )
-_TEXT_CHARS = st.characters(blacklist_categories=("Cs",))
+_TEXT_CHARS = st.characters(blacklist_categories=["Cs"])
 
 ints64 = st.integers(min_value=INT_MIN, max_value=INT_MAX)
 finite_floats = st.floats(allow_nan=False, allow_infinity=False)
@@ -74,12 +74,12 @@ def _tag_values(alphabet: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
     return scalar | st.lists(scalar, min_size=2, max_size=3)
 
 
-_FIX_CHARS = st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01|")
+_FIX_CHARS = st.characters(blacklist_categories=["Cs"], blacklist_characters="\x01|")
 fix_documents = st.dictionaries(
     st.integers(1, 99_999).map(str), _tag_values(_FIX_CHARS), max_size=8
 )
 nvfix_documents = st.dictionaries(
-    st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01|="), min_size=1),
+    st.text(st.characters(blacklist_categories=["Cs"], blacklist_characters="\x01|="), min_size=1),
     _tag_values(_FIX_CHARS),
     max_size=8,
 )

@@ -49,7 +49,7 @@ from sowlib.codecs.infer import INT_MAX, INT_MIN
         ("Infinity", "Infinity"),
         ("0x10", "0x10"),
         ("1_000", "1_000"),
-        ("١٢", "١٢"),  # non-ASCII digits
+        ("\u0661\u0662", "\u0661\u0662"),  # non-ASCII digits
         (".", "."),
         ("-", "-"),
         ("e5", "e5"),
@@ -119,7 +119,7 @@ def _oracle(text: str) -> Any:
 
 @settings(max_examples=150)
 @given(
-    st.text(st.sampled_from("0123456789+-.eE _x١ ") | st.characters(), max_size=12)
+    st.text(st.sampled_from("0123456789+-.eE _x\u0661 ") | st.characters(), max_size=12)
     | st.from_regex(_ORACLE_FLOAT, fullmatch=True)
     | st.from_regex(_ORACLE_INT, fullmatch=True)
 )

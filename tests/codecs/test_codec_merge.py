@@ -6,7 +6,7 @@ import copy
 from collections.abc import Iterator
 from typing import Any
 
-import codec_strategies as cs
+import codec_strategies as cs  # type: ignore[import-not-found]  # registered by conftest.py
 import pytest
 from hypothesis import given, settings
 

@@ -8,8 +8,14 @@ from typing import Any
 import attrs
 import pytest
 
-from sowlib.codecs import Codec, available_codecs, get_codec, merge_documents, register_codec
-from sowlib.codecs import registry
+from sowlib.codecs import (
+    Codec,
+    available_codecs,
+    get_codec,
+    merge_documents,
+    register_codec,
+    registry,
+)
 from sowlib.errors import ConfigError, DecodeError
 
 

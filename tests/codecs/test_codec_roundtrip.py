@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import codec_strategies as cs
+import codec_strategies as cs  # type: ignore[import-not-found]  # registered by conftest.py
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -49,7 +49,8 @@ def test_filter_properties() -> None:
     assert not f.deterministic
     assert f.uses_context
     g = compile_filter("/a + 1")
-    assert g.deterministic and not g.uses_context
+    assert g.deterministic
+    assert not g.uses_context
     assert g.evaluate({"a": 2}) == 3
     assert g.evaluate({}) is None
     assert isinstance(g, Filter)

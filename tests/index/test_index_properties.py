@@ -13,19 +13,16 @@ import sowlib.query
 from sowlib.query import QueryOptions, run_query
 from tests.index.fakes import FakeSource, compile_filter
 
-SCALARS = [
-    0, 1, 2, 5, -1, -3, 10, 2.5, -1.5, 3.0, 1e20, 2**60,
-    "0", "1", "05", "5", "2.5", "-1", "1e1", "3.0", "10",
-    "a", "ab", "abc", "b", "B", "n1", "n10", "zz", "", True, False, None,
-]  # fmt: skip
-LITERALS = [0, 1, 2, 5, -1, 3, 10, 2.5, -1.5, 3.0, "0", "5", "05", "2.5", "-1", "10",
-            "a", "ab", "b", "B", "n1", "zz", None]  # fmt: skip
-PREFIXES = ["a", "ab", "n1", "1", "-", "B", "5", "t"]
+# Small vocabularies dense in the cases where text and comparison rules disagree.
+SCALARS = [1, 5, 10, 2.5, 3.0, -1, 2**60, "05", "5", "3.0", "1e1", "-1", "2.5",
+           "a", "ab", "B", "n1", "", True, None]  # fmt: skip
+LITERALS = [5, 3, 10, 2.5, -1, "05", "5", "3", "10", "a", "ab", "B", None]
+PREFIXES = ["a", "ab", "n", "1", "-", "B", "5"]
 FIELDS = ["/a", "/a", "/a", "/b", "/c", "/id"]  # /a carries every index kind
 
 scalar = st.sampled_from(SCALARS) | st.just(float("nan"))
 value = scalar | st.lists(scalar, min_size=0, max_size=3)
-key_value = st.sampled_from([*range(25), "07", "7", "x", "y", 2.5])
+key_value = st.sampled_from([*range(12), "07", "7", "x", 2.5])
 
 
 @st.composite
@@ -151,7 +148,7 @@ def _check(ops: list[tuple[str, Any]], text: str, order: str | None, top: int | 
         index.check()
 
 
-@settings(max_examples=300)
+@settings(max_examples=150)
 @given(
     ops=operations,
     text=filters(),
@@ -165,7 +162,7 @@ def test_indexed_query_equals_brute_force_scan(
     _check(ops, text, order, top, skip)
 
 
-@settings(max_examples=400)
+@settings(max_examples=300)
 @given(
     ops=operations,
     text=st.one_of(atoms(), st.tuples(atoms(), atoms()).map(" AND ".join)),
@@ -178,7 +175,7 @@ def test_single_clause_query_equals_brute_force_scan(
     _check(ops, text, order, top, None)
 
 
-@settings(max_examples=100)
+@settings(max_examples=50)
 @given(ops=operations, text=filters(1))
 def test_sow_keys_restriction_equals_scan_of_those_keys(
     ops: list[tuple[str, Any]], text: str

@@ -1,0 +1,80 @@
+"""Read-only openers following a live writer with refresh()."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from sowlib.storage import AppendLog, RecordKind
+from sowlib.storage.format import encode_record
+
+from .conftest import put, replay
+
+Factory = Callable[..., AppendLog]
+
+
+def test_refresh_returns_exactly_the_new_records(new_log: Factory) -> None:
+    writer = new_log()
+    first = [put(writer, f"k{i}", b"v") for i in range(3)]
+    reader = new_log(readonly=True)
+    assert list(reader.scan()) == first
+    assert reader.refresh() == []
+    batch = [put(writer, f"n{i}", b"x" * 300) for i in range(40)]  # crosses slabs
+    got = reader.refresh()
+    assert got == batch
+    assert reader.refresh() == []
+    assert reader.last_seq == writer.last_seq and reader.end_offset == writer.end_offset
+    assert list(reader.scan()) == first + batch
+    reader.check()
+    assert writer.refresh() == []  # a writer sees its own appends
+
+
+def test_refresh_never_returns_a_partial_record(new_log: Factory, log_path: Path) -> None:
+    writer = new_log()
+    put(writer, "a", b"1")
+    reader = new_log(readonly=True)
+    record = encode_record(RecordKind.PUT, b"b", b"", b"in flight", writer.last_seq + 1, 0, 0)
+    end = writer.end_offset
+    with log_path.open("r+b") as fh:  # the writer is half way through a record
+        fh.seek(end)
+        fh.write(record[: len(record) // 2])
+    assert reader.refresh() == []
+    with log_path.open("r+b") as fh:
+        fh.seek(end)
+        fh.write(record)
+    got = reader.refresh()
+    assert got is not None and [r.key for r in got] == ["b"]
+
+
+def test_refresh_reports_compaction_and_a_reopen_agrees(new_log: Factory) -> None:
+    writer = new_log()
+    for i in range(20):
+        put(writer, f"k{i % 4}", str(i).encode())
+    writer.append(RecordKind.DELETE, "k0", b"", timestamp=1.0)
+    reader = new_log(readonly=True)
+    live = replay(reader.scan())
+    latest = {rec.key: rec.offset for rec in writer.scan()}
+    writer.compact(lambda rec: latest[rec.key] == rec.offset and rec.kind is RecordKind.PUT)
+    assert reader.refresh() is None
+    assert replay(reader.scan()) == live  # the old file is still readable until reopened
+    reader.close()
+    again = new_log(readonly=True)
+    assert again.generation == writer.generation == 1
+    assert replay(again.scan()) == live == {"k1": b"17", "k2": b"18", "k3": b"19"}
+    again.check()
+
+
+def test_readonly_open_does_not_modify_a_torn_file(new_log: Factory, log_path: Path) -> None:
+    writer = new_log()
+    put(writer, "a", b"1")
+    end = writer.end_offset
+    writer.close()
+    with log_path.open("r+b") as fh:
+        fh.seek(end)
+        fh.write(b"\xd3\x0f\x5a\xa5\x40")
+    before = log_path.read_bytes()
+    reader = new_log(readonly=True)
+    assert reader.end_offset == end and reader.report.truncated_bytes == 0
+    reader.check()
+    reader.close()
+    assert log_path.read_bytes() == before
