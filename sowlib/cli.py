@@ -183,7 +183,9 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         return int(args.run(args, stream))
     except (SowError, OSError) as exc:
-        print(f"sowlib {args.command}: {type(exc).__name__}: {exc}", file=sys.stderr)
+        # One line: filter errors carry a caret diagram on the following lines.
+        first = str(exc).splitlines()[0] if str(exc) else ""
+        print(f"sowlib {args.command}: {type(exc).__name__}: {first}", file=sys.stderr)
         return 2
 
 

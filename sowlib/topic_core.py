@@ -48,7 +48,7 @@ _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
 class _Entry:
     """Where the live version of a key sits in the log, and its header fields."""
 
-    __slots__ = ("corr", "expiration", "offset", "seq", "size", "timestamp")
+    __slots__ = ("checked", "corr", "expiration", "offset", "seq", "size", "timestamp")
 
     def __init__(
         self, offset: int, seq: int, timestamp: float, expiration: float, corr: bytes, size: int
@@ -59,6 +59,9 @@ class _Entry:
         self.expiration = expiration
         self.corr = corr
         self.size = size
+        # False for entries loaded from a checkpoint: their record's checksum has
+        # not been verified yet, so the first read goes through the checked path.
+        self.checked = True
 
 
 def _size(rec: LogRecord) -> int:
@@ -127,6 +130,8 @@ class TopicCore:
                 )
             }
             self._live_bytes = sum(sizes)
+            for entry in self._entries.values():
+                entry.checked = False
         for rec in self._log.scan(start):
             self._apply(rec)
         if self.config.expiration_enabled:
@@ -177,6 +182,14 @@ class TopicCore:
         if self._readonly:
             raise ReadOnlyError(f"topic {self.name!r}", operation)
 
+    def _payload(self, entry: _Entry) -> bytes:
+        """The stored bytes of a live entry; verifies the checksum on first read."""
+        if entry.checked:
+            return self._log.read_payload(entry.offset)  # type: ignore[no-any-return]
+        payload: bytes = self._log.read(entry.offset).payload
+        entry.checked = True
+        return payload
+
     def _decode_payload(self, payload: bytes) -> Any:
         return self._codec.decode(payload) if self._codec.supports_filter else payload
 
@@ -221,7 +234,7 @@ class TopicCore:
         return now + float(ttl)
 
     def _record(self, key: str, entry: _Entry, doc: Any = MISSING) -> Record:
-        payload = self._log.read_payload(entry.offset)
+        payload = self._payload(entry)
         if doc is MISSING:
             doc = self._docs.get(key, MISSING)
             if doc is MISSING:
@@ -333,7 +346,7 @@ class TopicCore:
             return
         for key, entry in self._entries.items():
             if key not in self._docs:
-                self._docs[key] = self._decode_payload(self._log.read_payload(entry.offset))
+                self._docs[key] = self._decode_payload(self._payload(entry))
         if self._codec.supports_filter:
             for key, doc in self._docs.items():
                 self.indexes.on_put(key, None, doc)
@@ -367,7 +380,7 @@ class TopicCore:
         doc = self._docs.get(key, MISSING)
         if doc is MISSING:
             entry = self._entries[key]
-            doc = self._docs[key] = self._decode_payload(self._log.read_payload(entry.offset))
+            doc = self._docs[key] = self._decode_payload(self._payload(entry))
         return doc
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:

@@ -15,12 +15,6 @@ from sowlib.cli import main
 from sowlib.storage import AppendLog
 from sowlib.store import SowStore, topic_file_name
 
-# cli.main prints str(exc), and filter errors render a caret under the expression on two
-# more lines, so stderr gets three lines where the command promises one.
-MULTILINE = pytest.mark.xfail(
-    reason="cli.main prints multi-line filter errors (expression and caret)", strict=True
-)
-
 ORDERS = [{"id": i, "price": 10 * i, "region": "EU" if i % 2 else "US"} for i in range(1, 7)]
 
 
@@ -277,10 +271,10 @@ def test_compact_every_topic(store_path: Path) -> None:
         pytest.param(["query", "{dir}", "nope"], id="unknown-topic-query"),
         pytest.param(["publish", "{dir}", "nope", '{"id": 1}'], id="unknown-topic-publish"),
         pytest.param(
-            ["query", "{dir}", "orders", "/price = = 1"], id="bad-filter", marks=MULTILINE
+            ["query", "{dir}", "orders", "/price = = 1"], id="bad-filter"
         ),
         pytest.param(
-            ["query", "{dir}", "orders", "NOPE(/a) = 1"], id="unknown-function", marks=MULTILINE
+            ["query", "{dir}", "orders", "NOPE(/a) = 1"], id="unknown-function"
         ),
         pytest.param(["query", "{dir}", "orders", "--top-n", "-1"], id="bad-top-n"),
         pytest.param(["publish", "{dir}", "orders", '{"id": '], id="malformed-message"),

@@ -27,11 +27,11 @@ from sowlib.index.memo import ALL, Interval, Region
 from sowlib.index.values import EXACT_LIMIT, to_number
 from sowlib.paths import FieldPath
 
-__all__ = ["conjuncts", "equality", "literal_value", "regions"]
+__all__ = ["conjuncts", "equality", "like_prefix", "literal_value", "regions"]
 
 _FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
-# '^abc' with no regex metacharacter after the anchor is a plain prefix test.
-_PREFIX = re.compile(r"\^([^\\.^$|?*+()\[\]{}]+)\Z")
+# The literal characters after a leading '^', up to the first metacharacter.
+_PREFIX = re.compile(r"\^([^\\.^$|?*+()\[\]{}]*)(.?)")
 # First characters the text of a number can start with (``-1``, ``inf``...).
 _NUMBER_START = frozenset("0123456789+-.iIeEnN")
 
@@ -125,6 +125,23 @@ def compare_region(op: str, value: Any) -> Region | None:
     return Region(nums=nums, texts=_bound(op, value))
 
 
+def like_prefix(pattern: str) -> str:
+    """The text every match of LIKE ``pattern`` starts with ('' if none is certain).
+
+    ``'^abc'`` -> ``abc``, ``'^ab.d'`` -> ``ab``, ``'^abc?'`` -> ``ab`` (the
+    quantified character is optional); any alternation gives ``''``.
+
+    Example:
+        >>> like_prefix("^S0."), like_prefix("^ab*"), like_prefix("^a|b")
+        ('S0', 'a', '')
+    """
+    m = _PREFIX.match(pattern)
+    if m is None or "|" in pattern:
+        return ""
+    prefix, stop = m.group(1), m.group(2)
+    return prefix[:-1] if stop in ("?", "*", "{") else prefix
+
+
 def _prefix_region(prefix: str) -> Region:
     nums = ALL if prefix[0] in _NUMBER_START else None
     return Region(nums=nums, texts=Interval(prefix=prefix))
@@ -159,10 +176,10 @@ def regions(node: Node) -> tuple[FieldPath, list[Region], bool] | None:
         # BETWEEN tests both bounds on the same element, so no array fallback.
         return node.value.path, [low.intersect(high, multi=False)], True
     if isinstance(node, Like) and not node.negated and not node.raw:
-        m = _PREFIX.match(node.pattern)
-        if m is None or not isinstance(node.value, Field):
+        prefix = like_prefix(node.pattern)
+        if not prefix or not isinstance(node.value, Field):
             return None
-        return node.value.path, [_prefix_region(m.group(1))], True
+        return node.value.path, [_prefix_region(prefix)], True
     if isinstance(node, BeginsWith) and not node.negated and isinstance(node.value, Field):
         try:
             items = [literal_value(item) for item in node.items]

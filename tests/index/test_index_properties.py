@@ -18,6 +18,7 @@ SCALARS = [1, 5, 10, 2.5, 3.0, -1, 2**60, "05", "5", "3.0", "1e1", "-1", "2.5",
            "a", "ab", "B", "n1", "", True, None]  # fmt: skip
 LITERALS = [5, 3, 10, 2.5, -1, "05", "5", "3", "10", "a", "ab", "B", None]
 PREFIXES = ["a", "ab", "n", "1", "-", "B", "5"]
+PATTERNS = ["^a.", "^ab?", "^n|a", "^1+", "^-1", "a", "^5$", "^B*"]
 FIELDS = ["/a", "/a", "/a", "/b", "/c", "/id"]  # /a carries every index kind
 
 scalar = st.sampled_from(SCALARS) | st.just(float("nan"))
@@ -64,6 +65,8 @@ def atoms(draw: st.DrawFn) -> str:
         return f"{draw(lit)} < {f}"
     if kind == 7:
         return f"{f} IS NULL"
+    if kind == 8:
+        return f"{f} LIKE '{draw(st.sampled_from(PATTERNS))}'"
     return f"{f} = {draw(lit)}"
 
 
