@@ -256,7 +256,13 @@ class SowStore:
     def _add_topic(self, config: TopicConfig) -> Topic:
         with self._lock:
             self._check_open()
-            get_codec(config.message_type)  # unknown type -> ConfigError before anything is written
+            codec = get_codec(config.message_type)  # unknown type -> ConfigError, nothing written
+            if not codec.supports_filter and (config.keys or config.hash_indexes or config.indexes):
+                raise ConfigError(
+                    "keys",
+                    f"{config.message_type} messages cannot be parsed, so a {config.message_type}"
+                    " topic has no key fields or indexes: publishers supply sow_key=",
+                )
             recovery = config.options.get("recovery_point")
             if recovery is not None and str(recovery).lower() != "now":
                 raise ConfigError(

@@ -25,10 +25,12 @@ __all__ = [
     "logic_or",
     "logic_to_val",
     "null_val",
+    "pack",
     "str_val",
     "text_of",
     "to_num",
     "truth",
+    "unpack",
     "unsupported",
     "variant_val",
 ]
@@ -62,6 +64,25 @@ class Val:
     i: Column
     f: Column
     s: Column
+    #: precomputed numeric view (tag with ``bad``, long, double) for bound fields
+    numeric: tuple[Column, Column, Column] | None = None
+
+
+_SLOTS = ("tag", "i", "f", "s", "ntag", "ni", "nf")
+
+
+def pack(v: Val) -> Column:
+    """``v`` and its numeric view as one struct, to be computed once per row."""
+    n = to_num(v, bad_as_nan=False)
+    cols = (v.tag, v.i.cast("long"), v.f.cast("double"), v.s.cast("string"))
+    cols += (n.tag, n.i.cast("long"), n.f.cast("double"))
+    return F.struct(*[c.alias(name) for c, name in zip(cols, _SLOTS, strict=True)])
+
+
+def unpack(packed: Column, kinds: frozenset[str]) -> Val:
+    """The :class:`Val` stored by :func:`pack` (``packed`` is usually a lambda variable)."""
+    g = packed.getField
+    return Val(kinds, g("tag"), g("i"), g("f"), g("s"), (g("ntag"), g("ni"), g("nf")))
 
 
 def _none() -> Column:
@@ -165,9 +186,15 @@ def to_num(v: Val, bad_as_nan: bool) -> Val:
     """The numeric view (kinds within null/int/float, plus ``bad`` unless ``bad_as_nan``)."""
     if STR not in v.kinds:
         return v
-    conv = _str_number(v.s)
     nan = F.lit(float("nan"))
     kinds = (v.kinds - {STR}) | {INT, FLOAT} | (set() if bad_as_nan else {BAD})
+    if v.numeric is not None:
+        ntag, ni, nf = v.numeric
+        if bad_as_nan:
+            bad = ntag == F.lit(BAD)
+            ntag, nf = F.when(bad, F.lit(FLOAT)).otherwise(ntag), F.when(bad, nan).otherwise(nf)
+        return Val(frozenset(kinds), ntag, ni, nf, _none())
+    conv = _str_number(v.s)
     conv_tag = conv.tag
     if bad_as_nan:
         conv_tag = F.when(conv.tag == F.lit(BAD), F.lit(FLOAT)).otherwise(conv.tag)
@@ -241,7 +268,7 @@ def compare(op: str, a: Val, b: Val) -> Column:
 
 def _only(v: Val, kind: str) -> Val:
     """``v`` seen in a branch where its tag is known to be ``kind``."""
-    return Val(frozenset({kind}), F.lit(kind), v.i, v.f, v.s)
+    return Val(frozenset({kind}), F.lit(kind), v.i, v.f, v.s, v.numeric)
 
 
 def arith(op: str, a: Val, b: Val) -> Val:

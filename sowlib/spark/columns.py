@@ -35,6 +35,7 @@ from sowlib.expr.nodes import (
     Node,
     Not,
     Or,
+    walk,
 )
 from sowlib.expr.parser import parse
 from sowlib.paths import FieldPath
@@ -116,7 +117,22 @@ def to_column(
         if not isinstance(schema, T.StructType):
             raise ValueError(f"schema {schema!r} is not a struct type")
     compiler = _Compiler(text, json_column, struct_column, schema)
-    return F.coalesce(compiler.logic(node), F.lit(False))
+    paths = sorted({n.path.to_text(): n for n in walk(node) if isinstance(n, Field)}.items())
+    if not paths:
+        return F.coalesce(compiler.logic(node), F.lit(False))
+    # Each field is computed once into a struct bound to a lambda variable: the
+    # Column API has no sharing, and repeated field trees outgrow code generation.
+    packed = []
+    for slot, (path, field) in enumerate(paths):
+        val = compiler.field(field, field.path)
+        compiler.slots[path] = (f"f{slot}", val.kinds)
+        packed.append(V.pack(val).alias(f"f{slot}"))
+
+    def body(row: Column) -> Column:
+        compiler.row = row
+        return F.coalesce(compiler.logic(node), F.lit(False))
+
+    return F.element_at(F.transform(F.array(F.struct(*packed)), body), 1)
 
 
 @attrs.define
@@ -126,6 +142,8 @@ class _Compiler:
     struct_column: str | None
     schema: T.StructType | None
     _json_root: Column | None = None
+    slots: dict[str, tuple[str, frozenset[str]]] = attrs.Factory(dict)
+    row: Column | None = None
 
     def fail(self, construct: str, node: Node, hint: str = "") -> UnsupportedFilterError:
         return UnsupportedFilterError(construct, "spark", self.text, node.start, hint)
@@ -202,7 +220,10 @@ class _Compiler:
             case Literal(value):
                 return self._literal(node, value)
             case Field(path):
-                return self._field(node, path)
+                if self.row is None:
+                    return self.field(node, path)
+                slot, kinds = self.slots[path.to_text()]
+                return V.unpack(self.row.getField(slot), kinds)
             case Neg(operand):
                 return V.negate(self.value(operand))
             case Arith(op, left, right):
@@ -240,7 +261,8 @@ class _Compiler:
         s = F.lit(value)
         return attrs.evolve(V.str_val(s), kinds=frozenset({V.STR}), tag=F.lit(V.STR))
 
-    def _field(self, node: Node, path: FieldPath) -> V.Val:
+    def field(self, node: Node, path: FieldPath) -> V.Val:
+        """The value at ``path`` computed from the row (before binding)."""
         steps = path.steps
         if self.json_column is not None:
             if self._json_root is None:
@@ -262,12 +284,15 @@ class _Compiler:
 
     def _variant_path(self, node: Node, root: Column, path: FieldPath) -> Column:
         cur = root
-        for step in path.steps:
+        for n, step in enumerate(path.steps):
             if "'" in step.name or "\\" in step.name:
                 raise self.fail("field name", node, f"{step.name!r} in a variant path")
-            crosses = F.schema_of_variant(cur).startswith("ARRAY<")
             got = F.variant_get(cur, f"$['{step.name}']", "variant")
-            cur = F.when(crosses, V.unsupported("a path that crosses an array")).otherwise(got)
+            if n:
+                crosses = F.schema_of_variant(cur).startswith("ARRAY<")
+                cur = F.when(crosses, V.unsupported("a path that crosses an array")).otherwise(got)
+            else:
+                cur = got  # the root is the document itself
             if step.index is not None:
                 is_array = F.schema_of_variant(cur).startswith("ARRAY<")
                 item = F.variant_get(cur, f"$[{step.index}]", "variant")

@@ -247,26 +247,21 @@ def encode_record(
     """
     k, c, p = len(key), len(correlation_id), len(payload)
     n = RECORD_HEADER_SIZE + k + c + p
-    pad = -(n + CHECKSUM.size) % RECORD_ALIGN
-    body = (
-        RECORD_HEADER.pack(
-            RECORD_MARKER,
-            n + pad + CHECKSUM.size,
-            kind,
-            0,
-            0,
-            k,
-            c,
-            p,
-            seq,
-            timestamp_us,
-            expiration_us,
-        )
-        + key
-        + correlation_id
-        + payload
-        + _ZEROS[:pad]
+    pad = -n % RECORD_ALIGN  # the checksum is 8 bytes, so it keeps the alignment
+    head = RECORD_HEADER.pack(
+        RECORD_MARKER,
+        n + pad + CHECKSUM.size,
+        kind,
+        0,
+        0,
+        k,
+        c,
+        p,
+        seq,
+        timestamp_us,
+        expiration_us,
     )
+    body = b"".join((head, key, correlation_id, payload, _ZEROS[:pad]))
     return body + CHECKSUM.pack(_hash(body))
 
 

@@ -54,6 +54,7 @@ SLAB_HEADROOM = 64
 """A record may use at most ``slab_size - SLAB_HEADROOM`` bytes."""
 _PAGE = mmap.ALLOCATIONGRANULARITY
 _LEFTOVERS = (".compact.tmp", ".ckpt.tmp", ".create.tmp")
+_KIND_OF = {int(kind): kind for kind in RecordKind}
 _Fields = tuple[RecordKind, int, float, float, str, bytes, bytes]  # LogRecord minus offset
 
 
@@ -252,7 +253,7 @@ class AppendLog:
     def _frame(
         self, kind: int, key: str, payload: bytes, ts: float, exp: float, corr: bytes, seq: int
     ) -> tuple[bytes, _Fields]:
-        kind_member = KINDS[kind] if 0 < kind < len(KINDS) else None
+        kind_member = _KIND_OF.get(kind)
         if kind_member is None:
             raise UnsupportedOperationError("append", f"unknown record kind {kind!r}")
         ts_us, exp_us = round(ts * 1_000_000), round(exp * 1_000_000)
@@ -305,7 +306,9 @@ class AppendLog:
             RecordTooLargeError: the framed record exceeds ``slab_size - 64``.
             ReadOnlyError, StoreClosedError: not writable.
         """
-        mm = self._writable("append")
+        mm = self._mm
+        if mm is None or self.readonly:
+            mm = self._writable("append")
         if seq is None:
             seq = self.last_seq + 1
         elif seq <= self.last_seq:
@@ -313,7 +316,20 @@ class AppendLog:
                 "append", f"seq {seq} is not above the log's last seq {self.last_seq}"
             )
         data, fields = self._frame(kind, key, payload, timestamp, expiration, correlation_id, seq)
-        return make_record(self._write(mm, data, 0, 1, seq), *fields)
+        # _write inlined: one call less per append (measured ~10% of an append)
+        off, n = self._end, len(data)
+        if off + n > self._size:
+            mm = self._grow(off + n)
+        mm[off : off + n] = data
+        if self._dirty < 0:
+            self._dirty = off
+        self._end = self._last_off = off
+        self._end += n
+        self._records += 1
+        self.last_seq = seq
+        if self._sync:
+            self.flush()
+        return make_record(off, *fields)
 
     def append_many(
         self, items: Iterable[tuple[RecordKind, str, bytes, float, float, bytes]]

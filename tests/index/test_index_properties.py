@@ -26,11 +26,14 @@ value = scalar | st.lists(scalar, min_size=0, max_size=3)
 key_value = st.sampled_from([*range(12), "07", "7", "x", 2.5])
 
 
+_PRESENT = st.integers(0, 5)
+
+
 @st.composite
 def documents(draw: st.DrawFn) -> dict[str, Any]:
     doc: dict[str, Any] = {"id": draw(key_value)}
     for name in ("a", "b", "c"):
-        if draw(st.integers(0, 5)):
+        if draw(_PRESENT):
             doc[name] = draw(value)
     return doc
 
@@ -43,30 +46,39 @@ def _lit(v: Any) -> str:
     return repr(v)
 
 
+_FIELD = st.sampled_from(FIELDS)
+_LIT = st.sampled_from([_lit(v) for v in LITERALS])
+_LITS = st.lists(_LIT, min_size=1, max_size=3)
+_KIND = st.integers(0, 9)
+_OP = st.sampled_from(["<", "<=", ">", ">=", "!="])
+_PREFIX = st.sampled_from(PREFIXES)
+_PATTERN = st.sampled_from(PATTERNS)
+
+
 @st.composite
 def atoms(draw: st.DrawFn) -> str:
-    f = draw(st.sampled_from(FIELDS))
-    lit = st.sampled_from(LITERALS).map(_lit)
-    kind = draw(st.integers(0, 9))
+    f = draw(_FIELD)
+    lit = _LIT
+    kind = draw(_KIND)
     if kind == 0:
         return f"{f} = {draw(lit)}"
     if kind == 1:
-        return f"{f} IN ({', '.join(draw(st.lists(lit, min_size=1, max_size=3)))})"
+        return f"{f} IN ({', '.join(draw(_LITS))})"
     if kind == 2:
         return f"{f} BETWEEN {draw(lit)} AND {draw(lit)}"
     if kind == 3:
-        op = draw(st.sampled_from(["<", "<=", ">", ">=", "!="]))
+        op = draw(_OP)
         return f"{f} {op} {draw(lit)}"
     if kind == 4:
-        return f"{f} LIKE '^{draw(st.sampled_from(PREFIXES))}'"
+        return f"{f} LIKE '^{draw(_PREFIX)}'"
     if kind == 5:
-        return f"{f} BEGINS WITH ('{draw(st.sampled_from(PREFIXES))}')"
+        return f"{f} BEGINS WITH ('{draw(_PREFIX)}')"
     if kind == 6:
         return f"{draw(lit)} < {f}"
     if kind == 7:
         return f"{f} IS NULL"
     if kind == 8:
-        return f"{f} LIKE '{draw(st.sampled_from(PATTERNS))}'"
+        return f"{f} LIKE '{draw(_PATTERN)}'"
     return f"{f} = {draw(lit)}"
 
 
@@ -165,7 +177,7 @@ def test_indexed_query_equals_brute_force_scan(
     _check(ops, text, order, top, skip)
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(
     ops=operations,
     text=st.one_of(atoms(), st.tuples(atoms(), atoms()).map(" AND ".join)),

@@ -51,7 +51,7 @@ def orders() -> FakeSource:
         ("NOT (/price > 5)", "scan", None),
         ("/price > -1", "scan", None),  # a memo probe selecting everything is no better
         ("/sym LIKE 'S00'", "scan", None),  # not anchored: no prefix
-        ("/sym LIKE '^S0.'", "memo", "memo(/sym)"),  # prefix before the metacharacter
+        ("/sym LIKE '^S00.'", "memo", "memo(/sym)"),  # prefix before the metacharacter
     ],
 )
 def test_explain_pins_the_plan(orders: FakeSource, text: str, kind: str, index: str | None) -> None:

@@ -21,7 +21,7 @@ from sowlib.errors import (
     StoreLockedError,
     UnsupportedOperationError,
 )
-from sowlib.storage import FORMAT_VERSION, MAGIC, AppendLog, LogRecord, RecordKind
+from sowlib.storage import FORMAT_VERSION, MAGIC, AppendLog, FileSystem, LogRecord, RecordKind
 from sowlib.storage.format import (
     decode_header,
     decode_record,
@@ -56,7 +56,8 @@ def test_record_encoding_round_trips(
 
 def test_header_round_trips() -> None:
     data = encode_header(7, 1_700_000_000.25, 42, META)
-    assert len(data) % 8 == 0 and data.startswith(MAGIC)
+    assert len(data) % 8 == 0
+    assert data.startswith(MAGIC)
     header = decode_header(data, len(data))
     assert (header.generation, header.base_seq, header.meta) == (7, 42, META)
     assert header.created == 1_700_000_000.25
@@ -65,13 +66,13 @@ def test_header_round_trips() -> None:
 
 def test_append_returns_what_read_and_scan_return(new_log: Factory) -> None:
     log = new_log()
-    a = log.append(
-        RecordKind.PUT, "k1", b"v1", timestamp=1.5, expiration=9.25, correlation_id=b"c"
-    )
+    a = log.append(RecordKind.PUT, "k1", b"v1", timestamp=1.5, expiration=9.25, correlation_id=b"c")
     b = log.append(RecordKind.DELETE, "k1", b"", timestamp=2.0)
     assert (a.seq, b.seq, log.last_seq) == (1, 2, 2)
-    assert a.offset == log.header_len and b.offset > a.offset
-    assert log.read(a.offset) == a and log.read(b.offset) == b
+    assert a.offset == log.header_len
+    assert b.offset > a.offset
+    assert log.read(a.offset) == a
+    assert log.read(b.offset) == b
     assert log.read_payload(a.offset) == b"v1"
     assert list(log.scan()) == [a, b]
     assert list(log.scan(start=b.offset)) == [b]
@@ -90,13 +91,16 @@ def test_times_are_stored_to_the_microsecond(new_log: Factory) -> None:
 def test_log_grows_by_slabs_and_survives_reopen(new_log: Factory, log_path: Path) -> None:
     log = new_log()
     written = [put(log, f"k{i}", bytes([i % 256]) * (i % 500)) for i in range(200)]
-    assert log.file_size % SLAB == 0 and log.file_size > SLAB
+    assert log.file_size % SLAB == 0
+    assert log.file_size > SLAB
     assert os.path.getsize(log_path) == log.file_size
     log.close()
     again = new_log()
     assert list(again.scan()) == written
-    assert again.last_seq == 200 and again.report.records == 200
-    assert again.report.truncated_bytes == 0 and not again.report.from_checkpoint
+    assert again.last_seq == 200
+    assert again.report.records == 200
+    assert again.report.truncated_bytes == 0
+    assert not again.report.from_checkpoint
     again.check()
 
 
@@ -124,9 +128,14 @@ def test_record_larger_than_a_slab_is_refused(new_log: Factory) -> None:
     with pytest.raises(RecordTooLargeError) as info:
         put(log, "big", b"x" * SLAB)
     assert info.value.limit == SLAB - 64
+    batch = [
+        (RecordKind.PUT, "ok", b"", 0.0, 0.0, b""),
+        (RecordKind.PUT, "big", b"x" * SLAB, 0.0, 0.0, b""),
+    ]
     with pytest.raises(RecordTooLargeError):
-        log.append_many([(RecordKind.PUT, "ok", b"", 0.0, 0.0, b""), (1, "big", b"x" * SLAB, 0.0, 0.0, b"")])  # type: ignore[list-item]
-    assert log.record_count == 0 and log.last_seq == 0
+        log.append_many(batch)
+    assert log.record_count == 0
+    assert log.last_seq == 0
     put(log, "fits", b"x" * (SLAB - 64 - 64))
 
 
@@ -152,7 +161,8 @@ def test_missing_file_without_meta(log_path: Path) -> None:
 def test_existing_meta_wins(new_log: Factory, log_path: Path) -> None:
     new_log().close()
     log = AppendLog(log_path, meta=b"other")
-    assert log.meta == META and log.generation == 0
+    assert log.meta == META
+    assert log.generation == 0
     log.close()
 
 
@@ -269,7 +279,8 @@ def test_checkpoint_is_used_once_by_the_writer(new_log: Factory, log_path: Path)
     assert reader.report.from_checkpoint
     reader.close()
     again = new_log()
-    assert again.report.from_checkpoint and again.report.records == 5
+    assert again.report.from_checkpoint
+    assert again.report.records == 5
     assert again.load_checkpoint() == (b"STATE", log.end_offset)
     assert not Path(str(log_path) + ".ckpt").exists()
     tail = put(again, "after", b"x")
@@ -278,8 +289,10 @@ def test_checkpoint_is_used_once_by_the_writer(new_log: Factory, log_path: Path)
     again.check()
     again.close()  # no checkpoint this time: the next open scans everything
     third = new_log()
-    assert not third.report.from_checkpoint and third.load_checkpoint() is None
-    assert third.report.records == 6 and third.last_seq == 6
+    assert not third.report.from_checkpoint
+    assert third.load_checkpoint() is None
+    assert third.report.records == 6
+    assert third.last_seq == 6
 
 
 def test_checkpoint_of_an_empty_log(new_log: Factory) -> None:
@@ -298,7 +311,8 @@ def test_foreign_or_damaged_checkpoint_is_ignored(new_log: Factory, log_path: Pa
     data[-12] ^= 1
     ckpt.write_bytes(bytes(data))
     again = new_log()
-    assert again.load_checkpoint() is None and not again.report.from_checkpoint
+    assert again.load_checkpoint() is None
+    assert not again.report.from_checkpoint
     assert replay(again.scan()) == {"k": b"v"}
 
 
@@ -318,16 +332,19 @@ def test_compaction_keeps_seqs_and_never_reuses_them(new_log: Factory) -> None:
     c = log.append(RecordKind.DELETE, "b", b"", timestamp=3.0)
     mapping = log.compact(lambda rec: rec.key == "a", meta=b"new meta")
     assert mapping == {a.offset: log.header_len}
-    assert log.generation == 1 and log.meta == b"new meta"
+    assert log.generation == 1
+    assert log.meta == b"new meta"
     assert [(r.key, r.seq) for r in log.scan()] == [("a", 1)]
     assert log.last_seq == c.seq
     assert put(log, "d", b"4").seq == c.seq + 1
     log.check()
     log.close()
     again = new_log()
-    assert again.generation == 1 and again.last_seq == c.seq + 1
+    assert again.generation == 1
+    assert again.last_seq == c.seq + 1
     again.compact(lambda rec: False)
-    assert again.record_count == 0 and again.last_seq == c.seq + 1
+    assert again.record_count == 0
+    assert again.last_seq == c.seq + 1
     again.close()
     assert new_log().last_seq == c.seq + 1
 
@@ -345,8 +362,6 @@ def test_compaction_stops_a_suspended_scan(new_log: Factory) -> None:
 
 def test_sync_mode_flushes_every_append(log_path: Path) -> None:
     calls: list[str] = []
-
-    from sowlib.storage import FileSystem
 
     class Counting(FileSystem):
         def fsync(self, fd: int) -> None:

@@ -63,12 +63,14 @@ def test_torn_tail_is_truncated_on_open_at_every_cut(tmp_path: Path) -> None:
         _damage(path, last.offset + cut, bytes(length - cut))  # the bytes never written
         before = path.read_bytes()
         reader = AppendLog(path, readonly=True)  # a reader sees the prefix, changes nothing
-        assert replay(reader.scan()) == expected and reader.end_offset == last.offset
+        assert replay(reader.scan()) == expected
+        assert reader.end_offset == last.offset
         reader.close()
         assert path.read_bytes() == before
         log = open_log(path)
         assert replay(log.scan()) == expected
-        assert log.end_offset == last.offset and log.last_seq == last.seq - 1
+        assert log.end_offset == last.offset
+        assert log.last_seq == last.seq - 1
         assert 0 < log.report.truncated_bytes <= cut if cut else log.report.truncated_bytes == 0
         log.check()
         new = put(log, "after", b"survives")
@@ -216,8 +218,9 @@ COMPACTOR = textwrap.dedent(
 def test_crash_between_compaction_steps(tmp_path: Path, step: str, compacted: bool) -> None:
     path = tmp_path / "t.log"
     recs = _fill(path, 40)
-    proc = _python(COMPACTOR, str(path), step)
-    assert proc.wait() == 3
+    proc = _python(COMPACTOR, str(path), step, stderr=subprocess.PIPE)
+    _, err = proc.communicate()
+    assert proc.returncode == 3, err
     expected = [r for r in recs if r.seq % 2 == 1] if compacted else recs
     log = open_log(path)
     assert [(r.key, r.seq, r.payload) for r in log.scan()] == [
@@ -265,7 +268,8 @@ def test_failed_compaction_leaves_the_log_unchanged(tmp_path: Path, step: str) -
     with pytest.raises(OSError, match="injected"):
         log.compact(lambda rec: False)
     fs.step = ""
-    assert list(log.scan()) == recs and log.generation == 0
+    assert list(log.scan()) == recs
+    assert log.generation == 0
     assert not Path(str(path) + ".compact.tmp").exists()
     log.check()
     put(log, "more", b"x")
@@ -281,7 +285,8 @@ def test_compaction_failing_after_the_rename_switches_files(tmp_path: Path) -> N
     with pytest.raises(OSError, match="injected"):
         log.compact(lambda rec: rec.key == "key0")
     fs.step = ""
-    assert log.generation == 1 and [r.key for r in log.scan()] == ["key0"]
+    assert log.generation == 1
+    assert [r.key for r in log.scan()] == ["key0"]
     log.check()
     put(log, "more", b"x")
     log.close()
@@ -313,9 +318,7 @@ def test_leftover_temp_files_are_removed_by_the_writer(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.log"]
 
 
-@pytest.mark.parametrize(
-    "kind", [RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE]
-)
+@pytest.mark.parametrize("kind", [RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE])
 def test_every_kind_survives_reopen(tmp_path: Path, kind: RecordKind) -> None:
     path = tmp_path / "t.log"
     log = open_log(path)

@@ -53,7 +53,8 @@ def test_second_writer_in_another_process_gets_its_pid(tmp_path: Path) -> None:
         text=True,
         env=env,
     ) as proc:
-        assert proc.stdout is not None and proc.stdin is not None
+        assert proc.stdout is not None
+        assert proc.stdin is not None
         assert proc.stdout.readline().strip() == "locked"
         with pytest.raises(StoreLockedError) as info:
             WriterLock(tmp_path)

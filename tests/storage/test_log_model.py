@@ -107,7 +107,8 @@ class LogVsDict(RuleBasedStateMachine):
         self.log.close(checkpoint=blob)
         self.log = open_log(self.path)
         loaded = self.log.load_checkpoint()
-        assert loaded is not None and loaded[0] == blob
+        assert loaded is not None
+        assert loaded[0] == blob
         assert self.log.report.from_checkpoint
 
     @invariant()

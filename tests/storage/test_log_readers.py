@@ -23,7 +23,8 @@ def test_refresh_returns_exactly_the_new_records(new_log: Factory) -> None:
     got = reader.refresh()
     assert got == batch
     assert reader.refresh() == []
-    assert reader.last_seq == writer.last_seq and reader.end_offset == writer.end_offset
+    assert reader.last_seq == writer.last_seq
+    assert reader.end_offset == writer.end_offset
     assert list(reader.scan()) == first + batch
     reader.check()
     assert writer.refresh() == []  # a writer sees its own appends
@@ -43,7 +44,8 @@ def test_refresh_never_returns_a_partial_record(new_log: Factory, log_path: Path
         fh.seek(end)
         fh.write(record)
     got = reader.refresh()
-    assert got is not None and [r.key for r in got] == ["b"]
+    assert got is not None
+    assert [r.key for r in got] == ["b"]
 
 
 def test_refresh_reports_compaction_and_a_reopen_agrees(new_log: Factory) -> None:
@@ -74,7 +76,8 @@ def test_readonly_open_does_not_modify_a_torn_file(new_log: Factory, log_path: P
         fh.write(b"\xd3\x0f\x5a\xa5\x40")
     before = log_path.read_bytes()
     reader = new_log(readonly=True)
-    assert reader.end_offset == end and reader.report.truncated_bytes == 0
+    assert reader.end_offset == end
+    assert reader.report.truncated_bytes == 0
     reader.check()
     reader.close()
     assert log_path.read_bytes() == before

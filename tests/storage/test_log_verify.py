@@ -17,7 +17,9 @@ def test_clean_file_verifies(tmp_path: Path) -> None:
     path = tmp_path / "t.log"
     recs = _fill(path)
     report = verify(path)
-    assert report.ok and not report.repaired and report.backup_path is None
+    assert report.ok
+    assert not report.repaired
+    assert report.backup_path is None
     assert (report.records, report.last_seq, report.corrupt_offsets) == (len(recs), 6, ())
     assert report.torn_tail_bytes == 0
 
@@ -29,8 +31,10 @@ def test_torn_tail_is_reported_but_ok(tmp_path: Path) -> None:
         end = log.end_offset
     _flip(path, end - 1)
     report = verify(path, repair=True)
-    assert report.ok and not report.repaired
-    assert report.records == len(recs) - 1 and report.torn_tail_bytes > 0
+    assert report.ok
+    assert not report.repaired
+    assert report.records == len(recs) - 1
+    assert report.torn_tail_bytes > 0
 
 
 def test_repair_salvages_every_intact_record(tmp_path: Path) -> None:
@@ -40,19 +44,23 @@ def test_repair_salvages_every_intact_record(tmp_path: Path) -> None:
     _flip(path, recs[7].offset + 60)
     original = path.read_bytes()
     report = verify(path)
-    assert not report.ok and report.corrupt_offsets == (recs[3].offset, recs[7].offset)
-    assert report.records == 8 and path.read_bytes() == original
+    assert not report.ok
+    assert report.corrupt_offsets == (recs[3].offset, recs[7].offset)
+    assert report.records == 8
+    assert path.read_bytes() == original
     with pytest.raises(CorruptRecordError):
         AppendLog(path)
     repaired = verify(path, repair=True)
-    assert repaired.repaired and repaired.backup_path == str(path) + ".corrupt"
+    assert repaired.repaired
+    assert repaired.backup_path == str(path) + ".corrupt"
     assert Path(repaired.backup_path).read_bytes() == original
     log = open_log(path)
     kept = [r for i, r in enumerate(recs) if i not in (3, 7)]
     assert [(r.key, r.seq, r.payload) for r in log.scan()] == [
         (r.key, r.seq, r.payload) for r in kept
     ]
-    assert log.generation == 1 and log.last_seq == 10
+    assert log.generation == 1
+    assert log.last_seq == 10
     log.check()
     assert put(log, "after", b"repair").seq == 11
     log.close()
