@@ -31,6 +31,7 @@ __all__ = [
     "StorageError",
     "StoreClosedError",
     "StoreLockedError",
+    "StoreNotFoundError",
     "TopicExistsError",
     "UnknownFunctionError",
     "UnknownTopicError",
@@ -358,6 +359,16 @@ class StoreClosedError(StorageError):
 
     def message(self) -> str:
         return f"{self.what} is closed"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class StoreNotFoundError(StorageError, FileNotFoundError):
+    """A read-only open of a store directory that does not exist."""
+
+    path: str
+
+    def message(self) -> str:
+        return f"no sowlib store at {self.path}; a writer creates it with SowStore(path)"
 
 
 @attrs.define(auto_exc=True, eq=False)

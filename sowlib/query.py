@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -409,13 +409,36 @@ _Pair = tuple[str, Any]
 _WALK_RATIO = 8
 
 
-def _matching(source: QuerySource, flt: QueryFilter | None, keys: Iterable[str]) -> Iterator[_Pair]:
-    """(key, doc) for every key in ``keys`` whose document matches ``flt``."""
+def _matching(
+    source: QuerySource,
+    flt: QueryFilter | None,
+    keys: Iterable[str],
+    unsure: Collection[str] | None = None,
+) -> Iterator[_Pair]:
+    """(key, doc) for every key in ``keys`` whose document matches ``flt``.
+
+    With ``unsure`` (an exact plan) only those keys are tested and the others
+    pass untouched, their doc left as None for the caller to fetch if needed.
+    """
     doc_of = source.doc
     if flt is None:
         for key in keys:
-            yield key, doc_of(key)
-    elif flt.uses_context:
+            yield key, None
+        return
+    if unsure is not None:
+        if not unsure:
+            for key in keys:
+                yield key, None
+            return
+        for key in keys:
+            if key not in unsure:
+                yield key, None
+            else:
+                doc = doc_of(key)
+                if flt.matches(doc, source.context(key) if flt.uses_context else None):
+                    yield key, doc
+        return
+    if flt.uses_context:
         for key in keys:
             doc = doc_of(key)
             if flt.matches(doc, source.context(key)):
@@ -426,6 +449,12 @@ def _matching(source: QuerySource, flt: QueryFilter | None, keys: Iterable[str])
             doc = doc_of(key)
             if matches(doc):
                 yield key, doc
+
+
+def _candidates(source: QuerySource, flt: QueryFilter | None, found: Plan) -> Iterator[_Pair]:
+    cands = found.candidates()
+    keys = source.keys() if cands is None else cands
+    return _matching(source, flt, keys, found.unsure() if found.exact else None)
 
 
 def _walk(
@@ -484,19 +513,21 @@ def run_query(
         return ResultSet()
     pairs: list[_Pair]
     if order is None and not skip:
-        cands = found.candidates()
-        matched = _matching(source, flt, source.keys() if cands is None else cands)
+        matched = _candidates(source, flt, found)
         pairs = list(matched) if top is None else list(itertools.islice(matched, top))
     else:
+        doc_of = source.doc
 
         def sort_key(pair: _Pair) -> Any:
-            return pair[0] if order is None else order.sort_key(pair[1], pair[0])
+            if order is None:
+                return pair[0]
+            doc = pair[1] if pair[1] is not None else doc_of(pair[0])
+            return order.sort_key(doc, pair[0])
 
         need = None if top is None else skip + top
         walked = None if need is None or order is None else _walk(source, flt, found, order, need)
         if walked is None:
-            cands = found.candidates()
-            walked = list(_matching(source, flt, source.keys() if cands is None else cands))
+            walked = list(_candidates(source, flt, found))
         if need is None:
             pairs = sorted(walked, key=sort_key)[skip:]
         else:

@@ -23,6 +23,7 @@ from sowlib.errors import (
     FormatVersionError,
     ReadOnlyError,
     StoreClosedError,
+    StoreNotFoundError,
     TopicExistsError,
     UnknownTopicError,
     UnsupportedOperationError,
@@ -31,6 +32,7 @@ from sowlib.expr import Filter
 from sowlib.keys import describe_generator, load_key_generator
 from sowlib.query import Record
 from sowlib.storage import AppendLog, WriterLock
+from sowlib.storage.recovery import read_header
 from sowlib.storage.memory import MemoryLog
 from sowlib.topic import Topic
 
@@ -117,7 +119,7 @@ class SowStore:
             return
         if readonly:
             if not os.path.isdir(self.path):
-                raise FileNotFoundError(self.path)
+                raise StoreNotFoundError(self.path)
         else:
             os.makedirs(self.path, exist_ok=True)
             self._writer_lock = WriterLock(self.path)
@@ -139,15 +141,19 @@ class SowStore:
                         self._open_file(full)
 
     def _open_file(self, full: str) -> Topic:
-        log = AppendLog(full, readonly=self.readonly, fs=self._fs)
+        # Read the config first: opening a writer consumes the checkpoint, so the
+        # log must be opened once, with the topic's own sync and slab settings.
         try:
-            config = TopicConfig.from_dict(json.loads(log.meta))
+            config = TopicConfig.from_dict(json.loads(read_header(full).meta))
         except (ValueError, TypeError) as exc:
-            log.close()
             raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from exc
-        if config.durability == "sync" and not self.readonly:
-            log.close()
-            log = AppendLog(full, readonly=False, sync=True, fs=self._fs)
+        log = AppendLog(
+            full,
+            readonly=self.readonly,
+            sync=config.durability == "sync" and not self.readonly,
+            slab_size=config.slab_size,
+            fs=self._fs,
+        )
         generator = self._generator_from_options(config)
         topic = Topic(
             config, log, clock=self.clock, readonly=self.readonly, key_generator=generator

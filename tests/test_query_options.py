@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from sowlib.errors import QueryOptionError
-from sowlib.query import OrderBy, OrderKey, QueryOptions, Record, ResultSet, SelectList
 from sowlib.paths import parse_path
+from sowlib.query import OrderBy, OrderKey, QueryOptions, Record, ResultSet, SelectList
 
 
 @pytest.mark.parametrize(
@@ -28,7 +28,9 @@ def test_order_by_parses_the_grammar(text: str, want: list[tuple[str, bool, bool
     assert got == tuple(OrderKey(parse_path(p), d, t) for p, d, t in want)
 
 
-@pytest.mark.parametrize("text", ["", "  ", "/a SIDEWAYS", "/a,", "a", "/a ASC DESC", ",/a", "/a//b"])
+@pytest.mark.parametrize(
+    "text", ["", "  ", "/a SIDEWAYS", "/a,", "a", "/a ASC DESC", ",/a", "/a//b"]
+)
 def test_bad_order_by_raises_query_option_error(text: str) -> None:
     with pytest.raises(QueryOptionError) as info:
         OrderBy.parse(text)

@@ -113,13 +113,13 @@ def compare_region(op: str, value: Any) -> Region | None:
         if value != value or abs(value) >= EXACT_LIMIT or abs(value) == float("inf"):
             return None
         # A non-numeric string is greater than every number (row 5).
-        return Region(nums=_bound(op, value), words=op in (">", ">="))
+        return Region(nums=_bound(op, value), words=op in (">", ">="), by_value=True)
     num = to_number(value)
     if num is None:
         # Numbers never equal a non-numeric string and are always below it.
         nums = ALL if op in ("<", "<=") else None
     elif num != num or abs(num) >= EXACT_LIMIT:
-        nums = ALL
+        return Region(nums=ALL, texts=_bound(op, value), exact=False)
     else:
         nums = _bound(op, num)
     return Region(nums=nums, texts=_bound(op, value))
@@ -143,8 +143,9 @@ def like_prefix(pattern: str) -> str:
 
 
 def _prefix_region(prefix: str) -> Region:
-    nums = ALL if prefix[0] in _NUMBER_START else None
-    return Region(nums=nums, texts=Interval(prefix=prefix))
+    if prefix[0] in _NUMBER_START:
+        return Region(nums=ALL, texts=Interval(prefix=prefix), exact=False)
+    return Region(texts=Interval(prefix=prefix))
 
 
 def regions(node: Node) -> tuple[FieldPath, list[Region], bool] | None:

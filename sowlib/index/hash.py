@@ -40,6 +40,11 @@ class HashIndex:
     _loose: set[str] = attrs.field(factory=set, init=False)
 
     @property
+    def loose(self) -> set[str]:
+        """Keys every lookup returns because their values have no exact text."""
+        return self._loose
+
+    @property
     def name(self) -> str:
         """``hash(/a,/b)``."""
         return "hash(" + ",".join(f.to_text() for f in self.fields) + ")"

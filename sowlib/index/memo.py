@@ -8,6 +8,8 @@ mixed-type order for ``top_n`` + ``order_by``. Imports only ``paths`` and
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,16 +71,20 @@ ALL = Interval()
 class Region:
     """Where in a memo index the values that may satisfy a test live.
 
-    ``nums`` covers numbers and numeric strings by numeric value, ``texts``
+    ``nums`` covers true numbers (and, with ``by_value``, numeric strings by
+    their value: they compare numerically with a number literal), ``texts``
     covers every string by its bytes, ``words`` adds every non-numeric string
     (they compare above all numbers, spec §2.4 row 5). ``multi`` adds records
-    holding several values, needed when two tests were intersected.
+    holding several values, needed when two tests were intersected. ``exact``
+    means every non-loose value found satisfies the test itself.
     """
 
     nums: Interval | None = None
     texts: Interval | None = None
     words: bool = False
     multi: bool = False
+    by_value: bool = False
+    exact: bool = True
 
     def intersect(self, other: Region, multi: bool = True) -> Region:
         """A region covering values that satisfy both tests.
@@ -97,7 +103,10 @@ class Region:
             # bound numerically, so with one text side keep all of that side
             # (it also covers the non-numeric strings a ``words`` side allows).
             texts = self.texts if self.texts is not None else other.texts
-        return Region(nums, texts, words, multi or self.multi or other.multi)
+        multi = multi or self.multi or other.multi
+        same_kind = self.by_value == other.by_value
+        exact = self.exact and other.exact and same_kind and not multi
+        return Region(nums, texts, words, multi, self.by_value or other.by_value, exact)
 
 
 def _irange(sd: SortedDict, iv: Interval) -> Iterator[Any]:
@@ -144,13 +153,16 @@ class MemoIndex:
     """
 
     field: FieldPath = attrs.field(converter=as_path)
+    # One sorted dict per kind of value: true numbers (booleans as 1/0),
+    # non-numeric strings, numeric strings by text and numeric strings by value.
     _nums: SortedDict = attrs.field(factory=SortedDict, init=False)
     _words: SortedDict = attrs.field(factory=SortedDict, init=False)
     _numstrs: SortedDict = attrs.field(factory=SortedDict, init=False)
+    _numvals: SortedDict = attrs.field(factory=SortedDict, init=False)
     _null: set[str] = attrs.field(factory=set, init=False)
     _loose: set[str] = attrs.field(factory=set, init=False)
     _arrays: set[str] = attrs.field(factory=set, init=False)
-    _entries: list[int] = attrs.field(factory=lambda: [0, 0, 0], init=False)
+    _entries: list[int] = attrs.field(factory=lambda: [0, 0, 0, 0], init=False)
 
     @property
     def name(self) -> str:
@@ -162,23 +174,24 @@ class MemoIndex:
         """The one indexed field, as a tuple (the :class:`Index` protocol)."""
         return (self.field,)
 
+    @property
+    def loose(self) -> set[str]:
+        """Keys whose value no sorted dict can place (NaN, objects, nested arrays)."""
+        return self._loose
+
     # -- maintenance ---------------------------------------------------------
 
-    def _places(self, value: Any) -> Iterator[tuple[int, Any]]:
-        """(dict number, key) pairs for one scalar: 0 nums, 1 words, 2 numstrs, -1 loose."""
+    @staticmethod
+    def _places(value: Any) -> list[tuple[int, Any]]:
+        """(dict number, key) pairs for one scalar; dict -1 is the loose set."""
         if value is True or value is False:
-            yield 0, int(value)
-        elif isinstance(value, int | float):
-            yield (-1, None) if value != value else (0, value)
-        elif isinstance(value, str):
+            return [(0, int(value))]
+        if isinstance(value, int | float):
+            return [(-1, None)] if value != value else [(0, value)]
+        if isinstance(value, str):
             num = to_number(value)
-            if num is None:
-                yield 1, value
-            else:
-                yield 2, value
-                yield (-1, None) if num != num else (0, num)
-        else:
-            yield -1, None
+            return [(1, value)] if num is None else [(2, value), (3, num)]
+        return [(-1, None)]
 
     def _update(self, key: str, doc: Any, adding: bool) -> None:
         value = self.field.resolve(doc)
@@ -190,7 +203,7 @@ class MemoIndex:
             items = [v for v in value if not is_null_scalar(v)]
         else:
             items = [value]
-        dicts = (self._nums, self._words, self._numstrs)
+        dicts = (self._nums, self._words, self._numstrs, self._numvals)
         for item in items:
             for which, place in self._places(item):
                 if which < 0:
@@ -221,40 +234,44 @@ class MemoIndex:
 
     def clear(self) -> None:
         """Forget every entry."""
-        for sd in (self._nums, self._words, self._numstrs):
+        for sd in (self._nums, self._words, self._numstrs, self._numvals):
             sd.clear()
         for s in (self._null, self._loose, self._arrays):
             s.clear()
-        self._entries[:] = [0, 0, 0]
+        self._entries[:] = [0, 0, 0, 0]
 
     # -- queries -------------------------------------------------------------
 
-    def _always(self, region: Region) -> set[str]:
-        return self._loose | self._arrays if region.multi else set(self._loose)
+    def _parts(self, region: Region) -> list[tuple[SortedDict, Interval, int]]:
+        parts = []
+        if region.nums is not None:
+            parts.append((self._nums, region.nums, 0))
+            if region.by_value:
+                parts.append((self._numvals, region.nums, 3))
+        if region.texts is not None:
+            parts += [(self._words, region.texts, 1), (self._numstrs, region.texts, 2)]
+        return parts
 
     def estimate(self, region: Region) -> int:
         """Approximate candidate count for ``region`` (distinct values x mean fan-out); O(log n)."""
         total = len(self._loose) + (len(self._arrays) if region.multi else 0)
-        parts = [(self._nums, region.nums, 0)]
-        if region.texts is not None:
-            parts += [(self._words, region.texts, 1), (self._numstrs, region.texts, 2)]
-        for sd, iv, which in parts:
-            if iv is not None and len(sd):
+        for sd, iv, which in self._parts(region):
+            if len(sd):
                 total += _count(sd, iv) * self._entries[which] // len(sd) + 1
         if region.words and region.texts is None:
             total += self._entries[1]
         return total
 
     def candidates(self, region: Region) -> set[str]:
-        """Keys that may satisfy the test ``region`` stands for; O(log n + k)."""
-        out = self._always(region)
-        if region.nums is not None:
-            for k in _irange(self._nums, region.nums):
-                out |= self._nums[k]
-        if region.texts is not None:
-            for sd in (self._words, self._numstrs):
-                for k in _irange(sd, region.texts):
-                    out |= sd[k]
+        """Keys that may satisfy the test ``region`` stands for; O(log n + k).
+
+        Includes the :attr:`loose` keys (and, for ``multi`` regions, every
+        record holding an array).
+        """
+        out = self._loose | self._arrays if region.multi else set(self._loose)
+        for sd, iv, _ in self._parts(region):
+            for k in _irange(sd, iv):
+                out |= sd[k]
         if region.words and region.texts is None:
             for bucket in self._words.values():
                 out |= bucket
@@ -263,6 +280,22 @@ class MemoIndex:
     def orderable(self) -> bool:
         """True when every record holds one scalar, so :meth:`groups` is a total order."""
         return not self._loose and not self._arrays
+
+    def _numeric_groups(self, descending: bool) -> Iterator[set[str]]:
+        """Key sets per numeric value, true numbers and numeric strings merged."""
+        a, b = self._nums, self._numvals
+        if not b:  # the usual case: no numeric strings, no merge needed
+            if descending:
+                for k in reversed(a):
+                    yield a[k]
+            else:
+                yield from a.values()
+            return
+        keys = (
+            heapq.merge(reversed(a), reversed(b), reverse=True) if descending else heapq.merge(a, b)
+        )
+        for value, _ in itertools.groupby(keys):
+            yield (a.get(value) or set()) | (b.get(value) or set())
 
     def groups(self, descending: bool = False) -> Iterator[set[str]]:
         """Key sets of equal sort value in mixed-type order (spec §13.3 [R]).
@@ -276,14 +309,13 @@ class MemoIndex:
                 yield self._null
             for k in reversed(self._words):
                 yield self._words[k]
-            for k in reversed(self._nums):
-                yield self._nums[k]
+            yield from self._numeric_groups(True)
         else:
-            yield from self._nums.values()
+            yield from self._numeric_groups(False)
             yield from self._words.values()
             if self._null:
                 yield self._null
 
     def __len__(self) -> int:
         """Number of distinct non-NULL scalar values indexed."""
-        return len(self._nums) + len(self._words)
+        return len(self._nums) + len(self._words) + len(self._numstrs)

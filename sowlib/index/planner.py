@@ -65,10 +65,25 @@ class Plan:
     _fetch: Callable[[], Collection[str]] | None = attrs.field(
         default=None, eq=False, repr=False, alias="fetch"
     )
+    #: When set, every candidate outside ``unsure()`` is known to match: the
+    #: filter is one index-answerable clause and the index compared by the
+    #: rules of spec §2.4 (the caller may skip evaluating it).
+    _unsure: Callable[[], Collection[str]] | None = attrs.field(
+        default=None, eq=False, repr=False, alias="unsure"
+    )
+
+    @property
+    def exact(self) -> bool:
+        """True when candidates outside :meth:`unsure` need no filter evaluation."""
+        return self._unsure is not None
 
     def candidates(self) -> Collection[str] | None:
         """The live keys to test, or None for "every record" (a scan)."""
         return None if self._fetch is None else self._fetch()
+
+    def unsure(self) -> Collection[str]:
+        """For an :attr:`exact` plan, the candidates the filter must still check."""
+        return () if self._unsure is None else self._unsure()
 
     def describe(self) -> str:
         """One readable line, e.g. ``hash hash(/region) [/region = 'EU'] ~12 candidates``."""
@@ -178,12 +193,18 @@ def _hash_plan(
     detail = " AND ".join(_eq_text(f, eqs[f]) for f in index.fields)
     if len(conj) > len(index.fields):
         detail += " + residual filter"
+    # Exactly one equality/IN per indexed field and nothing else: the tagged
+    # lookup returns precisely the matches, bar the verify-always records.
+    exact = len(conj) == len(index.fields) and {
+        eq[0] for c in conj if (eq := equality(c)) is not None
+    } == set(index.fields)
     return Plan(
         "hash_in_first" if in_first else "hash",
         index.name,
         est,
         detail,
         fetch=lambda: index.lookup_probes(probes),
+        unsure=(lambda: index.loose) if exact else None,
     )
 
 
@@ -241,7 +262,16 @@ def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
         return keys
 
     names = "+".join(p.memo.name for p in use)
-    return Plan("memo", names, best.estimate, "", fetch=fetch)
+    exact = len(conj) == 1 and len(use) == 1 and all(r.exact for r in best.regions)
+    memo = best.memo
+    return Plan(
+        "memo",
+        names,
+        best.estimate,
+        "",
+        fetch=fetch,
+        unsure=(lambda: memo.loose) if exact else None,
+    )
 
 
 def plan(

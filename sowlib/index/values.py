@@ -76,31 +76,36 @@ def number_text(value: int | float) -> str | None:
     return canonical_text(value)
 
 
+# Hash keys carry a one-letter tag so a lookup returns exactly the values equal
+# to the literal: "s" a string's own text, "n" a number's canonical text, "m" a
+# numeric string's number (it equals number literals, not string literals).
+
+
 def _scalar_texts(value: Any) -> list[str]:
-    """Text keys one scalar is filed under; raises :class:`Loose`."""
+    """Tagged text keys one stored scalar is filed under; raises :class:`Loose`."""
     if value is True or value is False:
-        return ["1" if value else "0"]
+        return ["n1" if value else "n0"]
     if isinstance(value, int | float):
         text = number_text(value)
         if text is None:
             raise Loose
-        return [text]
+        return ["n" + text]
     if isinstance(value, str):
         num = to_number(value)
         if num is None:
-            return [value]
+            return ["s" + value]
         text = number_text(num)
         if text is None:
             raise Loose
-        return [value] if text == value else [value, text]
+        return ["s" + value, "m" + text]
     raise Loose
 
 
 def hash_texts(value: Any) -> list[str]:
-    """Every text key a stored field value is filed under in a hash index.
+    """Every tagged text key a stored field value is filed under in a hash index.
 
-    A string that converts to a number is filed under its own text *and* the
-    canonical text of the number, so ``"05"`` is found by the literal ``5``.
+    A string that converts to a number is filed under its own text *and* its
+    number, so ``"05"`` is found by the literal ``5`` (spec §2.4 row 4).
     Array values are filed under every element (comparisons are array-aware).
 
     Returns:
@@ -123,14 +128,25 @@ def hash_texts(value: Any) -> list[str]:
 
 
 def literal_texts(value: Any) -> list[str] | None:
-    """Text keys a lookup for ``field = value`` must try, or None if it cannot be looked up.
+    """Tagged keys whose values equal ``field = value`` exactly, or None if no lookup can.
 
-    A string literal that converts to a number also tries the number's canonical
-    text (``'05'`` finds a stored ``5``); NULL tries nothing.
+    A number finds numbers and numeric strings of equal value; a string finds
+    strings with the same bytes and, when it converts, numbers of its value;
+    NULL finds nothing.
+
+    Example:
+        >>> literal_texts(5), literal_texts("05"), literal_texts("x")
+        (['n5', 'm5'], ['s05', 'n5'], ['sx'])
     """
     if is_null_scalar(value):
         return []
-    try:
-        return _scalar_texts(value)
-    except Loose:
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
         return None
+    if isinstance(value, int | float):
+        text = number_text(value)
+        return None if text is None else ["n" + text, "m" + text]
+    num = to_number(value)
+    if num is None:
+        return ["s" + value]
+    text = number_text(num)
+    return None if text is None else ["s" + value, "n" + text]

@@ -32,7 +32,9 @@ __all__ = [
     "truth",
     "unpack",
     "unsupported",
-    "variant_val",
+    "variant_base",
+    "base_of",
+    "let",
 ]
 
 NULL, INT, FLOAT, STR, BAD = "null", "int", "float", "str", "bad"
@@ -43,6 +45,16 @@ _U64_MAX = 2**64 - 1
 _INT_RX = r"^[+-]?[0-9]+\z"
 _NUM_RX = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\z"
 _INT_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT", "BOOLEAN")
+
+
+def let(value: Column, body: Callable[[Column], Column]) -> Column:
+    """``body(x)`` with ``x`` bound to ``value``, computed once.
+
+    The Column API has no sharing: a sub-expression used n times is copied n
+    times, and nested copies outgrow code generation. A one-element
+    ``transform`` binds it to a lambda variable instead.
+    """
+    return F.element_at(F.transform(F.array(value), body), 1)
 
 
 def unsupported(what: str) -> Column:
@@ -71,12 +83,16 @@ class Val:
 _SLOTS = ("tag", "i", "f", "s", "ntag", "ni", "nf")
 
 
-def pack(v: Val) -> Column:
-    """``v`` and its numeric view as one struct, to be computed once per row."""
-    n = to_num(v, bad_as_nan=False)
-    cols = (v.tag, v.i.cast("long"), v.f.cast("double"), v.s.cast("string"))
-    cols += (n.tag, n.i.cast("long"), n.f.cast("double"))
-    return F.struct(*[c.alias(name) for c, name in zip(cols, _SLOTS, strict=True)])
+def pack(base: Column, kinds: frozenset[str]) -> Column:
+    """A ``struct(tag, i, f, s)`` plus its numeric view, computed once per row."""
+
+    def body(x: Column) -> Column:
+        g = x.getField
+        n = to_num(Val(kinds, g("tag"), g("i"), g("f"), g("s")), bad_as_nan=False)
+        cols = (g("tag"), g("i"), g("f"), g("s"), n.tag, n.i.cast("long"), n.f.cast("double"))
+        return F.struct(*[c.alias(name) for c, name in zip(cols, _SLOTS, strict=True)])
+
+    return let(base, body)
 
 
 def unpack(packed: Column, kinds: frozenset[str]) -> Val:
@@ -118,38 +134,42 @@ def str_val(c: Column) -> Val:
     return Val(frozenset({NULL, STR}), tag, _none(), _none(), c)
 
 
-def variant_val(v: Column) -> Val:
-    """A VARIANT column whose type is known only per row (JSON documents).
+def variant_base(v: Column) -> Column:
+    """The ``struct(tag, i, f, s)`` of a VARIANT whose type is known only per row (JSON).
 
     Objects, non-empty arrays and integers above 2**63-1 make the query fail:
     Spark cannot mirror how sowlib treats them, and it never approximates.
     """
-    t = F.schema_of_variant(v)
-    as_array = F.try_variant_get(v, "$", "array<variant>")
-    tag = (
-        F.when(v.isNull() | (t == F.lit("VOID")), F.lit(NULL))
-        .when(t.isin(*_INT_TYPES), F.lit(INT))
-        .when(t.isin("DOUBLE", "FLOAT"), F.lit(FLOAT))
-        # JSON ``5.0`` arrives as DECIMAL(1,0): a decimal within the long range is a
-        # float in sowlib; a wider integer is an unsigned or big int it keeps exact.
-        .when(
-            t.startswith("DECIMAL(")
-            & (~t.endswith(",0)") | F.try_variant_get(v, "$", "bigint").isNotNull()),
-            F.lit(FLOAT),
+
+    def typed(x: Column) -> Column:
+        t = F.schema_of_variant(x)
+        s = F.try_variant_get(x, "$", "string")
+        as_long = F.try_variant_get(x, "$", "bigint")
+        tag = (
+            F.when(x.isNull() | (t == F.lit("VOID")), F.lit(NULL))
+            .when(t.isin(*_INT_TYPES), F.lit(INT))
+            .when(t.isin("DOUBLE", "FLOAT"), F.lit(FLOAT))
+            # JSON ``5.0`` arrives as DECIMAL(1,0): a decimal within the long range is a
+            # float in sowlib; a wider integer is an unsigned or big int it keeps exact.
+            .when(
+                t.startswith("DECIMAL(") & (~t.endswith(",0)") | as_long.isNotNull()),
+                F.lit(FLOAT),
+            )
+            .when(t == F.lit("STRING"), F.when(s == F.lit(""), F.lit(NULL)).otherwise(F.lit(STR)))
+            .when(t == F.lit("ARRAY<VOID>") & (F.lit(0) == F.size(
+                F.try_variant_get(x, "$", "array<variant>"))), F.lit(NULL))
+            .otherwise(unsupported("an array, object or 64-bit unsigned value in a filtered field"))
         )
-        .when(
-            t == F.lit("STRING"),
-            F.when(F.try_variant_get(v, "$", "string") == F.lit(""), F.lit(NULL)).otherwise(
-                F.lit(STR)
-            ),
-        )
-        .when(t.startswith("ARRAY<") & (F.size(as_array) == F.lit(0)), F.lit(NULL))
-        .otherwise(unsupported("an array, object or 64-bit unsigned value in a filtered field"))
-    )
-    i = F.try_variant_get(v, "$", "bigint")
-    f = F.try_variant_get(v, "$", "double")
-    s = F.try_variant_get(v, "$", "string")
-    return Val(frozenset({NULL, INT, FLOAT, STR}), tag, i, f, s)
+        f = F.try_variant_get(x, "$", "double")
+        return F.struct(tag.alias("tag"), as_long.alias("i"), f.alias("f"), s.alias("s"))
+
+    return let(v, typed)
+
+
+def base_of(v: Val) -> Column:
+    """``struct(tag, i, f, s)`` of a statically typed value."""
+    cols = (v.tag, v.i.cast("long"), v.f.cast("double"), v.s.cast("string"))
+    return F.struct(*[c.alias(n) for c, n in zip(cols, _SLOTS[:4], strict=True)])
 
 
 def switch(v: Val, branches: Mapping[str, Column], default: Column | None = None) -> Column:

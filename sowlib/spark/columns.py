@@ -7,6 +7,7 @@ mirrored fail the query. Imports pyspark and the public ``sowlib.expr`` API only
 
 from __future__ import annotations
 
+import functools
 from functools import reduce
 from typing import assert_never
 
@@ -38,7 +39,7 @@ from sowlib.expr.nodes import (
     walk,
 )
 from sowlib.expr.parser import parse
-from sowlib.paths import FieldPath
+from sowlib.paths import FieldPath, Step
 from sowlib.spark import _values as V
 from sowlib.spark._regex import to_java_regex
 
@@ -124,9 +125,9 @@ def to_column(
     # Column API has no sharing, and repeated field trees outgrow code generation.
     packed = []
     for slot, (path, field) in enumerate(paths):
-        val = compiler.field(field, field.path)
-        compiler.slots[path] = (f"f{slot}", val.kinds)
-        packed.append(V.pack(val).alias(f"f{slot}"))
+        base, kinds = compiler.field(field, field.path)
+        compiler.slots[path] = (f"f{slot}", kinds)
+        packed.append(V.pack(base, kinds).alias(f"f{slot}"))
 
     def body(row: Column) -> Column:
         compiler.row = row
@@ -221,7 +222,8 @@ class _Compiler:
                 return self._literal(node, value)
             case Field(path):
                 if self.row is None:
-                    return self.field(node, path)
+                    base, kinds = self.field(node, path)
+                    return V.unpack(V.pack(base, kinds), kinds)
                 slot, kinds = self.slots[path.to_text()]
                 return V.unpack(self.row.getField(slot), kinds)
             case Neg(operand):
@@ -261,44 +263,41 @@ class _Compiler:
         s = F.lit(value)
         return attrs.evolve(V.str_val(s), kinds=frozenset({V.STR}), tag=F.lit(V.STR))
 
-    def field(self, node: Node, path: FieldPath) -> V.Val:
+    def field(self, node: Node, path: FieldPath) -> tuple[Column, frozenset[str]]:
         """The value at ``path`` computed from the row (before binding)."""
         steps = path.steps
         if self.json_column is not None:
             if self._json_root is None:
                 self._json_root = F.try_parse_json(F.col(_quote(self.json_column)))
-            return V.variant_val(self._variant_path(node, self._json_root, path))
+            return self._variant(self._variant_path(node, self._json_root, path))
         if self.struct_column is not None:
             base = F.col(_quote(self.struct_column))
             if self.schema is None:
-                return V.variant_val(self._variant_path(node, F.to_variant_object(base), path))
-            return self._typed(node, base, self.schema, path, 0)
+                return self._variant(self._variant_path(node, F.to_variant_object(base), path))
+            return self._static(self._typed(node, base, self.schema, path, 0))
         if self.schema is not None:
-            return self._typed(node, None, self.schema, path, 0)
+            return self._static(self._typed(node, None, self.schema, path, 0))
         top = F.col(_quote(steps[0].name))
         if len(steps) == 1 and steps[0].index is None:
-            return V.variant_val(top.cast("variant"))
+            return self._variant(top.cast("variant"))
         rest = FieldPath((attrs.evolve(steps[0], name="_"), *steps[1:]))
         root = F.to_variant_object(F.struct(top.alias("_")))
-        return V.variant_val(self._variant_path(node, root, rest))
+        return self._variant(self._variant_path(node, root, rest))
+
+    @staticmethod
+    def _variant(v: Column) -> tuple[Column, frozenset[str]]:
+        return V.variant_base(v), frozenset({V.NULL, V.INT, V.FLOAT, V.STR})
+
+    @staticmethod
+    def _static(v: V.Val) -> tuple[Column, frozenset[str]]:
+        return V.base_of(v), v.kinds
 
     def _variant_path(self, node: Node, root: Column, path: FieldPath) -> Column:
         cur = root
         for n, step in enumerate(path.steps):
             if "'" in step.name or "\\" in step.name:
                 raise self.fail("field name", node, f"{step.name!r} in a variant path")
-            got = F.variant_get(cur, f"$['{step.name}']", "variant")
-            if n:
-                crosses = F.schema_of_variant(cur).startswith("ARRAY<")
-                cur = F.when(crosses, V.unsupported("a path that crosses an array")).otherwise(got)
-            else:
-                cur = got  # the root is the document itself
-            if step.index is not None:
-                is_array = F.schema_of_variant(cur).startswith("ARRAY<")
-                item = F.variant_get(cur, f"$[{step.index}]", "variant")
-                # a single occurrence behaves as a one-element array (paths.py)
-                single = cur if step.index == 0 else F.lit(None).cast("variant")
-                cur = F.when(is_array, item).otherwise(single)
+            cur = V.let(cur, functools.partial(_step, first=n == 0, step=step))
         return cur
 
     def _typed(
@@ -378,6 +377,24 @@ class _Compiler:
         upper = name == "UPPER"
         src, dst = (_LOWER, _LOWER.upper()) if upper else (_LOWER.upper(), _LOWER)
         return V.str_val(F.translate(s, src, dst))
+
+
+def _step(cur: Column, *, first: bool, step: Step) -> Column:
+    """One path step over a bound variant (a name, then an optional index)."""
+    got = F.variant_get(cur, f"$['{step.name}']", "variant")
+    if not first:  # the root is the document itself
+        crosses = F.schema_of_variant(cur).startswith("ARRAY<")
+        got = F.when(crosses, V.unsupported("a path that crosses an array")).otherwise(got)
+    if step.index is None:
+        return got
+
+    def index(x: Column) -> Column:
+        item = F.variant_get(x, f"$[{step.index}]", "variant")
+        # a single occurrence behaves as a one-element array (paths.py)
+        single = x if step.index == 0 else F.lit(None).cast("variant")
+        return F.when(F.schema_of_variant(x).startswith("ARRAY<"), item).otherwise(single)
+
+    return V.let(got, index)
 
 
 def _any(tests: list[Column]) -> Column:

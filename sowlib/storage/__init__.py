@@ -4,21 +4,23 @@ Imports only ``sowlib.errors`` and ``sowlib.units`` (never ``expr``, ``codecs`` 
 The on-disk format is specified in ``docs/storage-format.md``.
 """
 
-from sowlib.storage.format import FORMAT_VERSION, MAGIC, LogRecord, RecordKind
+from sowlib.storage.format import FORMAT_VERSION, MAGIC, FileHeader, LogRecord, RecordKind
 from sowlib.storage.fs import FileSystem
 from sowlib.storage.lock import WriterLock
 from sowlib.storage.log import AppendLog
-from sowlib.storage.recovery import RecoveryReport, VerifyReport, verify
+from sowlib.storage.recovery import RecoveryReport, VerifyReport, read_header, verify
 
 __all__ = [
     "FORMAT_VERSION",
     "MAGIC",
     "AppendLog",
+    "FileHeader",
     "FileSystem",
     "LogRecord",
     "RecordKind",
     "RecoveryReport",
     "VerifyReport",
     "WriterLock",
+    "read_header",
     "verify",
 ]

@@ -9,18 +9,30 @@ rename it over the log, fsync the directory. A crash before the rename leaves th
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 
 import attrs
 
-from sowlib.storage.format import PREFIX, Buf, LogRecord
+from sowlib.storage.format import PREFIX, Buf, LogRecord, encode_header
 from sowlib.storage.fs import FileSystem
 from sowlib.storage.lock import lock_fd
 
-__all__ = ["NewFile", "copy_kept", "install", "write_all", "write_log_file"]
+__all__ = [
+    "LEFTOVERS",
+    "NewFile",
+    "copy_kept",
+    "create_log",
+    "install",
+    "remove_leftovers",
+    "write_all",
+    "write_log_file",
+]
 
 _CHUNK = 1 << 20
+LEFTOVERS = (".compact.tmp", ".ckpt.tmp", ".create.tmp")
+"""Suffixes of temp files a crash can leave beside a log; a writer open removes them."""
 
 
 @attrs.frozen
@@ -87,10 +99,8 @@ def write_log_file(
         fs.fsync(fd)
     except BaseException:
         os.close(fd)
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_path)
-        except FileNotFoundError:
-            pass
         raise
     return NewFile(fd, end, size, records, last)
 
@@ -105,10 +115,8 @@ def install(fs: FileSystem, tmp_path: str, path: str) -> None:
     try:
         fs.rename(tmp_path, path)
     except BaseException:
-        try:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_path)
-        except FileNotFoundError:
-            pass
         raise
     fs.fsync_dir(os.path.dirname(path))
 
@@ -141,3 +149,24 @@ def copy_kept(
             mapping[off] = new
             new += length
             yield buf[off : off + length]
+
+
+def create_log(fs: FileSystem, path: str, meta: bytes, slab_size: int) -> None:
+    """Create an empty log at ``path`` (one slab, header only) the crash-safe way.
+
+    The file appears under its name complete or not at all (temp file, fsync, rename).
+    """
+    header = encode_header(0, fs.time(), 0, meta)
+    tmp = path + ".create.tmp"
+    new = write_log_file(fs, tmp, header, (), slab_size)
+    try:
+        install(fs, tmp, path)
+    finally:
+        os.close(new.fd)
+
+
+def remove_leftovers(fs: FileSystem, path: str) -> None:
+    """Delete temp files a crash may have left beside ``path`` (writer open only)."""
+    for suffix in LEFTOVERS:
+        with contextlib.suppress(FileNotFoundError):
+            fs.unlink(path + suffix)

@@ -18,6 +18,7 @@ from sowlib.errors import FormatVersionError
 from sowlib.storage.compaction import install, write_log_file
 from sowlib.storage.format import (
     CHECKSUM,
+    FILE_HEADER,
     MAGIC,
     MARKER_BYTES,
     PREFIX,
@@ -26,6 +27,7 @@ from sowlib.storage.format import (
     RECORD_MARKER,
     RECORD_OVERHEAD,
     Buf,
+    FileHeader,
     LogRecord,
     decode_header,
     decode_record,
@@ -42,6 +44,7 @@ __all__ = [
     "check_records",
     "find_next_valid",
     "garbage_end",
+    "read_header",
     "read_tail",
     "recover",
     "verify",
@@ -245,6 +248,23 @@ def verify(path: str | os.PathLike[str], repair: bool = False) -> VerifyReport:
                 backup = _repair(mm, file, intact, report)
                 return attrs.evolve(report, repaired=True, backup_path=backup)
     return report
+
+
+def read_header(path: str | os.PathLike[str]) -> FileHeader:
+    """Read and verify only the header of a log (its ``meta``, generation...); O(len(meta)).
+
+    Lets a caller learn a topic's configuration before choosing how to open the log
+    (opening a writer consumes the checkpoint). Never modifies the file.
+
+    Raises:
+        FormatVersionError, CorruptRecordError: as for opening the log.
+    """
+    file = os.fspath(path)
+    with open(file, "rb") as fh:
+        head = fh.read(FILE_HEADER.size)
+        if len(head) == FILE_HEADER.size and head.startswith(MAGIC):
+            head += fh.read(max(0, FILE_HEADER.unpack_from(head)[3] - len(head)))
+    return decode_header(head, len(head), file)
 
 
 def _examine(mm: mmap.mmap, size: int, file: str) -> tuple[VerifyReport, list[tuple[int, int]]]:

@@ -196,7 +196,7 @@ def test_sow_keys_restriction_equals_scan_of_those_keys(
     ops: list[tuple[str, Any]], text: str
 ) -> None:
     source, model = _build(ops)
-    wanted = sorted(model)[::2] + ["no-such-key"]
+    wanted = [*sorted(model)[::2], "no-such-key"]
     flt = compile_filter(text)
     got = sorted(r.sow_key for r in run_query(source, flt, sow_keys=wanted))
     assert got == sorted(k for k in wanted if k in model and flt.matches(model[k]))

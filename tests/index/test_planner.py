@@ -107,7 +107,7 @@ def test_hash_lookup_with_a_non_canonical_literal_still_equals_a_scan() -> None:
     for i, n in enumerate([5, "5", "05", 5.0, "5.0", "x", [1, 5], 2**60]):
         source.publish({"n": n}, sow_key=f"k{i}")
     for text, want in [
-        ("/n = 5", ["k0", "k1", "k2", "k3", "k4", "k5"][:5] + ["k6"]),
+        ("/n = 5", ["k0", "k1", "k2", "k3", "k4", "k6"]),
         ("/n = '05'", ["k0", "k2", "k3", "k6"]),
         ("/n = '5'", ["k0", "k1", "k3", "k6"]),
         ("/n IN ('x', 1)", ["k5", "k6"]),
@@ -128,6 +128,8 @@ def test_huge_literal_falls_back_to_a_scan() -> None:
 def test_top_n_with_order_by_on_a_memo_field_does_not_sort_the_topic(orders: FakeSource) -> None:
     # A page of 3 by price touches only the first few records in memo order.
     orders.record_calls = 0
-    got = run_query(orders, compile_filter("/qty >= 0"), QueryOptions.make(order_by="/price DESC", top_n=3))
+    got = run_query(
+        orders, compile_filter("/qty >= 0"), QueryOptions.make(order_by="/price DESC", top_n=3)
+    )
     assert [r.doc["price"] for r in got] == [199, 198, 197]
     assert orders.record_calls == 3

@@ -21,7 +21,15 @@ from sowlib.errors import (
     StoreLockedError,
     UnsupportedOperationError,
 )
-from sowlib.storage import FORMAT_VERSION, MAGIC, AppendLog, FileSystem, LogRecord, RecordKind
+from sowlib.storage import (
+    FORMAT_VERSION,
+    MAGIC,
+    AppendLog,
+    FileSystem,
+    LogRecord,
+    RecordKind,
+    read_header,
+)
 from sowlib.storage.format import (
     decode_header,
     decode_record,
@@ -51,7 +59,7 @@ def test_record_encoding_round_trips(
     assert len(data) == record_size(len(key.encode()), len(corr), len(payload))
     assert len(data) % 8 == 0
     rec = decode_record(b"\0" * 16 + data, 16, 16 + len(data))
-    assert rec == LogRecord(16, kind, seq, ts / 1e6, exp / 1e6, key, corr, payload)
+    assert rec == LogRecord(16, kind, seq, ts / 1_000_000, exp / 1_000_000, key, corr, payload)
 
 
 def test_header_round_trips() -> None:
@@ -374,3 +382,22 @@ def test_sync_mode_flushes_every_append(log_path: Path) -> None:
     log.append_many([(RecordKind.PUT, "k", b"v", 0.0, 0.0, b"")] * 3)
     assert len(calls) - before == 2
     log.close()
+
+
+def test_read_header_does_not_open_the_log(new_log: Factory, log_path: Path) -> None:
+    log = new_log()
+    put(log, "k", b"v")
+    log.close(checkpoint=b"STATE")
+    header = read_header(log_path)
+    assert (header.meta, header.generation) == (META, 0)
+    assert Path(str(log_path) + ".ckpt").exists()  # a writer open would have consumed it
+    log_path.write_bytes(b"nope")
+    with pytest.raises(FormatVersionError):
+        read_header(log_path)
+
+
+def test_scan_and_read_agree_on_large_times(new_log: Factory) -> None:
+    log = new_log()
+    rec = log.append(RecordKind.PUT, "k", b"v", timestamp=2.0**62 / 1e6 + 0.5, expiration=1e12)
+    assert log.read(rec.offset) == rec
+    assert list(log.scan()) == [rec]

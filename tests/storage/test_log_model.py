@@ -6,6 +6,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
@@ -118,4 +119,4 @@ class LogVsDict(RuleBasedStateMachine):
 
 
 LogVsDict.TestCase.settings = settings(max_examples=25, stateful_step_count=25, deadline=None)
-test_log_vs_dict = LogVsDict.TestCase
+test_log_vs_dict = pytest.mark.slow(LogVsDict.TestCase)
