@@ -6,6 +6,7 @@ Imports only ``errors`` and ``query``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 from datetime import UTC, datetime
 
 import attrs
@@ -16,9 +17,11 @@ from sowlib.query import Record
 __all__ = ["Change", "DeleteResult", "PublishResult", "parse_bookmark", "split_keys", "to_corr"]
 
 
-@attrs.frozen
-class PublishResult:
-    """What ``publish`` returns: the record's key, its sequence number, insert or update."""
+class PublishResult(NamedTuple):
+    """What ``publish`` returns: the record's key, its sequence number, insert or update.
+
+    A named tuple: it is created once per publish, and a tuple is the cheapest value.
+    """
 
     sow_key: str
     seq: int

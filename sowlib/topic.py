@@ -95,7 +95,8 @@ class Topic(TopicCore):
             for data in messages:
                 payload, doc = self._decode_input(data)
                 prepared.append((self._key(doc, None, data), payload, doc))
-            return [self._write(k, p, d, expiration, b"") for k, p, d in prepared]
+            self._expires_at(expiration, 0.0)  # validate before anything is written
+            return self._write_many(prepared, expiration)
 
     def delta_publish(
         self,

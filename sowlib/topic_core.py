@@ -51,7 +51,14 @@ class _Entry:
     __slots__ = ("checked", "corr", "expiration", "offset", "seq", "size", "timestamp")
 
     def __init__(
-        self, offset: int, seq: int, timestamp: float, expiration: float, corr: bytes, size: int
+        self,
+        offset: int,
+        seq: int,
+        timestamp: float,
+        expiration: float,
+        corr: bytes,
+        size: int,
+        checked: bool = True,
     ) -> None:
         self.offset = offset
         self.seq = seq
@@ -61,7 +68,7 @@ class _Entry:
         self.size = size
         # False for entries loaded from a checkpoint: their record's checksum has
         # not been verified yet, so the first read goes through the checked path.
-        self.checked = True
+        self.checked = checked
 
 
 def _size(rec: LogRecord) -> int:
@@ -124,14 +131,12 @@ class TopicCore:
             blob, start = checkpoint
             keys, offsets, seqs, stamps, exps, corrs, sizes = msgpack.unpackb(blob)
             self._entries = {
-                k: _Entry(o, s, t, e, c, z)
+                k: _Entry(o, s, t, e, c, z, False)
                 for k, o, s, t, e, c, z in zip(
                     keys, offsets, seqs, stamps, exps, corrs, sizes, strict=True
                 )
             }
             self._live_bytes = sum(sizes)
-            for entry in self._entries.values():
-                entry.checked = False
         for rec in self._log.scan(start):
             self._apply(rec)
         if self.config.expiration_enabled:
@@ -298,36 +303,58 @@ class TopicCore:
     ) -> PublishResult:
         now = self._clock()
         expires = self._expires_at(expiration, now)
-        old = self._entries.get(key)
-        subs = self._subs.active
-        old_rec = self._record(key, old) if subs and old is not None else None
         rec = self._log.append(
             _PUT, key, payload, timestamp=now, expiration=expires, correlation_id=corr
         )
-        size = _size(rec)
-        entry = _Entry(rec.offset, rec.seq, now, expires, corr, size)
+        result = self._install(key, doc, rec, delta_doc)
+        self._maybe_compact()
+        return result
+
+    def _write_many(
+        self, prepared: list[tuple[str, bytes, Any]], expiration: float | None
+    ) -> list[PublishResult]:
+        """Append a batch with one log call, then install each record in order."""
+        now = self._clock()
+        expires = self._expires_at(expiration, now)
+        records = self._log.append_many(
+            [(_PUT, key, payload, now, expires, b"") for key, payload, _ in prepared]
+        )
+        install = self._install
+        results = [
+            install(key, doc, rec) for (key, _, doc), rec in zip(prepared, records, strict=True)
+        ]
+        self._maybe_compact()
+        return results
+
+    def _install(self, key: str, doc: Any, rec: LogRecord, delta_doc: Any = None) -> PublishResult:
+        """Point ``key`` at the appended record ``rec``; indexes, expiry, history, subscribers."""
+        old = self._entries.get(key)
+        subs = self._subs.active
+        # The old version is still readable: the log is append-only.
+        old_rec = self._record(key, old) if subs and old is not None else None
+        size = len(rec.payload) + len(key) + len(rec.correlation_id) + _FRAME_OVERHEAD
+        entry = _Entry(rec.offset, rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size)
         self._entries[key] = entry
+        counts = self._counts
         if old is not None:
-            self._live_bytes -= old.size
-            self._counts["updates"] += 1
+            self._live_bytes += size - old.size
+            counts["updates"] += 1
         else:
-            self._counts["inserts"] += 1
-        self._live_bytes += size
-        self._counts["publishes"] += 1
-        old_doc = self._docs.get(key) if self._indexed and old is not None else None
-        self._docs[key] = doc
+            self._live_bytes += size
+            counts["inserts"] += 1
+        counts["publishes"] += 1
         if self._indexed:
-            if old_doc is not None:
-                self.indexes.on_put(key, old_doc, doc)
-            else:
-                self.indexes.on_put(key, None, doc)
-        if expires and self.config.expiration_enabled:
-            heapq.heappush(self._expiry, (expires, rec.seq, key))
+            old_doc = self._docs.get(key) if old is not None else None
+            self._docs[key] = doc
+            self.indexes.on_put(key, old_doc, doc)
+        else:
+            self._docs[key] = doc
+        if rec.expiration and self.config.expiration_enabled:
+            heapq.heappush(self._expiry, (rec.expiration, rec.seq, key))
         if self._history is not None:
-            self._history.add(key, Version(rec.seq, now, rec.offset))
+            self._history.add(key, Version(rec.seq, rec.timestamp, rec.offset))
         if subs:
             self._subs.on_change("publish", key, old_rec, self._record(key, entry, doc), delta_doc)
-        self._maybe_compact()
         return PublishResult(key, rec.seq, old is None)
 
     def _maybe_compact(self) -> None:

@@ -84,6 +84,8 @@ class IndexSet:
     memos: dict[FieldPath, MemoIndex]
     #: Keys whose key-field values are not regular (see :func:`is_regular_key_value`).
     irregular: set[str]
+    #: Records seen through on_put/on_delete (inserts minus deletes).
+    _live: int
 
     def __init__(
         self,
@@ -95,6 +97,7 @@ class IndexSet:
         self.hashes = [HashIndex(fields) for fields in hash_indexes]
         self.memos = {}
         self.irregular = set()
+        self._live = 0
         # Pre-created memo indexes are maintained from the topic's first write
         # on; on-demand ones are built by ensure_memo.
         for path in memo:
@@ -110,6 +113,8 @@ class IndexSet:
         O(1) per hash index and O(log n) per memo index; an index whose fields
         did not change is skipped.
         """
+        if old_doc is None:
+            self._live += 1
         if self.key_fields:
             if self._irregular_key(new_doc):
                 self.irregular.add(key)
@@ -124,9 +129,18 @@ class IndexSet:
 
     def on_delete(self, key: str, old_doc: Any) -> None:
         """Remove ``key`` (which held ``old_doc``) from every index; same costs as on_put."""
+        self._live -= 1
         self.irregular.discard(key)
         for index in self._all():
             index.remove(key, old_doc)
+
+    def maintained(self, live: int) -> bool:
+        """True when every one of the source's ``live`` records went through :meth:`on_put`.
+
+        A source that never feeds its IndexSet (a historical view) fails this,
+        and the planner then does not trust :attr:`irregular`.
+        """
+        return self._live == live
 
     def _all(self) -> list[HashIndex | MemoIndex]:
         return [*self.hashes, *self.memos.values()]
@@ -158,6 +172,7 @@ class IndexSet:
 
     def clear(self) -> None:
         """Empty every index (the topic was cleared); memo indexes stay defined."""
+        self._live = 0
         self.irregular.clear()
         for index in self._all():
             index.clear()

@@ -128,6 +128,8 @@ def _key_plan(source: QuerySource, eqs: dict[FieldPath, list[Any]]) -> Plan | No
     fields = source.key_fields
     if not fields or not all(f in eqs for f in fields):
         return None
+    if not source.indexes.maintained(len(source)):
+        return None  # the irregular-key set is only known for maintained indexes
     per_field: list[list[Any]] = []
     for f in fields:
         alts: list[Any] = []

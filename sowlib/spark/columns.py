@@ -7,7 +7,7 @@ mirrored fail the query. Imports pyspark and the public ``sowlib.expr`` API only
 
 from __future__ import annotations
 
-import functools
+from collections.abc import Callable
 from functools import reduce
 from typing import assert_never
 
@@ -297,7 +297,7 @@ class _Compiler:
         for n, step in enumerate(path.steps):
             if "'" in step.name or "\\" in step.name:
                 raise self.fail("field name", node, f"{step.name!r} in a variant path")
-            cur = V.let(cur, functools.partial(_step, first=n == 0, step=step))
+            cur = V.let(cur, _stepper(first=n == 0, step=step))
         return cur
 
     def _typed(
@@ -379,7 +379,15 @@ class _Compiler:
         return V.str_val(F.translate(s, src, dst))
 
 
-def _step(cur: Column, *, first: bool, step: Step) -> Column:
+def _stepper(*, first: bool, step: Step) -> Callable[[Column], Column]:
+    # pyspark's transform() inspects the lambda's signature: a plain closure, not a partial
+    def run(cur: Column) -> Column:
+        return _step(cur, first, step)
+
+    return run
+
+
+def _step(cur: Column, first: bool, step: Step) -> Column:
     """One path step over a bound variant (a name, then an optional index)."""
     got = F.variant_get(cur, f"$['{step.name}']", "variant")
     if not first:  # the root is the document itself

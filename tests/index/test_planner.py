@@ -133,3 +133,12 @@ def test_top_n_with_order_by_on_a_memo_field_does_not_sort_the_topic(orders: Fak
     )
     assert [r.doc["price"] for r in got] == [199, 198, 197]
     assert orders.record_calls == 3
+
+
+def test_key_field_plan_needs_maintained_indexes() -> None:
+    source = FakeSource(keys=["/id"])
+    source.publish({"id": "05"})
+    source.indexes.clear()  # as a view that never feeds its IndexSet
+    flt = compile_filter("/id = 5")
+    assert explain(source, flt).kind == "scan"
+    assert [r.sow_key for r in run_query(source, flt)] == ["05"]
