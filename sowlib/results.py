@@ -6,8 +6,8 @@ Imports only ``errors`` and ``query``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import NamedTuple
 from datetime import UTC, datetime
+from typing import NamedTuple
 
 import attrs
 

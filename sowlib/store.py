@@ -32,8 +32,8 @@ from sowlib.expr import Filter
 from sowlib.keys import describe_generator, load_key_generator
 from sowlib.query import Record
 from sowlib.storage import AppendLog, WriterLock
-from sowlib.storage.recovery import read_header
 from sowlib.storage.memory import MemoryLog
+from sowlib.storage.recovery import read_header
 from sowlib.topic import Topic
 
 __all__ = ["SowStore", "topic_file_name"]
