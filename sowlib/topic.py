@@ -461,6 +461,7 @@ class Topic(TopicCore):
                 )
             self._log.close(checkpoint)
             self._docs.clear()
+            self._records.clear()
 
     @property
     def closed(self) -> bool:

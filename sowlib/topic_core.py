@@ -104,6 +104,9 @@ class TopicCore:
         self._keygen: Callable[[Any], str] | None = key_generator or self._content_keys
         self._entries: dict[str, _Entry] = {}
         self._docs: dict[str, Any] = {}
+        # Records built for queries, kept until the key changes: a Record is
+        # immutable, and rebuilding one per result dominated indexed queries.
+        self._records: dict[str, Record] = {}
         self._indexed = False  # every live doc decoded and every index built
         self.indexes = IndexSet(self.key_fields, config.hash_indexes, config.indexes)
         self._subs = SubscriptionManager(
@@ -153,6 +156,7 @@ class TopicCore:
         if old is not None:
             self._live_bytes -= old.size
         old_doc = self._docs.pop(key, None) if old is not None else None
+        self._records.pop(key, None)
         if rec.kind == _PUT:
             size = _size(rec)
             entry = _Entry(
@@ -279,6 +283,7 @@ class TopicCore:
         del self._entries[key]
         self._live_bytes -= entry.size
         doc = self._docs.pop(key, None)
+        self._records.pop(key, None)
         if self._indexed and doc is not None:
             self.indexes.on_delete(key, doc)
 
@@ -335,6 +340,7 @@ class TopicCore:
         size = len(rec.payload) + len(key) + len(rec.correlation_id) + _FRAME_OVERHEAD
         entry = _Entry(rec.offset, rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size)
         self._entries[key] = entry
+        self._records.pop(key, None)
         counts = self._counts
         if old is not None:
             self._live_bytes += size - old.size
@@ -398,9 +404,14 @@ class TopicCore:
         return iter(list(self._entries))
 
     def record(self, key: str) -> Record | None:
-        """The live record stored under ``key`` (QuerySource), or None."""
-        entry = self._entries.get(key)
-        return None if entry is None else self._record(key, entry)
+        """The live record stored under ``key`` (QuerySource), or None; cached per key."""
+        rec = self._records.get(key)
+        if rec is None:
+            entry = self._entries.get(key)
+            if entry is None:
+                return None
+            rec = self._records[key] = self._record(key, entry)
+        return rec
 
     def doc(self, key: str) -> Any:
         """The decoded document of a live key (QuerySource); cached after the first decode."""

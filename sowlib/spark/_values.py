@@ -1,4 +1,4 @@
-"""Dynamically typed filter values as Spark Columns: the spec's §2 rules in Column form.
+"""Dynamically typed filter values as Spark Columns: the spec's §2 rules in S form.
 
 A :class:`Val` carries a per-row type tag plus a long, a double and a string
 view, so comparison, arithmetic and truth follow ``sowlib.expr.runtime``
@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import attrs
-from pyspark.sql import Column
-from pyspark.sql import functions as F
+from sowlib.spark import _sql as F
+from sowlib.spark._sql import S
 
 __all__ = [
     "NULL",
@@ -47,18 +47,18 @@ _NUM_RX = r"^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\z"
 _INT_TYPES = ("BIGINT", "INT", "SMALLINT", "TINYINT", "BOOLEAN")
 
 
-def let(value: Column, body: Callable[[Column], Column]) -> Column:
+def let(value: S, body: Callable[[S], S]) -> S:
     """``body(x)`` with ``x`` bound to ``value``, computed once.
 
-    The Column API has no sharing: a sub-expression used n times is copied n
+    The S API has no sharing: a sub-expression used n times is copied n
     times, and nested copies outgrow code generation. A one-element
     ``transform`` binds it to a lambda variable instead.
     """
     return F.element_at(F.transform(F.array(value), body), 1)
 
 
-def unsupported(what: str) -> Column:
-    """A Column that fails the query when evaluated: the row holds a value Spark cannot mirror."""
+def unsupported(what: str) -> S:
+    """A S that fails the query when evaluated: the row holds a value Spark cannot mirror."""
     return F.raise_error(F.lit(f"UnsupportedFilterError: {what} (spark back-end)"))
 
 
@@ -72,21 +72,21 @@ class Val:
     """
 
     kinds: frozenset[str]
-    tag: Column
-    i: Column
-    f: Column
-    s: Column
+    tag: S
+    i: S
+    f: S
+    s: S
     #: precomputed numeric view (tag with ``bad``, long, double) for bound fields
-    numeric: tuple[Column, Column, Column] | None = None
+    numeric: tuple[S, S, S] | None = None
 
 
 _SLOTS = ("tag", "i", "f", "s", "ntag", "ni", "nf")
 
 
-def pack(base: Column, kinds: frozenset[str]) -> Column:
+def pack(base: S, kinds: frozenset[str]) -> S:
     """A ``struct(tag, i, f, s)`` plus its numeric view, computed once per row."""
 
-    def body(x: Column) -> Column:
+    def body(x: S) -> S:
         g = x.getField
         n = to_num(Val(kinds, g("tag"), g("i"), g("f"), g("s")), bad_as_nan=False)
         cols = (g("tag"), g("i"), g("f"), g("s"), n.tag, n.i.cast("long"), n.f.cast("double"))
@@ -95,13 +95,13 @@ def pack(base: Column, kinds: frozenset[str]) -> Column:
     return let(base, body)
 
 
-def unpack(packed: Column, kinds: frozenset[str]) -> Val:
+def unpack(packed: S, kinds: frozenset[str]) -> Val:
     """The :class:`Val` stored by :func:`pack` (``packed`` is usually a lambda variable)."""
     g = packed.getField
     return Val(kinds, g("tag"), g("i"), g("f"), g("s"), (g("ntag"), g("ni"), g("nf")))
 
 
-def _none() -> Column:
+def _none() -> S:
     return F.lit(None)
 
 
@@ -110,7 +110,7 @@ def null_val() -> Val:
     return Val(frozenset({NULL}), F.lit(NULL), _none(), _none(), _none())
 
 
-def int_val(c: Column, nullable: bool = True) -> Val:
+def int_val(c: S, nullable: bool = True) -> Val:
     """An integer (long) column; SQL NULL is sowlib NULL."""
     c = c.cast("long")
     if not nullable:
@@ -119,7 +119,7 @@ def int_val(c: Column, nullable: bool = True) -> Val:
     return Val(frozenset({NULL, INT}), tag, c, c.cast("double"), _none())
 
 
-def float_val(c: Column, nullable: bool = True) -> Val:
+def float_val(c: S, nullable: bool = True) -> Val:
     """A double column; SQL NULL is sowlib NULL."""
     c = c.cast("double")
     if not nullable:
@@ -128,20 +128,20 @@ def float_val(c: Column, nullable: bool = True) -> Val:
     return Val(frozenset({NULL, FLOAT}), tag, _none(), c, _none())
 
 
-def str_val(c: Column) -> Val:
+def str_val(c: S) -> Val:
     """A string column; SQL NULL and ``''`` are sowlib NULL (spec §2.3)."""
     tag = F.when(c.isNull() | (c == F.lit("")), F.lit(NULL)).otherwise(F.lit(STR))
     return Val(frozenset({NULL, STR}), tag, _none(), _none(), c)
 
 
-def variant_base(v: Column) -> Column:
+def variant_base(v: S) -> S:
     """The ``struct(tag, i, f, s)`` of a VARIANT whose type is known only per row (JSON).
 
     Objects, non-empty arrays and integers above 2**63-1 make the query fail:
     Spark cannot mirror how sowlib treats them, and it never approximates.
     """
 
-    def typed(x: Column) -> Column:
+    def typed(x: S) -> S:
         t = F.schema_of_variant(x)
         s = F.try_variant_get(x, "$", "string")
         as_long = F.try_variant_get(x, "$", "bigint")
@@ -166,13 +166,13 @@ def variant_base(v: Column) -> Column:
     return let(v, typed)
 
 
-def base_of(v: Val) -> Column:
+def base_of(v: Val) -> S:
     """``struct(tag, i, f, s)`` of a statically typed value."""
     cols = (v.tag, v.i.cast("long"), v.f.cast("double"), v.s.cast("string"))
     return F.struct(*[c.alias(n) for c, n in zip(cols, _SLOTS[:4], strict=True)])
 
 
-def switch(v: Val, branches: Mapping[str, Column], default: Column | None = None) -> Column:
+def switch(v: Val, branches: Mapping[str, S], default: S | None = None) -> S:
     """``CASE v.tag`` over the kinds ``v`` can have; kinds without a branch get ``default``."""
     kinds = [k for k in _ORDER if k in v.kinds]
     cols = [branches.get(k, default if default is not None else _none()) for k in kinds]
@@ -184,7 +184,7 @@ def switch(v: Val, branches: Mapping[str, Column], default: Column | None = None
     return out.otherwise(cols[-1])
 
 
-def _str_number(s: Column) -> Val:
+def _str_number(s: S) -> Val:
     """The numeric view of a non-empty string (runtime.parse_number); ``bad`` when it fails."""
     as_long = s.try_cast("long")
     big = s.try_cast("decimal(38,0)")
@@ -225,7 +225,7 @@ def to_num(v: Val, bad_as_nan: bool) -> Val:
     return Val(frozenset(kinds), tag, i, f, _none())
 
 
-_OPS: dict[str, Callable[[Column, Column], Column]] = {
+_OPS: dict[str, Callable[[S, S], S]] = {
     "=": lambda a, b: a == b,
     "!=": lambda a, b: a != b,
     "<": lambda a, b: a < b,
@@ -235,18 +235,18 @@ _OPS: dict[str, Callable[[Column, Column], Column]] = {
 }
 
 
-def _ieee(op: str, a: Column, b: Column) -> Column:
+def _ieee(op: str, a: S, b: S) -> S:
     # Spark orders NaN above everything and NaN = NaN; IEEE (runtime) does not.
     return F.when(F.isnan(a) | F.isnan(b), F.lit(op == "!=")).otherwise(_OPS[op](a, b))
 
 
-def _num_compare(op: str, a: Val, b: Val) -> Column:
+def _num_compare(op: str, a: Val, b: Val) -> S:
     """Compare two numeric views (kinds within int/float/bad; at most one side bad)."""
     a_greater = F.lit(op in (">", ">=", "!="))
     b_greater = F.lit(op in ("<", "<=", "!="))
     ne = F.lit(op == "!=")
 
-    def against(x: Val, left_int: Column, left_f: Column) -> dict[str, Column]:
+    def against(x: Val, left_int: S, left_f: S) -> dict[str, S]:
         return {
             INT: left_int,
             FLOAT: _ieee(op, left_f, x.f),
@@ -264,15 +264,15 @@ def _num_compare(op: str, a: Val, b: Val) -> Column:
     )
 
 
-def compare(op: str, a: Val, b: Val) -> Column:
+def compare(op: str, a: Val, b: Val) -> S:
     """``a op b`` by spec §2.4 as a definite boolean (a NULL side gives FALSE)."""
     false = F.lit(False)
     if a.kinds == {NULL} or b.kinds == {NULL}:
         return false
 
-    def against(ak: str) -> Column:
+    def against(ak: str) -> S:
         ax = _only(a, ak)
-        branches: dict[str, Column] = {NULL: false}
+        branches: dict[str, S] = {NULL: false}
         for bk in (INT, FLOAT, STR):
             if bk in b.kinds:
                 bx = _only(b, bk)
@@ -328,18 +328,18 @@ def arith(op: str, a: Val, b: Val) -> Val:
     return Val(frozenset(kinds), tag, i, f_final, _none())
 
 
-def _int_div(a: Column, b: Column) -> Column:
+def _int_div(a: S, b: S) -> S:
     # C division truncates toward zero; ``a - a % b`` is an exact multiple of b
     # (Java's % keeps the sign of the left operand), so the decimal quotient is exact.
     exact = (a - a % b).cast("decimal(20,0)") / b.cast("decimal(20,0)")
     return exact.cast("long")
 
 
-def _is_inf(c: Column) -> Column:
+def _is_inf(c: S) -> S:
     return (c == F.lit(float("inf"))) | (c == F.lit(float("-inf")))
 
 
-def _div_zero(a: Column, b: Column) -> Column:
+def _div_zero(a: S, b: S) -> S:
     """IEEE ``a / ±0.0``: NaN for 0 or NaN, else an infinity signed by both signs."""
     neg_zero = F.atan2(b, F.lit(-1.0)) < F.lit(0.0)
     positive = (a > F.lit(0.0)) != neg_zero
@@ -353,29 +353,29 @@ def negate(v: Val) -> Val:
     return Val(x.kinds, x.tag, -x.i, -x.f, _none())
 
 
-def truth(v: Val) -> Column:
+def truth(v: Val) -> S:
     """A value used as a condition (runtime.to_logic): NULL, NaN and non-numeric text -> NULL."""
     x = to_num(v, bad_as_nan=True)
     f_truth = F.when(F.isnan(x.f), _none()).otherwise(x.f != F.lit(0.0))
     return switch(x, {NULL: _none(), INT: x.i != F.lit(0), FLOAT: f_truth})
 
 
-def logic_to_val(b: Column) -> Val:
+def logic_to_val(b: S) -> Val:
     """A boolean (NULL = sowlib NULL) as a value: TRUE is 1, FALSE is 0."""
     return int_val(b.cast("long"))
 
 
-def logic_and(left: Column, right: Column) -> Column:
+def logic_and(left: S, right: S) -> S:
     """The spec §2.5 AND table: a NULL left operand ends evaluation with NULL."""
     return F.when(left.isNull(), _none()).when(~left, F.lit(False)).otherwise(right)
 
 
-def logic_or(left: Column, right: Column) -> Column:
+def logic_or(left: S, right: S) -> S:
     """The spec §2.5 OR table: a NULL left operand ends evaluation with NULL."""
     return F.when(left.isNull(), _none()).when(left, F.lit(True)).otherwise(right)
 
 
-def text_of(v: Val) -> Column:
+def text_of(v: Val) -> S:
     """The text LIKE and BEGINS/ENDS WITH see (runtime.text_of); NULL for NULL.
 
     Floats render like ``canonical_text`` only when integral; other floats make
@@ -388,10 +388,10 @@ def text_of(v: Val) -> Column:
     return switch(v, {NULL: _none(), STR: v.s, INT: v.i.cast("string"), FLOAT: f_text})
 
 
-def choose(cond: Column, a: Val, b: Val) -> Val:
+def choose(cond: S, a: Val, b: Val) -> Val:
     """``a`` where ``cond`` is TRUE, otherwise ``b`` (IF and COALESCE)."""
 
-    def pick(x: Column, y: Column) -> Column:
+    def pick(x: S, y: S) -> S:
         return F.when(cond, x).otherwise(y)
 
     return Val(a.kinds | b.kinds, pick(a.tag, b.tag), pick(a.i, b.i), pick(a.f, b.f), pick(a.s, b.s))

@@ -1,4 +1,4 @@
-"""AMPS filters as Spark Columns: the AST of ``sowlib.expr.nodes`` compiled to Column expressions.
+"""AMPS filters as Spark Columns: the AST of ``sowlib.expr.nodes`` compiled to S expressions.
 
 Reproduces ``sowlib.expr.runtime`` exactly or raises ``UnsupportedFilterError``
 (never approximates); values that only show up at run time and cannot be
@@ -12,8 +12,9 @@ from functools import reduce
 from typing import assert_never
 
 import attrs
+from sowlib.spark import _sql as F
+from sowlib.spark._sql import S
 from pyspark.sql import Column
-from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from sowlib.errors import UnsupportedFilterError
@@ -84,8 +85,8 @@ def to_column(
     json_column: str | None = None,
     struct_column: str | None = None,
     schema: T.StructType | str | None = None,
-) -> Column:
-    """Compile an AMPS filter into a boolean Spark Column (TRUE exactly where sowlib matches).
+) -> S:
+    """Compile an AMPS filter into a boolean Spark S (TRUE exactly where sowlib matches).
 
     Paths map to top-level columns by default (``/price`` -> ``price``,
     ``/a/b`` -> field ``b`` of struct ``a``); with ``json_column`` they are read
@@ -100,7 +101,7 @@ def to_column(
         struct_column: name of a struct column holding the documents.
         schema: the type of the top-level columns (or of ``struct_column``).
     Returns:
-        A non-NULL boolean Column.
+        A non-NULL boolean S.
     Raises:
         FilterSyntaxError: the text is not a filter.
         UnsupportedFilterError: a construct Spark cannot evaluate exactly
@@ -120,20 +121,20 @@ def to_column(
     compiler = _Compiler(text, json_column, struct_column, schema)
     paths = sorted({n.path.to_text(): n for n in walk(node) if isinstance(n, Field)}.items())
     if not paths:
-        return F.coalesce(compiler.logic(node), F.lit(False))
+        return F.to_spark(F.coalesce(compiler.logic(node), F.lit(False)))
     # Each field is computed once into a struct bound to a lambda variable: the
-    # Column API has no sharing, and repeated field trees outgrow code generation.
+    # S API has no sharing, and repeated field trees outgrow code generation.
     packed = []
     for slot, (path, field) in enumerate(paths):
         base, kinds = compiler.field(field, field.path)
         compiler.slots[path] = (f"f{slot}", kinds)
         packed.append(V.pack(base, kinds).alias(f"f{slot}"))
 
-    def body(row: Column) -> Column:
+    def body(row: S) -> S:
         compiler.row = row
         return F.coalesce(compiler.logic(node), F.lit(False))
 
-    return F.element_at(F.transform(F.array(F.struct(*packed)), body), 1)
+    return F.to_spark(F.element_at(F.transform(F.array(F.struct(*packed)), body), 1))
 
 
 @attrs.define
@@ -142,16 +143,16 @@ class _Compiler:
     json_column: str | None
     struct_column: str | None
     schema: T.StructType | None
-    _json_root: Column | None = None
+    _json_root: S | None = None
     slots: dict[str, tuple[str, frozenset[str]]] = attrs.Factory(dict)
-    row: Column | None = None
+    row: S | None = None
 
     def fail(self, construct: str, node: Node, hint: str = "") -> UnsupportedFilterError:
         return UnsupportedFilterError(construct, "spark", self.text, node.start, hint)
 
     # ---------------------------------------------------------------- logic
-    def logic(self, node: Node) -> Column:
-        """A boolean Column where SQL NULL is sowlib's NULL truth value."""
+    def logic(self, node: Node) -> S:
+        """A boolean S where SQL NULL is sowlib's NULL truth value."""
         match node:
             case And(left, right):
                 return V.logic_and(self.logic(left), self.logic(right))
@@ -194,13 +195,13 @@ class _Compiler:
             case _:
                 assert_never(node)
 
-    def _negatable(self, v: V.Val, found: Column, negated: bool) -> Column:
+    def _negatable(self, v: V.Val, found: S, negated: bool) -> S:
         # Predicates never return NULL; a NULL value makes both forms FALSE.
         if not negated:
             return found
         return (v.tag != F.lit(V.NULL)) & ~found
 
-    def _like(self, node: Node, v: V.Val, pattern: str, raw: bool, negated: bool) -> Column:
+    def _like(self, node: Node, v: V.Val, pattern: str, raw: bool, negated: bool) -> S:
         s = V.text_of(v)
         if not pattern:
             hit = F.lit(False)
@@ -263,7 +264,7 @@ class _Compiler:
         s = F.lit(value)
         return attrs.evolve(V.str_val(s), kinds=frozenset({V.STR}), tag=F.lit(V.STR))
 
-    def field(self, node: Node, path: FieldPath) -> tuple[Column, frozenset[str]]:
+    def field(self, node: Node, path: FieldPath) -> tuple[S, frozenset[str]]:
         """The value at ``path`` computed from the row (before binding)."""
         steps = path.steps
         if self.json_column is not None:
@@ -285,14 +286,14 @@ class _Compiler:
         return self._variant(self._variant_path(node, root, rest))
 
     @staticmethod
-    def _variant(v: Column) -> tuple[Column, frozenset[str]]:
+    def _variant(v: S) -> tuple[S, frozenset[str]]:
         return V.variant_base(v), frozenset({V.NULL, V.INT, V.FLOAT, V.STR})
 
     @staticmethod
-    def _static(v: V.Val) -> tuple[Column, frozenset[str]]:
+    def _static(v: V.Val) -> tuple[S, frozenset[str]]:
         return V.base_of(v), v.kinds
 
-    def _variant_path(self, node: Node, root: Column, path: FieldPath) -> Column:
+    def _variant_path(self, node: Node, root: S, path: FieldPath) -> S:
         cur = root
         for n, step in enumerate(path.steps):
             if "'" in step.name or "\\" in step.name:
@@ -301,7 +302,7 @@ class _Compiler:
         return cur
 
     def _typed(
-        self, node: Node, base: Column | None, schema: T.StructType, path: FieldPath, at: int
+        self, node: Node, base: S | None, schema: T.StructType, path: FieldPath, at: int
     ) -> V.Val:
         step = path.steps[at]
         matches = [f for f in schema.fields if f.name == step.name]
@@ -379,15 +380,15 @@ class _Compiler:
         return V.str_val(F.translate(s, src, dst))
 
 
-def _stepper(*, first: bool, step: Step) -> Callable[[Column], Column]:
+def _stepper(*, first: bool, step: Step) -> Callable[[S], S]:
     # pyspark's transform() inspects the lambda's signature: a plain closure, not a partial
-    def run(cur: Column) -> Column:
+    def run(cur: S) -> S:
         return _step(cur, first, step)
 
     return run
 
 
-def _step(cur: Column, first: bool, step: Step) -> Column:
+def _step(cur: S, first: bool, step: Step) -> S:
     """One path step over a bound variant (a name, then an optional index)."""
     got = F.variant_get(cur, f"$['{step.name}']", "variant")
     if not first:  # the root is the document itself
@@ -396,7 +397,7 @@ def _step(cur: Column, first: bool, step: Step) -> Column:
     if step.index is None:
         return got
 
-    def index(x: Column) -> Column:
+    def index(x: S) -> S:
         item = F.variant_get(x, f"$[{step.index}]", "variant")
         # a single occurrence behaves as a one-element array (paths.py)
         single = x if step.index == 0 else F.lit(None).cast("variant")
@@ -405,11 +406,11 @@ def _step(cur: Column, first: bool, step: Step) -> Column:
     return V.let(got, index)
 
 
-def _any(tests: list[Column]) -> Column:
+def _any(tests: list[S]) -> S:
     return reduce(lambda a, b: a | b, tests) if tests else F.lit(False)
 
 
-def _byte_chars(s: Column) -> Column:
+def _byte_chars(s: S) -> S:
     """``s`` re-read as ISO-8859-1: one char per UTF-8 byte (sowlib's byte semantics)."""
     return F.decode(F.encode(s, "UTF-8"), "ISO-8859-1")
 

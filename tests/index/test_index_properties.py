@@ -30,11 +30,11 @@ _PRESENT = st.integers(0, 5)
 
 
 @st.composite
-def documents(draw: st.DrawFn) -> dict[str, Any]:
+def documents(draw: st.DrawFn, values: st.SearchStrategy[Any] = value) -> dict[str, Any]:
     doc: dict[str, Any] = {"id": draw(key_value)}
     for name in ("a", "b", "c"):
         if draw(_PRESENT):
-            doc[name] = draw(value)
+            doc[name] = draw(values)
     return doc
 
 
@@ -103,6 +103,17 @@ ORDERS = [None, "/a", "/a DESC", "/a DESC, /b", "/a, /id DESC", "/b ASC, /a DESC
 operations = st.lists(
     st.one_of(
         documents().map(lambda d: ("put", d)),
+        key_value.map(lambda k: ("delete", k)),
+    ),
+    min_size=5,
+    max_size=60,
+)
+
+
+# Only plain scalars: memo(/a) stays orderable, so top_n + order_by walks it.
+scalar_operations = st.lists(
+    st.one_of(
+        documents(st.sampled_from(SCALARS)).map(lambda d: ("put", d)),
         key_value.map(lambda k: ("delete", k)),
     ),
     min_size=5,
@@ -188,6 +199,20 @@ def test_single_clause_query_equals_brute_force_scan(
     ops: list[tuple[str, Any]], text: str, order: str | None, top: int | None
 ) -> None:
     _check(ops, text, order, top, None)
+
+
+@settings(max_examples=100)
+@given(
+    ops=scalar_operations,
+    text=st.one_of(st.just("/id IS NOT NULL"), atoms(), filters(1)),
+    order=st.sampled_from(["/a", "/a DESC", "/a DESC, /b", "/a, /id DESC"]),
+    top=st.integers(1, 5),
+    skip=st.none() | st.integers(0, 3),
+)
+def test_memo_walk_for_top_n_equals_full_sort(
+    ops: list[tuple[str, Any]], text: str, order: str, top: int, skip: int | None
+) -> None:
+    _check(ops, text, order, top, skip)
 
 
 @settings(max_examples=50)

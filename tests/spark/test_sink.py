@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +78,9 @@ def test_message_column_and_streaming_query(spark: Any, tmp_path: Path) -> None:
     source.mkdir()
     for n in range(3):
         lines = [json.dumps({"m": json.dumps({"orderId": i % 4, "n": n})}) for i in range(8)]
-        (source / f"part-{n}.json").write_text("\n".join(lines) + "\n")
+        part = source / f"part-{n}.json"
+        part.write_text("\n".join(lines) + "\n")
+        os.utime(part, (1_700_000_000 + n, 1_700_000_000 + n))  # the file source orders by mtime
     stream = spark.readStream.schema("m string").option("maxFilesPerTrigger", 1).json(str(source))
     sink = SowSink(tmp_path / "sow", "orders", keys=["/orderId"], message_column="m")
     query = (

@@ -1,0 +1,235 @@
+"""Sharded stores: one SOW store per shard (``shard-0000`` ...), each written by one Spark task.
+
+A record lives in shard ``shard_of(key values, N)``. Imports pyspark, ``sowlib.store``,
+``sowlib.paths``, ``sowlib.document`` and ``sowlib.errors``; never ``storage``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import xxhash
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from sowlib.document import canonical_text
+from sowlib.errors import ConfigError
+from sowlib.paths import parse_path
+from sowlib.store import SowStore
+
+__all__ = [
+    "MANIFEST",
+    "is_sharded",
+    "open_sharded",
+    "shard_name",
+    "shard_of",
+    "shard_paths",
+    "write_sharded",
+]
+
+#: The file naming the shard count, topic and keys of a sharded store.
+MANIFEST = "_sharded.json"
+_SHARD = re.compile(r"shard-(\d{4,})\Z")
+_CHUNK = 5_000
+
+
+def shard_name(index: int) -> str:
+    """The directory name of shard ``index``: ``shard-0003``."""
+    return f"shard-{index:04d}"
+
+
+def shard_of(key_values: Sequence[Any], shards: int | None = None) -> int:
+    """A stable shard number for a record's key values; O(len(key_values)).
+
+    The values are hashed by their canonical text (the rule SOW keys use, so
+    ``5``, ``5.0`` and ``"5"`` land together) with xxhash64, which is the same in
+    every process and Python version (unlike ``hash``).
+
+    Args:
+        key_values: the values of the topic's key fields, in key order.
+        shards: the shard count; None returns the unreduced 64-bit hash.
+    Returns:
+        ``0 <= n < shards`` (or the 64-bit hash).
+    Raises:
+        ConfigError: ``shards`` below 1.
+
+    Example:
+        >>> shard_of([42], 4) == shard_of(["42"], 4) == shard_of([42.0], 4)
+        True
+    """
+    text = "\x1f".join("\x00" if (t := canonical_text(v)) is None else t for v in key_values)
+    digest = xxhash.xxh64_intdigest(text.encode("utf-8"))
+    if shards is None:
+        return digest
+    if shards < 1:
+        raise ConfigError("shards", f"{shards!r} is not a positive shard count")
+    return digest % shards
+
+
+def is_sharded(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` is a sharded store (it holds the :data:`MANIFEST`)."""
+    return os.path.isfile(os.path.join(os.fspath(path), MANIFEST))
+
+
+def shard_paths(path: str | os.PathLike[str]) -> list[str]:
+    """The shard directories of a sharded store, in shard order.
+
+    Raises:
+        ConfigError: ``path`` is not a sharded store, or a shard is missing.
+    """
+    root = os.path.abspath(os.fspath(path))
+    try:
+        with open(os.path.join(root, MANIFEST), encoding="utf-8") as fh:
+            count = int(json.load(fh)["shards"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(root, f"not a sharded store ({MANIFEST}: {exc})") from None
+    out = [os.path.join(root, shard_name(i)) for i in range(count)]
+    missing = [p for p in out if not os.path.isdir(p)]
+    if missing:
+        raise ConfigError(root, f"shards missing: {missing!r}")
+    return out
+
+
+def open_sharded(path: str | os.PathLike[str]) -> list[SowStore]:
+    """Every shard of a sharded store, opened read-only, in shard order.
+
+    Raises:
+        ConfigError: not a sharded store.
+    """
+    return [SowStore(p, readonly=True) for p in shard_paths(path)]
+
+
+def _key_column(path_text: str) -> Column:
+    steps = parse_path(path_text).steps
+    if any(s.index is not None or s.name.startswith("@") for s in steps):
+        raise ConfigError("keys", f"{path_text!r}: only plain field names map to columns")
+    col = F.col(f"`{steps[0].name}`")
+    for step in steps[1:]:
+        col = col.getField(step.name)
+    return col
+
+
+def write_sharded(
+    df: DataFrame,
+    path: str | os.PathLike[str],
+    topic: str,
+    *,
+    shards: int,
+    keys: Sequence[str],
+    message_type: str = "json",
+    create_kwargs: Mapping[str, Any] | None = None,
+) -> list[str]:
+    """Write ``df`` as a new sharded store: each row a JSON message, each shard one task.
+
+    Rows are routed by :func:`shard_of` over the key columns and partitioned so
+    that partition ``i`` holds exactly shard ``i``. Each task writes its shard into
+    a fresh per-attempt directory, closes it and renames it into a per-job staging
+    directory, so a retried or speculative task never mixes with another attempt.
+    After the job succeeds the driver moves every shard into place and writes the
+    :data:`MANIFEST` last; a failed job leaves ``path`` without shards. Within a
+    shard, rows with the same key keep the last one in partition order (use
+    :func:`~sowlib.spark.lastvalue.last_value` first when the order matters).
+
+    Args:
+        df: rows to store; the key paths must name (nested) columns.
+        path: the sharded store directory; must hold no shards yet.
+        topic: topic name in every shard.
+        shards: number of shards (= write tasks).
+        keys: the key field paths, e.g. ``["/orderId"]``.
+        message_type: ``json`` (rows are written as JSON objects).
+        create_kwargs: extra :meth:`SowStore.create_topic` arguments (indexes, ...).
+    Returns:
+        The shard directories, in shard order.
+    Raises:
+        ConfigError: bad shard count, keys or message type, or ``path`` already sharded.
+    """
+    if shards < 1:
+        raise ConfigError("shards", f"{shards!r} is not a positive shard count")
+    if message_type != "json":
+        raise ConfigError("message_type", f"{message_type!r}: sharded writes store JSON rows")
+    key_list = list(keys)
+    if not key_list:
+        raise ConfigError("keys", "a sharded topic needs key fields")
+    root = os.path.abspath(os.fspath(path))
+    if is_sharded(root) or any(_SHARD.match(n) for n in _listdir(root)):
+        raise ConfigError(root, "already holds a sharded store; remove it first")
+    os.makedirs(root, exist_ok=True)
+    staging = os.path.join(root, f"_staging-{uuid.uuid4().hex}")
+    os.makedirs(staging)
+    create = {"keys": key_list, "message_type": message_type, **dict(create_kwargs or {})}
+    n = shards
+
+    @F.pandas_udf("long")  # type: ignore[call-overload, untyped-decorator]
+    def _shard(*cols: Any) -> Any:
+        import pandas as pd
+
+        rows = zip(*(c.tolist() for c in cols), strict=True)
+        return pd.Series([shard_of(list(r), n) for r in rows], dtype="int64")
+
+    routed = df.select(
+        _shard(*[_key_column(k) for k in key_list]).alias("shard"),
+        F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("message"),
+    )
+    pairs = routed.rdd.map(lambda row: (row[0], row[1])).partitionBy(n, lambda shard: shard)
+
+    def write_partition(items: Iterable[tuple[int, str]]) -> Iterator[str]:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        index = ctx.partitionId() if ctx is not None else 0
+        yield _write_shard(staging, index, topic, create, (m for _, m in items))
+
+    try:
+        pairs.mapPartitions(write_partition).collect()
+        out = []
+        for i in range(n):
+            final = os.path.join(root, shard_name(i))
+            os.rename(os.path.join(staging, shard_name(i)), final)
+            out.append(final)
+        manifest = {"shards": n, "topic": topic, "keys": key_list, "message_type": message_type}
+        tmp = os.path.join(root, f".{MANIFEST}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(manifest, fh)
+        os.replace(tmp, os.path.join(root, MANIFEST))  # the manifest last: shards are complete
+        return out
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _listdir(root: str) -> list[str]:
+    return os.listdir(root) if os.path.isdir(root) else []
+
+
+def _write_shard(
+    staging: str, index: int, topic: str, create: Mapping[str, Any], messages: Iterator[str]
+) -> str:
+    """Write one shard into a per-attempt directory, then rename it into the staging dir."""
+    final = os.path.join(staging, shard_name(index))
+    attempt = os.path.join(staging, f".{shard_name(index)}.{uuid.uuid4().hex}")
+    try:
+        with SowStore(attempt) as store:
+            t = store.create_topic(topic, **create)
+            chunk: list[str] = []
+            for message in messages:
+                chunk.append(message)
+                if len(chunk) >= _CHUNK:
+                    t.publish_many(chunk)
+                    chunk = []
+            if chunk:
+                t.publish_many(chunk)
+            store.flush()
+        try:
+            os.rename(attempt, final)
+        except OSError:
+            if not os.path.isdir(final):
+                raise
+            # another attempt of this task already finished the same shard: keep it
+    finally:
+        shutil.rmtree(attempt, ignore_errors=True)
+    return final
