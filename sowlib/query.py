@@ -43,7 +43,7 @@ class Record:
     """One query result, or one stored version of a record.
 
     ``expiration`` is absolute epoch seconds (None: never); ``doc`` is the
-    decoded document (None for binary payloads) and takes no part in equality.
+    decoded document (the raw bytes for binary payloads) and takes no part in equality.
     """
 
     sow_key: str

@@ -202,7 +202,9 @@ CASES: dict[str, Bad] = {
         {"key": "u!2"},
     ),
     "sow-keys-not-strings": Bad(
-        lambda e: e["orders"].sow(sow_keys=[1]), InvalidSowKeyError, ValueError
+        lambda e: e["orders"].sow(sow_keys=[1]),  # type: ignore[list-item]
+        InvalidSowKeyError,
+        ValueError,
     ),
     # ------------------------------------------------------------ filters
     "filter-syntax": Bad(

@@ -45,8 +45,8 @@ def test_sigkill_mid_stream_keeps_every_acknowledged_publish(tmp_path: Path) -> 
         line = proc.stdout.readline()
         if not line:
             break
-        n, seq = line.split()
-        acked.append((int(n), int(seq)))
+        count, seq = line.split()
+        acked.append((int(count), int(seq)))
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     proc.stdout.close()
@@ -54,19 +54,21 @@ def test_sigkill_mid_stream_keeps_every_acknowledged_publish(tmp_path: Path) -> 
     with SowStore(store_dir) as store:
         t = store.topic("t")
         t.check()
-        last_n = {}
-        for n, _seq in acked:
-            last_n[n % 500] = n
-        for key_id, n in last_n.items():
+        last_n: dict[int, int] = {}
+        for count_, _seq in acked:
+            last_n[count_ % 500] = count_
+        for key_id, last in last_n.items():
             rec = t.get(t.key_for({"id": key_id}))
             assert rec is not None
             # the stored version is the last acknowledged one or a later unacknowledged one
-            assert rec.doc["n"] >= n
+            assert rec.doc["n"] >= last
             assert rec.doc["n"] % 500 == key_id
         after = t.publish({"id": 1, "n": -1})
     with SowStore(store_dir) as store:
         t = store.topic("t")
-        assert t.get(after.sow_key).doc["n"] == -1
+        rec = t.get(after.sow_key)
+        assert rec is not None
+        assert rec.doc["n"] == -1
 
 
 def test_torn_tail_at_every_offset_of_the_last_record(tmp_path: Path) -> None:

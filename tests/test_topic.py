@@ -272,7 +272,9 @@ def test_reopen_after_clean_close_uses_the_checkpoint(store_dir: Path) -> None:
         t = store.topic("t")
         assert t._log.report.from_checkpoint
         assert len(t) == 30
-        assert t.get(t.key_for({"id": 29})).doc == {"id": 29, "v": 89}
+        rec = t.get(t.key_for({"id": 29}))
+        assert rec is not None
+        assert rec.doc == {"id": 29, "v": 89}
         t.check()
 
 
@@ -296,7 +298,9 @@ def test_readonly_openers_refresh_to_see_new_writes(store_dir: Path) -> None:
             writer.create_topic("new", keys=["/id"]).publish({"id": 9})
             assert reader.refresh() >= 2
             assert len(rt) == 2
-            assert rt.get(t.key_for({"id": 1})).doc == {"id": 1, "v": 2}
+            rec = rt.get(t.key_for({"id": 1}))
+            assert rec is not None
+            assert rec.doc == {"id": 1, "v": 2}
             assert len(reader.topic("new")) == 1
             with pytest.raises(ReadOnlyError):
                 rt.publish({"id": 3})

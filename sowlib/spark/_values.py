@@ -156,8 +156,11 @@ def variant_base(v: S) -> S:
                 F.lit(FLOAT),
             )
             .when(t == F.lit("STRING"), F.when(s == F.lit(""), F.lit(NULL)).otherwise(F.lit(STR)))
-            .when(t == F.lit("ARRAY<VOID>") & (F.lit(0) == F.size(
-                F.try_variant_get(x, "$", "array<variant>"))), F.lit(NULL))
+            .when(
+                (t == F.lit("ARRAY<VOID>"))
+                & (F.size(F.try_variant_get(x, "$", "array<variant>")) == F.lit(0)),
+                F.lit(NULL),
+            )
             .otherwise(unsupported("an array, object or 64-bit unsigned value in a filtered field"))
         )
         f = F.try_variant_get(x, "$", "double")
@@ -194,9 +197,7 @@ def _str_number(s: S) -> Val:
         .otherwise(unsupported("an integer string above 2**63-1"))
     )
     tag = (
-        F.when(s.rlike(_INT_RX), int_tag)
-        .when(s.rlike(_NUM_RX), F.lit(FLOAT))
-        .otherwise(F.lit(BAD))
+        F.when(s.rlike(_INT_RX), int_tag).when(s.rlike(_NUM_RX), F.lit(FLOAT)).otherwise(F.lit(BAD))
     )
     f = F.when(tag == F.lit(BAD), _none()).otherwise(s.try_cast("double"))
     return Val(frozenset({INT, FLOAT, BAD}), tag, as_long, f, _none())
@@ -394,4 +395,6 @@ def choose(cond: S, a: Val, b: Val) -> Val:
     def pick(x: S, y: S) -> S:
         return F.when(cond, x).otherwise(y)
 
-    return Val(a.kinds | b.kinds, pick(a.tag, b.tag), pick(a.i, b.i), pick(a.f, b.f), pick(a.s, b.s))
+    return Val(
+        a.kinds | b.kinds, pick(a.tag, b.tag), pick(a.i, b.i), pick(a.f, b.f), pick(a.s, b.s)
+    )

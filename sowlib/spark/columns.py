@@ -164,9 +164,7 @@ class _Compiler:
                 return V.compare(op, self.value(left), self.value(right))
             case Between(value, low, high, negated):
                 v = self.value(value)
-                inside = V.compare(">=", v, self.value(low)) & V.compare(
-                    "<=", v, self.value(high)
-                )
+                inside = V.compare(">=", v, self.value(low)) & V.compare("<=", v, self.value(high))
                 return self._negatable(v, inside, negated)
             case InList(value, items, negated):
                 v = self.value(value)
@@ -413,7 +411,6 @@ def _any(tests: list[S]) -> S:
 def _byte_chars(s: S) -> S:
     """``s`` re-read as ISO-8859-1: one char per UTF-8 byte (sowlib's byte semantics)."""
     return F.decode(F.encode(s, "UTF-8"), "ISO-8859-1")
-
 
 
 def _quote(name: str) -> str:

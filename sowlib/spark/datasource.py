@@ -2,7 +2,7 @@
 
 Planning, reads, writes and commits run in Spark's Python worker processes, so
 everything opens stores by path. Imports pyspark, ``sowlib.store``, ``sowlib.expr``,
-``sowlib.spark._handles``/``shards``/``_pushdown``; never ``storage``.
+``sowlib.spark._handles`` and ``shards``; never ``storage``.
 """
 
 from __future__ import annotations
@@ -14,21 +14,32 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import attrs
+from pyspark.sql import types as T
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
     DataSourceWriter,
+    EqualTo,
     Filter,
+    GreaterThan,
+    GreaterThanOrEqual,
+    In,
     InputPartition,
+    IsNotNull,
+    IsNull,
+    LessThan,
+    LessThanOrEqual,
     WriterCommitMessage,
 )
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows
 from pyspark.sql.types import StructType
 
 from sowlib.errors import ConfigError
 from sowlib.expr import compile_filter
+from sowlib.query import Record
 from sowlib.spark import _handles
-from sowlib.spark._pushdown import Pushed, convert_row, infer_schema, translate
 from sowlib.spark.shards import is_sharded, shard_paths
 from sowlib.store import SowStore
 from sowlib.topic import Topic
@@ -36,6 +47,156 @@ from sowlib.topic import Topic
 __all__ = ["SowDataSource", "register"]
 
 _SAMPLE = 1_000
+_META = ("_sow_key", "_seq", "_change")
+_OPS = {
+    EqualTo: "=",
+    GreaterThan: ">",
+    GreaterThanOrEqual: ">=",
+    LessThan: "<",
+    LessThanOrEqual: "<=",
+}
+_NUMERIC = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.FloatType, T.DoubleType)
+
+
+@attrs.frozen
+class Pushed:
+    """A Spark filter taken by the reader: its AMPS text and an exact check on a converted row."""
+
+    amps: str
+    index: int
+    op: str
+    values: tuple[Any, ...]
+
+    def check(self, row: tuple[Any, ...]) -> bool:
+        value = row[self.index]
+        if self.op == "null":
+            return value is None
+        if self.op == "notnull":
+            return value is not None
+        if value is None:
+            return False
+        if self.op == "in":
+            return value in self.values
+        other = self.values[0]
+        match self.op:
+            case "=":
+                return bool(value == other)
+            case ">":
+                return bool(value > other)
+            case ">=":
+                return bool(value >= other)
+            case "<":
+                return bool(value < other)
+            case _:
+                return bool(value <= other)
+
+
+def _literal(value: Any, kind: T.DataType) -> str | None:
+    """The AMPS literal for ``value`` compared with a ``kind`` column, if exact."""
+    if (
+        isinstance(kind, _NUMERIC)
+        and isinstance(value, int | float)
+        and not isinstance(value, bool)
+    ):
+        if isinstance(value, float) and value != value:  # NaN orders differently in Spark
+            return None
+        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(kind, T.StringType) and isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return None
+
+
+def translate(flt: Filter, schema: StructType) -> Pushed | None:
+    """The AMPS form of a Spark filter on a top-level number/string column, or None."""
+    attribute: tuple[str, ...] = getattr(flt, "attribute", ())
+    names = schema.fieldNames()
+    if len(attribute) != 1 or attribute[0] not in names or attribute[0] in _META:
+        return None
+    name = attribute[0]
+    index = names.index(name)
+    kind = schema.fields[index].dataType
+    if not isinstance(kind, (*_NUMERIC, T.StringType)) or not name.replace("_", "").isalnum():
+        return None
+    field = f"/{name}"
+    if isinstance(flt, IsNull):
+        return Pushed(f"{field} IS NULL", index, "null", ())
+    if isinstance(flt, IsNotNull):
+        return Pushed(f"{field} IS NOT NULL", index, "notnull", ())
+    value: Any = getattr(flt, "value", None)
+    if isinstance(flt, In):
+        texts = [_literal(v, kind) for v in value if v is not None]
+        if not texts or any(t is None for t in texts):
+            return None
+        values = tuple(v for v in value if v is not None)
+        return Pushed(f"{field} IN ({', '.join(map(str, texts))})", index, "in", values)
+    op = _OPS.get(type(flt))
+    text = _literal(value, kind) if op is not None else None
+    if op is None or text is None:
+        return None
+    return Pushed(f"{field} {op} {text}", index, op, (value,))
+
+
+def _spark_type(values: list[Any]) -> str:
+    kinds = {type(v) for v in values if v is not None}
+    if kinds == {bool}:
+        return "boolean"
+    if kinds and kinds <= {int}:
+        return "bigint"
+    if kinds and kinds <= {int, float}:
+        return "double"
+    return "string"
+
+
+def infer_schema(docs: Sequence[Any]) -> str:
+    """A DDL schema from sample documents: top-level fields in first-seen order, then metadata.
+
+    JSON booleans, integers and numbers map to boolean, bigint and double; text,
+    objects, arrays and mixed kinds to string (objects and arrays as JSON text).
+    """
+    seen: dict[str, list[Any]] = {}
+    for doc in docs:
+        if isinstance(doc, Mapping):
+            for name, value in doc.items():
+                if name not in _META:
+                    seen.setdefault(str(name), []).append(value)
+    cols = [f"`{n.replace('`', '``')}` {_spark_type(vs)}" for n, vs in seen.items()]
+    return ", ".join([*cols, "_sow_key string", "_seq bigint"])
+
+
+def _convert(value: Any, kind: T.DataType) -> Any:
+    if value is None:
+        return None
+    if isinstance(kind, T.StringType):
+        if isinstance(value, str):
+            return value
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return json.dumps(value) if isinstance(value, dict | list) else str(value)
+    if isinstance(kind, T.BooleanType):
+        return value if isinstance(value, bool) else None
+    if isinstance(kind, (T.FloatType, T.DoubleType)):
+        return float(value) if isinstance(value, int | float) else None
+    if isinstance(kind, _NUMERIC):
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value
+
+
+def convert_row(
+    rec: Record, schema: StructType, *, change: str = "publish", with_fields: bool = True
+) -> tuple[Any, ...]:
+    """A record as a tuple in ``schema`` order; a field of another kind becomes NULL."""
+    doc = rec.doc if with_fields and isinstance(rec.doc, Mapping) else {}
+    out: list[Any] = []
+    for f in schema.fields:
+        if f.name == "_sow_key":
+            out.append(rec.sow_key)
+        elif f.name == "_seq":
+            out.append(rec.seq)
+        elif f.name == "_change":
+            out.append(change)
+        else:
+            out.append(_convert(doc.get(f.name), f.dataType))
+    return tuple(out)
 
 
 def register(spark: Any) -> None:
@@ -52,11 +213,11 @@ class _Options:
     """The data source options, checked once."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
-        self.path = options.get("path")
-        self.topic = options.get("topic")
-        if not self.path or not self.topic:
+        path, topic = options.get("path"), options.get("topic")
+        if not path or not topic:
             raise ConfigError("sow", "the options 'path' and 'topic' are required")
-        self.path = os.path.abspath(self.path)
+        self.path: str = os.path.abspath(path)
+        self.topic: str = topic
         self.message_type = options.get("message_type", "json").lower()
         self.filter = options.get("filter") or None
         self.schema = options.get("schema") or None
@@ -72,7 +233,7 @@ class _Options:
 
 def _topic(store: SowStore, opts: _Options) -> Topic | None:
     try:
-        return store.topic(opts.topic or "", opts.message_type)
+        return store.topic(opts.topic, opts.message_type)
     except KeyError:  # UnknownTopicError: an empty shard or a topic not created yet
         return None
 
@@ -116,13 +277,13 @@ class SowDataSource(DataSource):
         return SowStreamReader(_Options(self.options), schema)
 
 
-class _StorePartition(InputPartition):  # type: ignore[misc]
+class _StorePartition(InputPartition):
     def __init__(self, path: str) -> None:
         super().__init__(path)
         self.path = path
 
 
-class SowReader(DataSourceReader):  # type: ignore[misc]
+class SowReader(DataSourceReader):
     """Batch reads: one partition per store (per shard), the filter evaluated by sowlib."""
 
     def __init__(self, opts: _Options, schema: StructType) -> None:
@@ -143,6 +304,7 @@ class SowReader(DataSourceReader):  # type: ignore[misc]
         return [_StorePartition(p) for p in self.opts.stores()]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, _StorePartition)
         if not os.path.isdir(partition.path):
             return
         topic = _topic(_handles.reader(partition.path), self.opts)
@@ -159,13 +321,13 @@ class SowReader(DataSourceReader):  # type: ignore[misc]
                 yield row
 
 
-class _Staged(WriterCommitMessage):  # type: ignore[misc]
+class _Staged(WriterCommitMessage):
     def __init__(self, file: str, partition: int) -> None:
         self.file = file
         self.partition = partition
 
 
-class SowWriter(DataSourceWriter):  # type: ignore[misc]
+class SowWriter(DataSourceWriter):
     """Batch writes: tasks stage rows in files; ``commit`` (one process) applies them.
 
     A store has one writer process, so tasks never open it: each task writes its
@@ -203,11 +365,12 @@ class SowWriter(DataSourceWriter):  # type: ignore[misc]
             with SowStore(self.opts.path) as store:
                 if self.opts.keys is not None:
                     topic = store.create_topic(
-                        self.opts.topic or "", message_type=self.opts.message_type,
+                        self.opts.topic,
+                        message_type=self.opts.message_type,
                         keys=self.opts.keys,
                     )
                 else:
-                    topic = store.topic(self.opts.topic or "", self.opts.message_type)
+                    topic = store.topic(self.opts.topic, self.opts.message_type)
                 for msg in staged:
                     with open(msg.file, encoding="utf-8") as fh:
                         batch: list[str] = []
@@ -233,14 +396,14 @@ class SowWriter(DataSourceWriter):  # type: ignore[misc]
             pass  # another job is staging too
 
 
-class _Range(InputPartition):  # type: ignore[misc]
+class _Range(InputPartition):
     def __init__(self, start: int, end: int) -> None:
         super().__init__((start, end))
         self.start = start
         self.end = end
 
 
-class SowStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+class SowStreamReader(DataSourceStreamReader):
     """A topic's change log as a stream; offsets are sequence numbers (``{"seq": n}``).
 
     Each micro-batch is ``topic.replay(since=start)`` up to ``end``. Publishes become
@@ -264,14 +427,22 @@ class SowStreamReader(DataSourceStreamReader):  # type: ignore[misc]
     def initialOffset(self) -> dict[str, int]:
         return {"seq": 0}
 
-    def latestOffset(self) -> dict[str, int]:
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:
+        """The last sequence number, or the ``maxRows``-th change after ``start``."""
         topic = self._topic()
-        return {"seq": 0 if topic is None else int(topic.stats()["last_seq"] or 0)}
+        if topic is None:
+            return dict(start)
+        if isinstance(limit, ReadMaxRows):
+            seqs = [c.record.seq for c in topic.replay(since=int(start["seq"]))]
+            if len(seqs) > limit.max_rows:
+                return {"seq": seqs[limit.max_rows - 1]}
+        return {"seq": max(int(start["seq"]), int(topic.stats()["last_seq"] or 0))}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> Sequence[InputPartition]:
         return [_Range(int(start["seq"]), int(end["seq"]))]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, _Range)
         topic = self._topic()
         if topic is None:
             return
@@ -285,6 +456,3 @@ class SowStreamReader(DataSourceStreamReader):  # type: ignore[misc]
                     yield convert_row(rec, self.schema, change="publish")
             elif self.with_changes:
                 yield convert_row(rec, self.schema, change=change.kind, with_fields=False)
-
-    def commit(self, end: dict[str, int]) -> None:
-        return None

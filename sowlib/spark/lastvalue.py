@@ -18,9 +18,7 @@ _ROW = "__sow_last_row"
 
 
 def _as_list(value: str | Column | Sequence[str | Column], what: str) -> list[str | Column]:
-    items: list[str | Column] = (
-        [value] if isinstance(value, (str, Column)) else list(value)
-    )
+    items: list[str | Column] = [value] if isinstance(value, (str, Column)) else list(value)
     if not items:
         raise ConfigError(what, "give at least one column")
     return items

@@ -165,18 +165,12 @@ def write_sharded(
     create = {"keys": key_list, "message_type": message_type, **dict(create_kwargs or {})}
     n = shards
 
-    @F.pandas_udf("long")  # type: ignore[call-overload, untyped-decorator]
-    def _shard(*cols: Any) -> Any:
-        import pandas as pd
-
-        rows = zip(*(c.tolist() for c in cols), strict=True)
-        return pd.Series([shard_of(list(r), n) for r in rows], dtype="int64")
-
-    routed = df.select(
-        _shard(*[_key_column(k) for k in key_list]).alias("shard"),
-        F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("message"),
+    key_cols = [_key_column(k).alias(f"k{i}") for i, k in enumerate(key_list)]
+    message = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("message")
+    routed = df.select(message, *key_cols)
+    pairs = routed.rdd.map(lambda row: (shard_of(list(row[1:]), n), row[0])).partitionBy(
+        n, lambda shard: shard
     )
-    pairs = routed.rdd.map(lambda row: (row[0], row[1])).partitionBy(n, lambda shard: shard)
 
     def write_partition(items: Iterable[tuple[int, str]]) -> Iterator[str]:
         from pyspark import TaskContext

@@ -146,7 +146,7 @@ class SowSink:
 
     def _runs(self, batch_df: DataFrame) -> Iterator[tuple[str, list[Any]]]:
         """Consecutive rows of one kind (publish/delete), at most ``chunk_rows`` each."""
-        kind, run = "publish", []
+        kind, run = "publish", list[Any]()
         for row in self._messages(batch_df).toLocalIterator():
             message = row[_MSG]
             if message is None:

@@ -69,4 +69,4 @@ def test_compiled_agrees_with_reference(node: Node, docs: list[dict[str, Any]]) 
         got = fn(doc, None)
         assert _same(normalize(got), normalize(want)), (to_text(node), doc)
         if gen is not None:
-            assert gen(doc) == truthy(want), (to_text(node), doc)
+            assert gen(doc, None) == truthy(want), (to_text(node), doc)

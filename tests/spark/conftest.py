@@ -41,7 +41,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    """The shared ``local[2]`` SparkSession with the ``sow`` data source registered."""
+    """The shared ``local[2]`` SparkSession."""
     reason = _missing()
     if reason is not None:
         if os.environ.get("CI"):
@@ -50,8 +50,6 @@ def spark() -> Iterator[Any]:
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
-
-    import sowlib.spark
 
     session = (
         SparkSession.builder.master("local[2]")
@@ -65,7 +63,6 @@ def spark() -> Iterator[Any]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
-    sowlib.spark.register(session)
     yield session
     session.stop()
 

@@ -1,0 +1,156 @@
+"""The ``sow`` data source: schema, AMPS filter option, exact pushdown, batch write, streaming."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.datasource import EqualTo, GreaterThan, In, IsNull, LessThan, StringStartsWith
+
+from sowlib.errors import ConfigError
+from sowlib.spark.datasource import infer_schema, translate
+from sowlib.store import SowStore
+
+pytestmark = pytest.mark.spark
+
+ORDERS = [
+    {"orderId": 1, "price": 120.5, "region": "EU", "qty": 3, "tags": ["a"]},
+    {"orderId": 2, "price": 80, "region": "APAC", "qty": 1},
+    {"orderId": 3, "price": 300, "region": "US", "qty": 7},
+    {"orderId": 4, "price": 150, "region": "APAC", "qty": None},
+    {"orderId": 5, "price": 101, "region": "EU's", "qty": 2},
+]
+
+
+@pytest.fixture
+def store_path(tmp_path: Path) -> Path:
+    with SowStore(tmp_path / "sow") as store:
+        store.create_topic("orders", keys=["/orderId"]).publish_many(ORDERS)
+    return tmp_path / "sow"
+
+
+def _load(spark: Any, path: Path, **options: str) -> Any:
+    reader = spark.read.format("sow").option("path", str(path)).option("topic", "orders")
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def test_inferred_schema_and_rows(spark: Any, store_path: Path) -> None:
+    df = _load(spark, store_path)
+    assert df.columns == ["orderId", "price", "region", "qty", "tags", "_sow_key", "_seq"]
+    kinds = {f.name: type(f.dataType) for f in df.schema.fields}
+    assert kinds["orderId"] is T.LongType and kinds["price"] is T.DoubleType
+    assert kinds["tags"] is T.StringType and kinds["_seq"] is T.LongType
+    rows = {r["orderId"]: r for r in df.collect()}
+    assert rows[1]["tags"] == '["a"]' and rows[2]["price"] == 80.0 and rows[4]["qty"] is None
+    assert sorted(r["_seq"] for r in rows.values()) == [1, 2, 3, 4, 5]
+
+
+def test_filter_option_and_pushdown_agree_with_sowlib(spark: Any, store_path: Path) -> None:
+    amps = "/price > 100 AND /region IN ('EU','APAC')"
+    by_option = _load(spark, store_path, filter=amps, schema="orderId long, price double")
+    assert sorted(r["orderId"] for r in by_option.collect()) == [1, 4]
+    pushed = _load(spark, store_path).where(
+        (F.col("price") > 100) & F.col("region").isin("EU", "APAC") & F.col("qty").isNotNull()
+    )
+    assert sorted(r["orderId"] for r in pushed.collect()) == [1]
+    quoted = _load(spark, store_path).where(F.col("region") == "EU's")
+    assert [r["orderId"] for r in quoted.collect()] == [5]
+
+
+def test_translate_takes_exact_filters_only() -> None:
+    schema = T.StructType(
+        [
+            T.StructField("price", T.DoubleType()),
+            T.StructField("region", T.StringType()),
+            T.StructField("_seq", T.LongType()),
+        ]
+    )
+    gt = translate(GreaterThan(("price",), 100), schema)
+    assert gt is not None and gt.amps == "/price > 100"
+    assert gt.check((101.0, None, 1)) and not gt.check((None, None, 1))
+    inlist = translate(In(("region",), ("EU", "O'K")), schema)
+    assert inlist is not None and inlist.amps == "/region IN ('EU', 'O''K')"
+    assert translate(IsNull(("region",)), schema).amps == "/region IS NULL"  # type: ignore[union-attr]
+    assert translate(EqualTo(("price",), "100"), schema) is None  # type mismatch
+    assert translate(LessThan(("_seq",), 3), schema) is None  # metadata column
+    assert translate(StringStartsWith(("region",), "E"), schema) is None
+    assert translate(EqualTo(("nested", "x"), 1), schema) is None
+    assert translate(EqualTo(("price",), float("nan")), schema) is None
+
+
+def test_infer_schema_widens_mixed_kinds() -> None:
+    ddl = infer_schema([{"a": 1, "b": True, "c": "x"}, {"a": 2.5, "b": 1, "d": {"x": 1}}])
+    assert ddl == "`a` double, `b` string, `c` string, `d` string, _sow_key string, _seq bigint"
+
+
+def test_batch_write_appends_through_commit(spark: Any, tmp_path: Path) -> None:
+    rows = [(i, float(i * 10), "EU" if i % 2 else "US") for i in range(40)]
+    df = spark.createDataFrame(rows, "orderId long, price double, region string").repartition(3)
+    path = tmp_path / "written"
+    (
+        df.write.format("sow")
+        .option("path", str(path))
+        .option("topic", "orders")
+        .option("keys", "/orderId")
+        .mode("append")
+        .save()
+    )
+    with SowStore(path, readonly=True) as store:
+        topic = store.topic("orders")
+        assert len(topic) == 40
+        assert topic.get(topic.key_for({"orderId": 7})).doc == {  # type: ignore[union-attr]
+            "orderId": 7,
+            "price": 70.0,
+            "region": "EU",
+        }
+    assert not (path / "_incoming").exists()
+    with pytest.raises(Exception) as info:
+        df.write.format("sow").option("path", str(path)).option("topic", "orders").mode(
+            "overwrite"
+        ).save()
+    assert "ConfigError" in str(info.value)
+
+
+def test_missing_options_raise_config_error() -> None:
+    from sowlib.spark.datasource import SowDataSource
+
+    with pytest.raises(ConfigError) as info:
+        SowDataSource({"path": "x"}).schema()
+    assert info.value.where == "sow"
+
+
+def test_stream_reads_changes_after_each_publish(spark: Any, store_path: Path) -> None:
+    stream = (
+        spark.readStream.format("sow")
+        .option("path", str(store_path))
+        .option("topic", "orders")
+        .option("schema", "orderId long, price double, _sow_key string, _seq long, _change string")
+        .load()
+    )
+    query = stream.writeStream.format("memory").queryName("sow_changes").start()
+    try:
+        query.processAllAvailable()
+        with SowStore(store_path) as store:
+            topic = store.topic("orders")
+            topic.publish({"orderId": 9, "price": 1})
+            topic.sow_delete_by_data({"orderId": 2})
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    got = sorted(
+        (r["_seq"], r["_change"], r["orderId"]) for r in spark.table("sow_changes").collect()
+    )
+    assert got == [
+        (1, "publish", 1),
+        (2, "publish", 2),
+        (3, "publish", 3),
+        (4, "publish", 4),
+        (5, "publish", 5),
+        (6, "publish", 9),
+        (7, "delete", None),
+    ]
