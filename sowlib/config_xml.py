@@ -16,6 +16,7 @@ from xml.sax.saxutils import escape
 
 from lxml import etree
 
+from sowlib.codecs.xml_codec import hardened_parser
 from sowlib.config import DURABILITIES, TopicConfig
 from sowlib.errors import ConfigError, FieldPathError
 from sowlib.paths import parse_path
@@ -65,18 +66,6 @@ _TRUE = {"true", "yes", "1", "on", "enabled"}
 _FALSE = {"false", "no", "0", "off", "disabled"}
 
 
-def _parser() -> etree.XMLParser:
-    return etree.XMLParser(
-        resolve_entities=False,
-        no_network=True,
-        load_dtd=False,
-        dtd_validation=False,
-        huge_tree=False,
-        remove_comments=True,
-        remove_pis=True,
-    )
-
-
 def _read(source: str | os.PathLike[str] | bytes) -> tuple[bytes, Path | None]:
     if isinstance(source, bytes):
         return source, None
@@ -93,7 +82,7 @@ def _parse(data: bytes) -> Any:
     if re.search(rb"<!DOCTYPE", data, re.IGNORECASE) or re.search(rb"<!ENTITY", data):
         raise ConfigError("<document>", "DOCTYPE and entity declarations are not allowed")
     try:
-        root = etree.fromstring(data, _parser())
+        root = etree.fromstring(data, hardened_parser())
     except etree.XMLSyntaxError as exc:
         line = exc.lineno if exc.lineno is not None else 0
         raise ConfigError(f"line {line}", f"not well-formed XML: {exc.msg}") from None

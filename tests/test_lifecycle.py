@@ -13,22 +13,7 @@ import pytest
 from sowlib.state import StateStore
 from sowlib.store import SowStore
 from sowlib.subscriptions import Message
-
-
-class Clock:
-    def __init__(self, now: float = 1_700_000_000.0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
+from tests.conftest import FakeClock as Clock
 
 
 def ids(topic: Any) -> list[int]:

@@ -24,20 +24,28 @@ _WHITESPACE = b" \t\r\n"
 _UTF8_BOM = b"\xef\xbb\xbf"
 
 
+def hardened_parser() -> etree.XMLParser:
+    """An lxml parser that resolves no entity, loads no DTD and touches no network.
+
+    Shared by the xml codec and the AMPS configuration reader.
+    """
+    return etree.XMLParser(
+        resolve_entities=False,
+        no_network=True,
+        load_dtd=False,
+        dtd_validation=False,
+        huge_tree=False,
+        remove_comments=True,
+        remove_pis=True,
+        collect_ids=False,
+    )
+
+
 class _Parsers(threading.local):
     """One parser per thread: an lxml parser must not be used by two threads at once."""
 
     def __init__(self) -> None:
-        self.parser = etree.XMLParser(
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            dtd_validation=False,
-            huge_tree=False,
-            remove_comments=True,
-            remove_pis=True,
-            collect_ids=False,
-        )
+        self.parser = hardened_parser()
 
 
 _PARSERS = _Parsers()
