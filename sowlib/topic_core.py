@@ -9,7 +9,9 @@ from __future__ import annotations
 import heapq
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from functools import partial
+from itertools import repeat
+from typing import Any, NamedTuple
 
 import msgpack
 
@@ -45,30 +47,25 @@ _MIN_COMPACT_BYTES = 1 << 20
 _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
 
 
-class _Entry:
-    """Where the live version of a key sits in the log, and its header fields."""
+class _Entry(NamedTuple):
+    """Where the live version of a key sits in the log, and its header fields.
 
-    __slots__ = ("checked", "corr", "expiration", "offset", "seq", "size", "timestamp")
+    A tuple: a reopen builds one per record straight from the checkpoint
+    columns with C-level calls, and replacing one costs less than mutating.
+    """
 
-    def __init__(
-        self,
-        offset: int,
-        seq: int,
-        timestamp: float,
-        expiration: float,
-        corr: bytes,
-        size: int,
-        checked: bool = True,
-    ) -> None:
-        self.offset = offset
-        self.seq = seq
-        self.timestamp = timestamp
-        self.expiration = expiration
-        self.corr = corr
-        self.size = size
-        # False for entries loaded from a checkpoint: their record's checksum has
-        # not been verified yet, so the first read goes through the checked path.
-        self.checked = checked
+    offset: int
+    seq: int
+    timestamp: float
+    expiration: float
+    corr: bytes
+    size: int
+    # False for entries loaded from a checkpoint: their record's checksum has
+    # not been verified yet, so the first read goes through the checked path.
+    checked: bool = True
+
+
+_new_entry = partial(tuple.__new__, _Entry)
 
 
 def _size(rec: LogRecord) -> int:
@@ -133,21 +130,41 @@ class TopicCore:
         if checkpoint is not None:
             blob, start = checkpoint
             keys, offsets, seqs, stamps, exps, corrs, sizes = msgpack.unpackb(blob)
-            self._entries = {
-                k: _Entry(o, s, t, e, c, z, False)
-                for k, o, s, t, e, c, z in zip(
-                    keys, offsets, seqs, stamps, exps, corrs, sizes, strict=True
-                )
-            }
+            columns = zip(offsets, seqs, stamps, exps, corrs, sizes, repeat(False))
+            self._entries = dict(zip(keys, map(_new_entry, columns), strict=True))
             self._live_bytes = sum(sizes)
-        for rec in self._log.scan(start):
-            self._apply(rec)
+        if self._history is None:
+            self._replay_entries(start)
+        else:
+            for rec in self._log.scan(start):
+                self._apply(rec)
         if self.config.expiration_enabled:
             self._expiry = [
                 (e.expiration, e.seq, k) for k, e in self._entries.items() if e.expiration > 0
             ]
             heapq.heapify(self._expiry)
             self._tick()
+
+    def _replay_entries(self, start: int | None) -> None:
+        """Rebuild the key map from the log (open): the tight loop of recovery."""
+        entries = self._entries
+        pop = entries.pop
+        for rec in self._log.scan(start):
+            if rec.kind == _PUT:
+                entries[rec.key] = _new_entry(
+                    (
+                        rec.offset,
+                        rec.seq,
+                        rec.timestamp,
+                        rec.expiration,
+                        rec.correlation_id,
+                        len(rec.payload) + len(rec.key) + len(rec.correlation_id) + _FRAME_OVERHEAD,
+                        True,  # scan() verified the checksum
+                    )
+                )
+            else:
+                pop(rec.key, None)
+        self._live_bytes = sum(e.size for e in entries.values())
 
     def _apply(self, rec: LogRecord) -> None:
         """Replay one log record into memory (open and refresh)."""
@@ -170,15 +187,15 @@ class TopicCore:
                 self.indexes.on_put(key, old_doc, doc)
             if rec.expiration > 0 and self.config.expiration_enabled and self._expiry is not None:
                 heapq.heappush(self._expiry, (rec.expiration, rec.seq, key))
-            version = Version(rec.seq, rec.timestamp, rec.offset)
+            offset: int | None = rec.offset
         else:
             if old is not None:
                 del self._entries[key]
                 if self._indexed and old_doc is not None:
                     self.indexes.on_delete(key, old_doc)
-            version = Version(rec.seq, rec.timestamp, None)
+            offset = None
         if self._history is not None:
-            self._history.add(key, version)
+            self._history.add(key, Version(rec.seq, rec.timestamp, offset))
 
     # ------------------------------------------------------------------ helpers
 
@@ -191,12 +208,12 @@ class TopicCore:
         if self._readonly:
             raise ReadOnlyError(f"topic {self.name!r}", operation)
 
-    def _payload(self, entry: _Entry) -> bytes:
+    def _payload(self, key: str, entry: _Entry) -> bytes:
         """The stored bytes of a live entry; verifies the checksum on first read."""
         if entry.checked:
             return self._log.read_payload(entry.offset)  # type: ignore[no-any-return]
         payload: bytes = self._log.read(entry.offset).payload
-        entry.checked = True
+        self._entries[key] = entry._replace(checked=True)
         return payload
 
     def _decode_payload(self, payload: bytes) -> Any:
@@ -243,7 +260,7 @@ class TopicCore:
         return now + float(ttl)
 
     def _record(self, key: str, entry: _Entry, doc: Any = MISSING) -> Record:
-        payload = self._payload(entry)
+        payload = self._payload(key, entry)
         if doc is MISSING:
             doc = self._docs.get(key, MISSING)
             if doc is MISSING:
@@ -379,7 +396,7 @@ class TopicCore:
             return
         for key, entry in self._entries.items():
             if key not in self._docs:
-                self._docs[key] = self._decode_payload(self._payload(entry))
+                self._docs[key] = self._decode_payload(self._payload(key, entry))
         if self._codec.supports_filter:
             for key, doc in self._docs.items():
                 self.indexes.on_put(key, None, doc)
@@ -418,7 +435,7 @@ class TopicCore:
         doc = self._docs.get(key, MISSING)
         if doc is MISSING:
             entry = self._entries[key]
-            doc = self._docs[key] = self._decode_payload(self._payload(entry))
+            doc = self._docs[key] = self._decode_payload(self._payload(key, entry))
         return doc
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:
@@ -462,7 +479,6 @@ class TopicCore:
                 return rec.kind == _PUT and rec.offset in live
 
         mapping = self._log.compact(keep)
-        for entry in self._entries.values():
-            entry.offset = mapping[entry.offset]
+        self._entries = {k: e._replace(offset=mapping[e.offset]) for k, e in self._entries.items()}
         if self._history is not None:
             self._history.remap(mapping)

@@ -104,10 +104,10 @@ class S:
     def try_cast(self, type_: str) -> S:
         return S(f"TRY_CAST({self.sql} AS {type_})")
 
-    def isNull(self) -> S:  # noqa: N802 - mirrors pyspark's Column
+    def isNull(self) -> S:
         return S(f"({self.sql} IS NULL)")
 
-    def isNotNull(self) -> S:  # noqa: N802 - mirrors pyspark's Column
+    def isNotNull(self) -> S:
         return S(f"({self.sql} IS NOT NULL)")
 
     def isin(self, *values: Any) -> S:
@@ -125,7 +125,7 @@ class S:
     def rlike(self, pattern: str) -> S:
         return S(f"({self.sql} RLIKE {_text(pattern)})")
 
-    def getField(self, name: str) -> S:  # noqa: N802 - mirrors pyspark's Column
+    def getField(self, name: str) -> S:
         return S(f"({self.sql}).`{name}`")
 
     def alias(self, name: str) -> S:
@@ -200,7 +200,7 @@ encode = _fn("encode")
 raise_error = _fn("raise_error")
 
 
-def abs(x: S) -> S:  # noqa: A001 - mirrors pyspark.sql.functions
+def abs(x: S) -> S:
     return call("abs", x)
 
 

@@ -2,7 +2,7 @@
 
 A :class:`Val` carries a per-row type tag plus a long, a double and a string
 view, so comparison, arithmetic and truth follow ``sowlib.expr.runtime``
-exactly. Imports pyspark and ``sowlib.spark._consts`` only.
+exactly. Imports ``sowlib.spark._sql`` only (SQL text, no JVM calls).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 import attrs
+
 from sowlib.spark import _sql as F
 from sowlib.spark._sql import S
 

@@ -2,7 +2,7 @@
 
 Reproduces ``sowlib.expr.runtime`` exactly or raises ``UnsupportedFilterError``
 (never approximates); values that only show up at run time and cannot be
-mirrored fail the query. Imports pyspark and the public ``sowlib.expr`` API only.
+mirrored fail the query. Imports pyspark, ``sowlib.expr`` and ``sowlib.spark`` helpers.
 """
 
 from __future__ import annotations
@@ -12,8 +12,6 @@ from functools import reduce
 from typing import assert_never
 
 import attrs
-from sowlib.spark import _sql as F
-from sowlib.spark._sql import S
 from pyspark.sql import Column
 from pyspark.sql import types as T
 
@@ -41,8 +39,10 @@ from sowlib.expr.nodes import (
 )
 from sowlib.expr.parser import parse
 from sowlib.paths import FieldPath, Step
+from sowlib.spark import _sql as F
 from sowlib.spark import _values as V
 from sowlib.spark._regex import to_java_regex
+from sowlib.spark._sql import S
 
 __all__ = ["REJECTED_CONSTRUCTS", "to_column"]
 
@@ -80,12 +80,12 @@ _INT_TYPES = (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType)
 
 
 def to_column(
-    filter: str | Node,  # noqa: A002 - the AMPS name for it
+    filter: str | Node,
     *,
     json_column: str | None = None,
     struct_column: str | None = None,
     schema: T.StructType | str | None = None,
-) -> S:
+) -> Column:
     """Compile an AMPS filter into a boolean Spark S (TRUE exactly where sowlib matches).
 
     Paths map to top-level columns by default (``/price`` -> ``price``,
@@ -114,11 +114,10 @@ def to_column(
     node = parse(filter) if isinstance(filter, str) else filter
     if json_column is not None and struct_column is not None:
         raise ValueError("pass json_column or struct_column, not both")
-    if isinstance(schema, str):
-        schema = T._parse_datatype_string(schema)  # DDL -> StructType
-        if not isinstance(schema, T.StructType):
-            raise ValueError(f"schema {schema!r} is not a struct type")
-    compiler = _Compiler(text, json_column, struct_column, schema)
+    struct_type = T._parse_datatype_string(schema) if isinstance(schema, str) else schema
+    if struct_type is not None and not isinstance(struct_type, T.StructType):
+        raise ValueError(f"schema {schema!r} is not a struct type")
+    compiler = _Compiler(text, json_column, struct_column, struct_type)
     paths = sorted({n.path.to_text(): n for n in walk(node) if isinstance(n, Field)}.items())
     if not paths:
         return F.to_spark(F.coalesce(compiler.logic(node), F.lit(False)))

@@ -44,7 +44,7 @@ from sowlib.spark.shards import is_sharded, shard_paths
 from sowlib.store import SowStore
 from sowlib.topic import Topic
 
-__all__ = ["SowDataSource", "register"]
+__all__ = ["SowDataSource", "SowPushdownReader", "SowReader", "register"]
 
 _SAMPLE = 1_000
 _META = ("_sow_key", "_seq", "_change")
@@ -102,7 +102,7 @@ def _literal(value: Any, kind: T.DataType) -> str | None:
             return None
         return repr(value) if isinstance(value, float) else str(value)
     if isinstance(kind, T.StringType) and isinstance(value, str):
-        return "'" + value.replace("'", "''") + "'"
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
     return None
 
 
@@ -221,6 +221,7 @@ class _Options:
         self.message_type = options.get("message_type", "json").lower()
         self.filter = options.get("filter") or None
         self.schema = options.get("schema") or None
+        self.pushdown = options.get("pushdown", "true").lower() != "false"
         keys = options.get("keys")
         self.keys = [k.strip() for k in keys.split(",") if k.strip()] if keys else None
         if self.filter is not None:
@@ -243,7 +244,8 @@ class SowDataSource(DataSource):
 
     Options: ``path`` (store directory or sharded store), ``topic``,
     ``message_type`` (json), ``filter`` (an AMPS filter evaluated by sowlib),
-    ``schema`` (DDL; default: inferred from up to 1,000 records), and for writes
+    ``schema`` (DDL; default: inferred from up to 1,000 records), ``pushdown``
+    (``true``: take exact Spark filters, see :class:`SowPushdownReader`), and for writes
     ``keys`` (comma-separated key paths, to create the topic). Columns are the
     top-level fields plus ``_sow_key`` and ``_seq``.
     """
@@ -268,7 +270,8 @@ class SowDataSource(DataSource):
         return infer_schema(docs)
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return SowReader(_Options(self.options), schema)
+        opts = _Options(self.options)
+        return SowPushdownReader(opts, schema) if opts.pushdown else SowReader(opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         return SowWriter(_Options(self.options), schema, overwrite)
@@ -291,15 +294,6 @@ class SowReader(DataSourceReader):
         self.schema = schema
         self.pushed: list[Pushed] = []
 
-    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
-        """Take the filters that translate exactly into AMPS; yield the others back to Spark."""
-        for flt in filters:
-            done = translate(flt, self.schema)
-            if done is None:
-                yield flt
-            else:
-                self.pushed.append(done)
-
     def partitions(self) -> Sequence[InputPartition]:
         return [_StorePartition(p) for p in self.opts.stores()]
 
@@ -319,6 +313,26 @@ class SowReader(DataSourceReader):
             # converted row guards against a field whose JSON type differs from the schema
             if all(p.check(row) for p in self.pushed):
                 yield row
+
+
+class SowPushdownReader(SowReader):
+    """:class:`SowReader` that also takes Spark filters (needs
+    ``spark.sql.python.filterPushdown.enabled=true``; option ``pushdown=false`` opts out).
+
+    Known Spark 4 behaviour: a query with no filters on a DataFrame that an earlier
+    filtered query used may reuse that query's pushed filters; load a fresh
+    DataFrame per query (``spark.read...load()``) when mixing the two.
+    """
+
+    def pushFilters(self, filters: list[Filter]) -> Iterator[Filter]:
+        """Take the filters that translate exactly into AMPS; yield the others back to Spark."""
+        self.pushed = []  # Spark may plan the same reader again for another query
+        for flt in filters:
+            done = translate(flt, self.schema)
+            if done is None:
+                yield flt
+            else:
+                self.pushed.append(done)
 
 
 class _Staged(WriterCommitMessage):

@@ -71,20 +71,19 @@ def orders(n: int, seed: int = 7) -> list[dict[str, Any]]:
     """The standard workload: ``n`` orders, 500 symbols, 8 regions; seeded."""
     rng = random.Random(seed)
     regions = [f"R{i}" for i in range(8)]
-    out = []
-    for i in range(n):
-        out.append(
-            {
-                "orderId": i,
-                "customerId": rng.randrange(2000),
-                "symbol": f"S{rng.randrange(500):03d}",
-                "price": round(rng.uniform(1, 500), 2),
-                "qty": rng.randrange(1, 1000),
-                "side": rng.choice(("B", "S")),
-                "region": rng.choice(regions),
-                "ts": 1_700_000_000 + i,
-            }
-        )
+    out = [
+        {
+            "orderId": i,
+            "customerId": rng.randrange(2000),
+            "symbol": f"S{rng.randrange(500):03d}",
+            "price": round(rng.uniform(1, 500), 2),
+            "qty": rng.randrange(1, 1000),
+            "side": rng.choice(("B", "S")),
+            "region": rng.choice(regions),
+            "ts": 1_700_000_000 + i,
+        }
+        for i in range(n)
+    ]
     return out
 
 

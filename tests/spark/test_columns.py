@@ -16,7 +16,7 @@ pytestmark = pytest.mark.spark
 
 #: Compliance cases per group checked by default (Spark analysis costs ~1 s per filter);
 #: SOWLIB_SPARK_FULL=1 checks every case.
-PER_GROUP = 0 if os.environ.get("SOWLIB_SPARK_FULL") else 2
+PER_GROUP = 0 if os.environ.get("SOWLIB_SPARK_FULL") else 1
 
 #: Constructs the Spark back-end may reject (compile time) or fail on (run time).
 ALLOWED_REJECTIONS = {
@@ -63,8 +63,8 @@ def _evaluate(spark: Any, messages: list[Any], cases: list[dict[str, Any]]) -> d
             try:
                 results[n] = sorted(r["id"] for r in df.where(c).select("id").collect())
             except PySparkException as exc:
-                assert "UnsupportedFilterError" in str(exc)
-                results[n] = "run-time value"
+                # only the back-end's own refusal is acceptable, never another failure
+                results[n] = "run-time value" if "UnsupportedFilterError" in str(exc) else exc
     return results
 
 
@@ -85,14 +85,16 @@ def test_compliance_cases_agree_with_python(spark: Any) -> None:
                 checked += 1
     assert mismatches == []
     assert set(rejected) <= ALLOWED_REJECTIONS
-    assert checked > 50
+    assert checked >= 30  # one case per group by default; most groups are accepted
 
 
 def test_semantics_that_spark_gets_wrong_by_default(spark: Any) -> None:
     from sowlib.spark import to_column
 
-    docs = [{"a": -7, "b": 4}, {"a": float("nan")}, {"y": "12"}, {"s": "abc"}, {}]
-    df = spark.createDataFrame([(i, json.dumps(d)) for i, d in enumerate(docs)], "id long, j string")
+    docs = [{"a": -7, "b": 4}, {"a": 1.5}, {"y": "12"}, {"s": "abc"}, {}]
+    df = spark.createDataFrame(
+        [(i, json.dumps(d)) for i, d in enumerate(docs)], "id long, j string"
+    )
 
     def ids(f: str) -> list[int]:
         return sorted(r.id for r in df.where(to_column(f, json_column="j")).collect())
@@ -101,8 +103,8 @@ def test_semantics_that_spark_gets_wrong_by_default(spark: Any) -> None:
     assert ids("/y > 2") == [2]  # a converting string compares numerically
     assert ids("/y > '2'") == []  # two strings compare byte-wise
     assert ids("/s > 5") == [3]  # a non-numeric string is above every number
-    assert ids("/a > 1000") == []  # NaN is not above everything (Spark orders it so)
-    assert ids("/a != 5") == [0, 1]  # ... and != is TRUE for NaN (IEEE)
+    assert ids("/a / 0.0 * 0 > 1000") == []  # NaN is not above everything (Spark orders it so)
+    assert ids("/a - /a + NAN_VALUE() != 5") == [0, 1]  # ... and != is TRUE for NaN (IEEE)
     assert ids("NOT (/missing = 1)") == [0, 1, 2, 3, 4]  # a comparison with NULL is FALSE
     assert ids("/missing OR /a = -7") == []  # a NULL left operand ends OR (spec table)
 
@@ -111,7 +113,8 @@ def test_column_mode_with_a_schema(spark: Any) -> None:
     from sowlib.spark import to_column
 
     df = spark.createDataFrame(
-        [(1, "EU", 10.5, (3,)), (2, "", None, (None,))], "id long, region string, px double, o struct<q:int>"
+        [(1, "EU", 10.5, (3,)), (2, "", None, (None,))],
+        "id long, region string, px double, o struct<q:int>",
     )
     got = df.where(to_column("/region IS NULL OR /o/q = 3", schema=df.schema)).collect()
     assert sorted(r.id for r in got) == [1, 2]
@@ -124,7 +127,11 @@ def test_rejections_name_the_construct_and_offset() -> None:
 
     with pytest.raises(UnsupportedFilterError) as info:
         to_column("/a = 1 AND POWER(/b, 2) > 4")
-    assert (info.value.construct, info.value.backend, info.value.offset) == ("function", "spark", 11)
+    assert (info.value.construct, info.value.backend, info.value.offset) == (
+        "function",
+        "spark",
+        11,
+    )
     with pytest.raises(UnsupportedFilterError) as info:
         to_column("/a LIKE '(?<=x)y'")
     assert info.value.construct == "LIKE pattern"
