@@ -6,6 +6,7 @@ and the QuerySource methods the query engine calls. Callers hold the lock.
 
 from __future__ import annotations
 
+import gc
 import heapq
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -125,6 +126,17 @@ class TopicCore:
     # ------------------------------------------------------------------ loading
 
     def _load(self) -> None:
+        # Reopening builds one tuple per record; the cyclic GC would rescan the
+        # growing heap again and again while nothing here can form a cycle.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._load_entries()
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _load_entries(self) -> None:
         checkpoint = None if self._history is not None else self._log.load_checkpoint()
         start = None
         if checkpoint is not None:

@@ -18,7 +18,7 @@ from sowlib.document import MISSING
 from sowlib.expr import runtime
 from sowlib.expr.context import EvalContext
 from sowlib.expr.nodes import And, Compare, Field, InList, Literal, Node, Not, Or
-from sowlib.expr.to_python import _FLIP, _SAFE_INT, compile_node, is_boolean
+from sowlib.expr.to_python import _FLIP, _SAFE_INT, boolean_nodes, compile_node
 
 __all__ = ["Matcher", "generate"]
 
@@ -27,10 +27,12 @@ _PY_OP = {"=": "==", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
 
 
 class _Gen:
-    def __init__(self) -> None:
+    def __init__(self, booleans: dict[int, bool]) -> None:
         self.ns: dict[str, Any] = {"M": MISSING, "S": _SAFE_INT}
         self.n = 0
         self.fast = True  # emitting the branch where ``d`` is known to be a dict
+        self.booleans = booleans  # boolean_nodes() of the whole filter, looked up by id
+        self.closures: dict[int, str] = {}  # id(node) -> namespace name of its closure
 
     def name(self, prefix: str, value: Any) -> str:
         self.n += 1
@@ -54,12 +56,15 @@ class _Gen:
             return f"d.get({steps[0].name!r})"
         return f"{self.name('g', f.path.getter)}(d)"
 
+    def boolean(self, node: Node) -> bool:
+        return self.booleans.get(id(node), False)
+
     def expr(self, node: Node) -> str:
-        if isinstance(node, And) and is_boolean(node):
+        if isinstance(node, And) and self.boolean(node):
             return f"({self.expr(node.left)} and {self.expr(node.right)})"
-        if isinstance(node, Or) and is_boolean(node):
+        if isinstance(node, Or) and self.boolean(node):
             return f"({self.expr(node.left)} or {self.expr(node.right)})"
-        if isinstance(node, Not) and is_boolean(node.operand):
+        if isinstance(node, Not) and self.boolean(node.operand):
             return f"(not {self.expr(node.operand)})"
         if isinstance(node, Compare):
             code = self.compare(node)
@@ -69,7 +74,10 @@ class _Gen:
             code = self.in_list(node)
             if code is not None:
                 return code
-        return f"{self.name('c', compile_node(node))}(d, c)"
+        name = self.closures.get(id(node))
+        if name is None:  # the fast and the general body share one closure per node
+            name = self.closures[id(node)] = self.name("c", compile_node(node))
+        return f"{name}(d, c)"
 
     def compare(self, node: Compare) -> str | None:
         op, a, b = node.op, node.left, node.right
@@ -139,9 +147,10 @@ def generate(node: Node) -> Matcher:
     Raises:
         ValueError: ``node`` can evaluate to NULL (use the closures instead).
     """
-    if not is_boolean(node):
+    booleans = boolean_nodes(node)
+    if not booleans[id(node)]:
         raise ValueError("generate() needs a node that is always TRUE or FALSE")
-    gen = _Gen()
+    gen = _Gen(booleans)
     fast_body = gen.expr(node)
     gen.fast = False
     general_body = gen.expr(node)

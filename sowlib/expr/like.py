@@ -185,31 +185,53 @@ def _open(p: str, i: int, out: list[str], levels: list[_Level], anchored: bool) 
     return i + 1, anchored
 
 
-@attrs.frozen
+_UNSET: Any = object()
+# a pattern made only of these (with an optional ``^`` first and ``$`` last) is a plain
+# literal search: it always compiles, so validating it needs no regex compile
+_PLAIN = re.compile(r"\^?[A-Za-z0-9_ ]*\$?")
+
+
+@attrs.define
 class _Compiled:
+    """A translated pattern: the str form now, the UTF-8 bytes form on first use."""
+
     source: str
+    translated: str
     text_rx: Any
-    bytes_rx: Any
+    _bytes_rx: Any = _UNSET
+
+    @property
+    def bytes_rx(self) -> Any:
+        """The pattern compiled for UTF-8 bytes, or None when it has no bytes form."""
+        rx = self._bytes_rx
+        if rx is _UNSET:
+            try:
+                rx = regex.compile(self.translated.encode("utf-8", "surrogateescape"), regex.V0)
+            except (regex.error, UnicodeEncodeError):
+                rx = None
+            self._bytes_rx = rx
+        return rx
 
 
 @lru_cache(maxsize=1024)
 def compile_pattern(pattern: str) -> _Compiled:
-    """Translate and compile a PCRE pattern (str and bytes forms); cached.
+    """Translate and compile a PCRE pattern (the bytes form lazily); cached by pattern text.
 
     Raises:
         regex.error: the pattern is invalid.
     """
     translated = translate(pattern)
-    text_rx = regex.compile(translated, regex.ASCII | regex.V0)
-    try:
-        bytes_rx = regex.compile(translated.encode("utf-8", "surrogateescape"), regex.V0)
-    except (regex.error, UnicodeEncodeError):
-        bytes_rx = None
-    return _Compiled(pattern, text_rx, bytes_rx)
+    return _Compiled(pattern, translated, regex.compile(translated, regex.ASCII | regex.V0))
 
 
 def check_pattern(pattern: str, expression: str, offset: int) -> None:
-    """Raise :class:`InvalidPatternError` at ``offset`` when ``pattern`` does not compile."""
+    """Raise :class:`InvalidPatternError` at ``offset`` when ``pattern`` does not compile.
+
+    A plain literal (letters, digits, ``_``, spaces, optional ``^``/``$`` anchors) is
+    accepted without compiling; anything else is compiled once (cached).
+    """
+    if _PLAIN.fullmatch(pattern):
+        return
     try:
         compile_pattern(pattern)
     except (regex.error, ValueError, OverflowError, RecursionError) as exc:
@@ -226,7 +248,9 @@ def like_matcher(pattern: str, raw: bool) -> Callable[[str], bool]:
     """Return ``text -> bool``: does ``pattern`` match anywhere in ``text``?
 
     ``raw`` patterns are literal substrings. An empty pattern is the NULL
-    literal and matches nothing.
+    literal and matches nothing. A plain literal pattern (see :func:`check_pattern`)
+    is compiled on the first call; any other is compiled now (a cache hit after
+    the parser's check).
 
     Raises:
         regex.error: the (non-raw) pattern is invalid (the parser checks first).
@@ -235,13 +259,20 @@ def like_matcher(pattern: str, raw: bool) -> Callable[[str], bool]:
         return lambda text: False
     if raw:
         return lambda text: pattern in text
-    compiled = compile_pattern(pattern)
-    search = compiled.text_rx.search
+    if not _PLAIN.fullmatch(pattern):
+        compile_pattern(pattern)
+    compiled: _Compiled | None = None
+    search: Any = None
 
     def match(text: str) -> bool:
+        nonlocal compiled, search
+        if search is None:
+            compiled = compile_pattern(pattern)
+            search = compiled.text_rx.search
         try:
             if text.isascii():
                 return search(text, 0, None, None, False, REGEX_TIMEOUT) is not None
+            assert compiled is not None
             return _search_bytes(compiled, text)
         except TimeoutError:
             raise _timeout(pattern) from None
@@ -250,10 +281,11 @@ def like_matcher(pattern: str, raw: bool) -> Callable[[str], bool]:
 
 
 def _search_bytes(compiled: _Compiled, text: str) -> bool:
-    if compiled.bytes_rx is None:
+    bytes_rx = compiled.bytes_rx
+    if bytes_rx is None:
         return compiled.text_rx.search(text, 0, None, None, False, REGEX_TIMEOUT) is not None
     data = text.encode("utf-8", "surrogateescape")
-    return compiled.bytes_rx.search(data, 0, None, None, False, REGEX_TIMEOUT) is not None
+    return bytes_rx.search(data, 0, None, None, False, REGEX_TIMEOUT) is not None
 
 
 def regexp_replace(text: str, pattern: str, replacement: str) -> str:
@@ -265,11 +297,12 @@ def regexp_replace(text: str, pattern: str, replacement: str) -> str:
     """
     compiled = compile_pattern(pattern)
     try:
-        if text.isascii() or compiled.bytes_rx is None:
+        bytes_rx = None if text.isascii() else compiled.bytes_rx
+        if bytes_rx is None:
             return str(compiled.text_rx.sub(lambda m: replacement, text, timeout=REGEX_TIMEOUT))
         data = text.encode("utf-8", "surrogateescape")
         rep = replacement.encode("utf-8", "surrogateescape")
-        out = compiled.bytes_rx.sub(lambda m: rep, data, timeout=REGEX_TIMEOUT)
+        out = bytes_rx.sub(lambda m: rep, data, timeout=REGEX_TIMEOUT)
         return bytes(out).decode("utf-8", "surrogateescape")
     except TimeoutError:
         raise _timeout(pattern) from None

@@ -35,7 +35,7 @@ from sowlib.expr.nodes import (
 )
 from sowlib.paths import FieldPath
 
-__all__ = ["Compiled", "compile_node", "is_boolean"]
+__all__ = ["Compiled", "boolean_nodes", "compile_node", "is_boolean"]
 
 Compiled = Callable[[Any, EvalContext | None], Any]
 
@@ -45,14 +45,35 @@ _PREDICATES = (Compare, Between, InList, Like, BeginsWith, EndsWith, IsNull, IsN
 
 
 def is_boolean(node: Node) -> bool:
-    """True when ``node`` can only evaluate to True or False (never NULL)."""
-    if isinstance(node, _PREDICATES):
-        return True
-    if isinstance(node, Not):
-        return is_boolean(node.operand)
-    if isinstance(node, And | Or):
-        return is_boolean(node.left) and is_boolean(node.right)
-    return False
+    """True when ``node`` can only evaluate to True or False (never NULL); O(size of the tree)."""
+    return boolean_nodes(node)[id(node)]
+
+
+def boolean_nodes(node: Node) -> dict[int, bool]:
+    """``id(n) -> is_boolean(n)`` for ``node`` and every AND/OR/NOT/predicate below it.
+
+    One bottom-up pass, O(size of the tree): look nodes up while ``node`` is alive.
+    Other nodes (values) are absent, and they are never boolean.
+    """
+    out: dict[int, bool] = {}
+    stack: list[tuple[Node, bool]] = [(node, False)]
+    while stack:
+        n, done = stack.pop()
+        if isinstance(n, _PREDICATES):
+            out[id(n)] = True
+        elif isinstance(n, Not):
+            if done:
+                out[id(n)] = out.get(id(n.operand), False)
+            else:
+                stack += ((n, True), (n.operand, False))
+        elif isinstance(n, And | Or):
+            if done:
+                out[id(n)] = out.get(id(n.left), False) and out.get(id(n.right), False)
+            else:
+                stack += ((n, True), (n.right, False), (n.left, False))
+        else:
+            out[id(n)] = False
+    return out
 
 
 def _getter(path: FieldPath) -> Callable[[Any], Any]:
@@ -62,6 +83,11 @@ def _getter(path: FieldPath) -> Callable[[Any], Any]:
 
 def compile_node(node: Node) -> Compiled:
     """Compile ``node`` to a closure; O(size of the tree)."""
+    return _compile(node, boolean_nodes(node))
+
+
+def _compile(node: Node, booleans: dict[int, bool]) -> Compiled:
+    """:func:`compile_node` for a node whose subtree is described by ``booleans``."""
     match node:
         case Literal(value=v):
             return lambda d, c: v
@@ -98,23 +124,23 @@ def compile_node(node: Node) -> Compiled:
             f = compile_node(v)
             return lambda d, c: runtime.is_nan(f(d, c)) != neg
         case Not(operand=o):
-            f = compile_node(o)
-            if is_boolean(o):
+            f = _compile(o, booleans)
+            if booleans.get(id(o), False):
                 return lambda d, c: not f(d, c)
             return lambda d, c: runtime.logic_not(f(d, c))
         case And(left=a, right=b):
-            return _and(a, b)
+            return _and(a, b, booleans)
         case Or(left=a, right=b):
-            return _or(a, b)
+            return _or(a, b, booleans)
         case Call(name=name, args=args):
             return _call(FUNCTIONS[name], args)
         case _:
             assert_never(node)
 
 
-def _and(a: Node, b: Node) -> Compiled:
-    fa, fb = compile_node(a), compile_node(b)
-    if is_boolean(a) and is_boolean(b):
+def _and(a: Node, b: Node, booleans: dict[int, bool]) -> Compiled:
+    fa, fb = _compile(a, booleans), _compile(b, booleans)
+    if booleans.get(id(a), False) and booleans.get(id(b), False):
         return lambda d, c: fa(d, c) and fb(d, c)
     to_logic = runtime.to_logic
 
@@ -127,9 +153,9 @@ def _and(a: Node, b: Node) -> Compiled:
     return and3
 
 
-def _or(a: Node, b: Node) -> Compiled:
-    fa, fb = compile_node(a), compile_node(b)
-    if is_boolean(a) and is_boolean(b):
+def _or(a: Node, b: Node, booleans: dict[int, bool]) -> Compiled:
+    fa, fb = _compile(a, booleans), _compile(b, booleans)
+    if booleans.get(id(a), False) and booleans.get(id(b), False):
         return lambda d, c: fa(d, c) or fb(d, c)
     to_logic = runtime.to_logic
 

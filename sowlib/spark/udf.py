@@ -1,7 +1,7 @@
 """Lookups from Spark: enrich rows with the latest record per key from a read-only SOW store.
 
 Workers open the store by path through the per-process cache in ``_handles`` (refreshed,
-never reopened per row). Imports pyspark, pandas (lazily), ``sowlib.store`` and the
+never reopened per row). Imports pyspark, pandas, ``sowlib.store`` and the
 ``sowlib.spark`` helpers; never ``storage``.
 """
 
@@ -11,6 +11,7 @@ import os
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import types as T
 from pyspark.sql.pandas.functions import pandas_udf
@@ -134,9 +135,7 @@ def lookup_udf(
     kinds = [f.dataType for f in schema.fields]
     build = _probe(keys)
 
-    def lookup(*cols: Any) -> Any:
-        import pandas as pd
-
+    def lookup(*cols: pd.Series) -> pd.DataFrame:
         store = _handles.reader(root, max_age=REFRESH_SECONDS)
         t = store.topic(topic, message_type)
         rows = _lookup_rows(t, build, zip(*(c.tolist() for c in cols), strict=True), names, kinds)
@@ -179,9 +178,7 @@ def lookup_map_in_pandas(
     build = _probe(keys)
     key_list = list(key_cols)
 
-    def enrich(batches: Iterator[Any]) -> Iterator[Any]:
-        import pandas as pd
-
+    def enrich(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         store = _handles.reader(root, max_age=REFRESH_SECONDS)
         t = store.topic(topic, message_type)
         for batch in batches:
