@@ -18,11 +18,11 @@ from sowlib.expr.context import EvalContext
 from sowlib.expr.functions import FUNCTIONS
 from sowlib.expr.nodes import Call, Field, Node, walk
 from sowlib.expr.parser import parse
-from sowlib.expr.to_python import Compiled, compile_node, is_boolean
+from sowlib.expr.to_python import Compiled, boolean_nodes, compile_node
 from sowlib.expr.to_text import to_text
 from sowlib.paths import FieldPath
 
-__all__ = ["CACHE_SIZE", "Filter", "clear_cache", "compile_filter", "parse_filter"]
+__all__ = ["CACHE_SIZE", "WARM_AFTER", "Filter", "clear_cache", "compile_filter", "parse_filter"]
 
 #: Most compiled filters kept by :func:`compile_filter` (least recently used go first).
 CACHE_SIZE = 1024
@@ -45,9 +45,58 @@ def parse_filter(text: str) -> Node:
     return parse(text)
 
 
+#: Evaluations through :meth:`Filter.matches` before a boolean filter's generated
+#: function replaces its closures (generating costs about as much as parsing).
+WARM_AFTER = 1000
+
+
+@attrs.define
+class _Lazy:
+    """The matcher a :class:`Filter` uses now, and its generated function once made."""
+
+    node: Node
+    match: Matcher
+    generated: Matcher | None = None
+
+    def fast(self) -> Matcher:
+        """The generated function (made on first call) for a boolean node, else ``match``."""
+        gen = self.generated
+        if gen is None:
+            gen = self.generated = self.match = generate(self.node)
+        return gen
+
+
+def _lazy(node: Node, fn: Compiled, boolean: bool) -> _Lazy:
+    if not boolean:
+        truthy = runtime.truthy
+
+        def match(doc: Any, ctx: EvalContext | None = None) -> bool:
+            return truthy(fn(doc, ctx))
+
+        return _Lazy(node, match, match)
+    left = WARM_AFTER
+
+    def warming(doc: Any, ctx: EvalContext | None = None) -> bool:
+        # a boolean node's closures return exactly True or False, as generate() does
+        nonlocal left
+        left -= 1
+        if left <= 0:
+            state.fast()
+        result: bool = fn(doc, ctx)
+        return result
+
+    state = _Lazy(node, warming)
+    return state
+
+
 @attrs.frozen
 class Filter:
     """A compiled filter: parse once, evaluate many times.
+
+    A boolean filter (one that is never NULL) first runs as nested closures;
+    after :data:`WARM_AFTER` calls of :meth:`matches`, or as soon as
+    :attr:`matcher` is read, it runs as one generated function (see
+    :mod:`sowlib.expr.codegen`). Both give the same results.
 
     Attributes:
         text: the filter as given.
@@ -62,37 +111,35 @@ class Filter:
     text: str
     node: Node
     _fn: Compiled = attrs.field(eq=False, repr=False)
-    _match: Matcher = attrs.field(eq=False, repr=False)
+    _state: _Lazy = attrs.field(eq=False, repr=False)
 
     @classmethod
     def from_node(cls, node: Node, text: str | None = None) -> Filter:
-        """Compile an AST (``text`` defaults to its canonical text)."""
-        fn = compile_node(node)
-        if is_boolean(node):
-            match = generate(node)
-        else:
-            truthy = runtime.truthy
-
-            def match(doc: Any, ctx: EvalContext | None = None) -> bool:
-                return truthy(fn(doc, ctx))
-
-        return cls(to_text(node) if text is None else text, node, fn, match)
+        """Compile an AST (``text`` defaults to its canonical text); O(size of the tree)."""
+        booleans = boolean_nodes(node)
+        fn = compile_node(node, booleans)
+        state = _lazy(node, fn, booleans[id(node)])
+        return cls(to_text(node) if text is None else text, node, fn, state)
 
     def matches(self, doc: Any, ctx: EvalContext | None = None) -> bool:
         """True exactly when the filter evaluates to TRUE for ``doc``; O(size of the filter).
 
-        For a scan, bind the method once (``m = f.matches``): a boolean filter
-        runs as one generated function (see :mod:`sowlib.expr.codegen`).
+        For a scan, read :attr:`matcher` once instead (no method call, and the
+        generated function from the first document).
 
         Raises:
             RegexTimeoutError: a LIKE pattern ran longer than ``like.REGEX_TIMEOUT``.
         """
-        return self._match(doc, ctx)
+        return self._state.match(doc, ctx)
 
     @property
     def matcher(self) -> Matcher:
-        """The bare ``(doc, ctx=None) -> bool`` function behind :meth:`matches` (no method call)."""
-        return self._match
+        """The fastest ``(doc, ctx=None) -> bool`` function for :meth:`matches` (no method call).
+
+        The first read of a boolean filter generates its function (about the
+        cost of parsing it); later reads return the same function.
+        """
+        return self._state.fast()
 
     def evaluate(self, doc: Any, ctx: EvalContext | None = None) -> Any:
         """The filter's value for ``doc``: a scalar, a list, or None for NULL."""
@@ -131,7 +178,10 @@ def _remember(key: str, f: Filter) -> None:
 
 
 def compile_filter(text: str | Filter) -> Filter:
-    """Parse and compile a filter; cached by text and by canonical text (LRU).
+    """Parse and compile a filter; cached by its text (LRU of :data:`CACHE_SIZE`).
+
+    Uncached: O(len(text)), no code generation (see :class:`Filter`); cached: one
+    dict lookup.
 
     A :class:`Filter` is returned as is.
 
@@ -149,17 +199,8 @@ def compile_filter(text: str | Filter) -> Filter:
             if text in _cache:
                 _cache.move_to_end(text)
         return hit
-    node = parse(text)
-    canonical = to_text(node)
-    same = _cache.get(canonical)
-    f = (
-        Filter(text, node, same._fn, same._match)
-        if same is not None
-        else Filter.from_node(node, text)
-    )
+    f = Filter.from_node(parse(text), text)
     _remember(text, f)
-    if canonical != text and same is None:
-        _remember(canonical, Filter(canonical, node, f._fn, f._match))
     return f
 
 

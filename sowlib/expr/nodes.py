@@ -244,14 +244,19 @@ def walk(node: Node) -> list[Node]:
                 pass
             case Neg(operand=o) | Not(operand=o):
                 stack.append(o)
-            case Arith(left=a, right=b) | Compare(left=a, right=b) | And(left=a, right=b) | Or(
-                left=a, right=b
+            case (
+                Arith(left=a, right=b)
+                | Compare(left=a, right=b)
+                | And(left=a, right=b)
+                | Or(left=a, right=b)
             ):
                 stack.extend((b, a))
             case Between(value=v, low=lo, high=hi):
                 stack.extend((hi, lo, v))
-            case InList(value=v, items=items) | BeginsWith(value=v, items=items) | EndsWith(
-                value=v, items=items
+            case (
+                InList(value=v, items=items)
+                | BeginsWith(value=v, items=items)
+                | EndsWith(value=v, items=items)
             ):
                 stack.extend(reversed(items))
                 stack.append(v)

@@ -59,24 +59,23 @@ class _Parser:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
+        self.tok = self.tokens[0]  # the current token (a plain attribute: read very often)
 
     # -- token helpers -------------------------------------------------------
-    @property
-    def tok(self) -> Token:
-        return self.tokens[self.i]
-
     def peek(self) -> Token:
         """The token after the current one (EOF at the end)."""
         return self.tokens[min(self.i + 1, len(self.tokens) - 1)]
 
     def advance(self) -> Token:
-        tok = self.tokens[self.i]
+        tok = self.tok
         if tok.kind is not Kind.EOF:
             self.i += 1
+            self.tok = self.tokens[self.i]
         return tok
 
-    def is_word(self, *words: str) -> bool:
-        return self.tok.kind is Kind.WORD and self.tok.value in words
+    def is_word(self, word: str) -> bool:
+        tok = self.tok
+        return tok.kind is Kind.WORD and tok.value == word
 
     def fail(self, expected: str, tok: Token | None = None) -> FilterSyntaxError:
         tok = tok or self.tok

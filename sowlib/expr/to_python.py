@@ -42,6 +42,7 @@ Compiled = Callable[[Any, EvalContext | None], Any]
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _SAFE_INT = 2**53
 _PREDICATES = (Compare, Between, InList, Like, BeginsWith, EndsWith, IsNull, IsNaN)
+_LOGIC = (And, Or, Not)
 
 
 def is_boolean(node: Node) -> bool:
@@ -81,9 +82,16 @@ def _getter(path: FieldPath) -> Callable[[Any], Any]:
     return path.getter
 
 
-def compile_node(node: Node) -> Compiled:
-    """Compile ``node`` to a closure; O(size of the tree)."""
-    return _compile(node, boolean_nodes(node))
+def compile_node(node: Node, booleans: dict[int, bool] | None = None) -> Compiled:
+    """Compile ``node`` to a closure; O(size of the tree).
+
+    Args:
+        node: the tree.
+        booleans: :func:`boolean_nodes` of ``node`` when the caller has it already.
+    """
+    if booleans is None:
+        booleans = boolean_nodes(node) if isinstance(node, _LOGIC) else {}
+    return _compile(node, booleans)
 
 
 def _compile(node: Node, booleans: dict[int, bool]) -> Compiled:
