@@ -29,6 +29,8 @@ VAR = Path("var")
 STORE = VAR / "spark_sow"
 CHECKPOINT = VAR / "spark_checkpoint"
 RUN_SECONDS = 12
+MIN_BATCHES = 4
+MAX_SECONDS = 40
 FILTER = "/price > 100 AND /region IN ('EU','APAC')"
 
 
@@ -75,9 +77,17 @@ def main() -> None:
         .trigger(processingTime="2 seconds")
         .start()
     )
-    deadline = time.monotonic() + RUN_SECONDS
-    while time.monotonic() < deadline and query.exception() is None:
-        time.sleep(0.5)
+    started = time.monotonic()
+    # run ~RUN_SECONDS, longer on a slow machine until MIN_BATCHES have landed
+    while query.exception() is None and time.monotonic() - started < MAX_SECONDS:
+        done = (sink.last_batch_id or 0) + 1
+        if time.monotonic() - started >= RUN_SECONDS and done >= MIN_BATCHES:
+            break
+        time.sleep(0.2)
+    # stop between triggers, right after a batch finished, not in the middle of one
+    last, waited = sink.last_batch_id, time.monotonic()
+    while sink.last_batch_id == last and time.monotonic() - waited < 10:
+        time.sleep(0.05)
     query.stop()
     if query.exception() is not None:
         raise SystemExit(f"the streaming query failed: {query.exception()}")

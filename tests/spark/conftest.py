@@ -63,6 +63,9 @@ def spark() -> Iterator[Any]:
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
+    from sowlib.spark import register
+
+    register(session)
     yield session
     session.stop()
 

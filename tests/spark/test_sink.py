@@ -70,7 +70,8 @@ def test_batch_failing_after_publishing_then_retried_equals_clean_run(
         monkeypatch.setattr(sink.topic, "sow_delete_by_data", real)
         sink(df, 0)
         sink(df, 0)
-    assert _contents(failing) == _contents(clean) == {2: {"orderId": 2, "price": 6.0, "region": "US"}}
+    expected = {2: {"orderId": 2, "price": 6.0, "region": "US"}}
+    assert _contents(failing) == _contents(clean) == expected
 
 
 def test_message_column_and_streaming_query(spark: Any, tmp_path: Path) -> None:
