@@ -122,14 +122,26 @@ class OrderKey:
     descending: bool = False
     text: bool = False
 
+    def plain(self, doc: Any) -> Any:
+        """This term's ascending sort component for ``doc`` (NULL last, spec §13.3 [R]).
+
+        Native tuples only, so sorts compare them in C; a DESC term sorts on
+        the same component with ``reverse=True``.
+        """
+        value = self.path.getter(doc)
+        kind = type(value)
+        if self.text:
+            if kind is str and value:
+                return (0, value)
+            text = runtime.text_of(value)
+            return _NULL if text is None else (0, text)
+        if (kind is int or kind is float) and value == value:
+            return (0, (0, value, ""))
+        return _NULL if runtime.first(value) is None else (0, runtime.order_key(value))
+
     def component(self, doc: Any) -> Any:
         """This term's sort component for ``doc`` (NULL placed per spec §13.3 [R])."""
-        value = self.path.resolve(doc)
-        if self.text:
-            text = runtime.text_of(value)
-            comp: Any = _NULL if text is None else (0, text)
-        else:
-            comp = _NULL if runtime.first(value) is None else (0, runtime.order_key(value))
+        comp = self.plain(doc)
         return _Rev(comp) if self.descending else comp
 
     def to_text(self) -> str:
@@ -346,6 +358,8 @@ class QueryOptions:
         )
 
 
+_NO_OPTIONS = QueryOptions()
+
 # ----------------------------------------------------------------------------
 # results
 
@@ -403,7 +417,6 @@ class ResultSet(list[Record]):
 # ----------------------------------------------------------------------------
 # the pipeline
 
-_Pair = tuple[str, Any]
 # The walk pays off when the plan would otherwise hand over many more records
 # than the page needs.
 _WALK_RATIO = 8
@@ -414,52 +427,45 @@ def _matching(
     flt: QueryFilter | None,
     keys: Iterable[str],
     unsure: Collection[str] | None = None,
-) -> Iterator[_Pair]:
-    """(key, doc) for every key in ``keys`` whose document matches ``flt``.
+    limit: int | None = None,
+) -> list[str]:
+    """The keys in ``keys`` whose document matches ``flt``, in order; at most ``limit``.
 
     With ``unsure`` (an exact plan) only those keys are tested and the others
-    pass untouched, their doc left as None for the caller to fetch if needed.
+    pass untouched.
     """
+    if flt is None or (unsure is not None and not unsure):
+        return list(keys if limit is None else itertools.islice(keys, limit))
     doc_of = source.doc
-    if flt is None:
-        for key in keys:
-            yield key, None
-        return
-    if unsure is not None:
-        if not unsure:
-            for key in keys:
-                yield key, None
-            return
-        for key in keys:
-            if key not in unsure:
-                yield key, None
-            else:
-                doc = doc_of(key)
-                if flt.matches(doc, source.context(key) if flt.uses_context else None):
-                    yield key, doc
-        return
+    matches = flt.matches
+    found: Iterable[str]
     if flt.uses_context:
-        for key in keys:
-            doc = doc_of(key)
-            if flt.matches(doc, source.context(key)):
-                yield key, doc
+        context = source.context
+        found = (
+            k
+            for k in keys
+            if (unsure is not None and k not in unsure) or matches(doc_of(k), context(k))
+        )
+    elif unsure is not None:
+        found = (k for k in keys if k not in unsure or matches(doc_of(k)))
+    elif limit is None:
+        return [k for k in keys if matches(doc_of(k))]
     else:
-        matches = flt.matches
-        for key in keys:
-            doc = doc_of(key)
-            if matches(doc):
-                yield key, doc
+        found = (k for k in keys if matches(doc_of(k)))
+    return list(found if limit is None else itertools.islice(found, limit))
 
 
-def _candidates(source: QuerySource, flt: QueryFilter | None, found: Plan) -> Iterator[_Pair]:
+def _candidates(
+    source: QuerySource, flt: QueryFilter | None, found: Plan, limit: int | None = None
+) -> list[str]:
     cands = found.candidates()
     keys = source.keys() if cands is None else cands
-    return _matching(source, flt, keys, found.unsure() if found.exact else None)
+    return _matching(source, flt, keys, found.unsure() if found.exact else None, limit)
 
 
 def _walk(
     source: QuerySource, flt: QueryFilter | None, found: Plan, order: OrderBy, need: int
-) -> list[_Pair] | None:
+) -> list[str] | None:
     """Matches in memo order until ``need`` are found (whole tie groups), or None.
 
     Only used when the first sort key has a memo index holding one scalar per
@@ -473,12 +479,60 @@ def _walk(
         return None
     allowed = found.candidates()
     allowed = None if allowed is None else set(allowed)
-    out: list[_Pair] = []
+    out: list[str] = []
     for group in memo.groups(descending=first.descending):
         keys = group if allowed is None else [k for k in group if k in allowed]
         out.extend(_matching(source, flt, keys))
         if len(out) >= need:
             break
+    return out
+
+
+def _ordered(source: QuerySource, keys: list[str], order: OrderBy, need: int | None) -> list[str]:
+    """``keys`` in ``order`` (ties by SOW key ascending), the first ``need`` of them.
+
+    Sorts on native component tuples: by SOW key first, then one stable sort
+    per run of same-direction terms, last run first (``reverse=True`` for DESC
+    keeps ties in key order). With ``need`` only the records whose first term
+    is at least as good as the ``need``-th best are sorted.
+    Complexity: O(m log m) for m keys, O(m log need) when few tie at the cut.
+    """
+    doc_of = source.doc
+    docs = {k: doc_of(k) for k in keys}
+    first = order.keys[0]
+    if need is not None and need < len(keys):
+        plain = first.plain
+        comps = {k: plain(d) for k, d in docs.items()}
+        if first.descending:
+            cut = heapq.nlargest(need, comps.values())[-1]
+            keys = [k for k, c in comps.items() if c >= cut]
+        else:
+            cut = heapq.nsmallest(need, comps.values())[-1]
+            keys = [k for k, c in comps.items() if c <= cut]
+    keys = sorted(keys)
+    runs = [(d, list(t)) for d, t in itertools.groupby(order.keys, lambda t: t.descending)]
+    for descending, terms in reversed(runs):
+        if len(terms) == 1:
+            plain = terms[0].plain
+            keys.sort(key=lambda k: plain(docs[k]), reverse=descending)
+        else:
+            getters = [t.plain for t in terms]
+            keys.sort(key=lambda k: tuple(g(docs[k]) for g in getters), reverse=descending)
+    return keys if need is None else keys[:need]
+
+
+def _results(source: QuerySource, keys: Iterable[str], select: SelectList | None) -> ResultSet:
+    """The live records of ``keys``, projected by ``select``; O(1) per key."""
+    record = source.record
+    if select is None:
+        return ResultSet([rec for k in keys if (rec := record(k)) is not None])
+    out = ResultSet()
+    encode, apply = source.encode, select.apply
+    for key in keys:
+        rec = record(key)
+        if rec is not None:
+            projected = apply(rec.doc)
+            out.append(attrs.evolve(rec, data=encode(projected), doc=projected))
     return out
 
 
@@ -491,9 +545,10 @@ def run_query(
     """Run a SOW query: candidates -> filter -> order -> skip -> top -> select (spec §18.3).
 
     Returns exactly what a full scan would: indexes only narrow the candidates
-    and the full filter runs on each. ``top_n`` with ``order_by`` keeps a heap of
-    ``skip_n + top_n`` records, or walks a memo index of the first sort field
-    in order and stops early.
+    and the full filter runs on each (exact plans skip it where the index
+    already decided). ``top_n`` with ``order_by`` sorts only the records that
+    can reach the page, or walks a memo index of the first sort field in order
+    and stops early.
 
     Args:
         source: the topic.
@@ -502,46 +557,27 @@ def run_query(
         sow_keys: restrict the query to these SOW keys.
     Returns:
         A :class:`ResultSet` of :class:`Record`.
-    Complexity: O(c) filter evaluations for c candidates, plus O(m log k)
-    ordering of m matches with a page of k.
+    Complexity: O(c) filter evaluations for c candidates, plus O(m log m)
+    ordering of m matches (O(m log k) with a page of k).
     """
-    options = options or QueryOptions()
+    options = options or _NO_OPTIONS
     found = plan(source, flt, sow_keys)
     top, skip = options.top_n, options.skip_n or 0
     order = options.order_by
     if top is not None and top == 0:
         return ResultSet()
-    pairs: list[_Pair]
     if order is None and not skip:
-        matched = _candidates(source, flt, found)
-        pairs = list(matched) if top is None else list(itertools.islice(matched, top))
+        return _results(source, _candidates(source, flt, found, top), options.select)
+    need = None if top is None else skip + top
+    keys = None if need is None or order is None else _walk(source, flt, found, order, need)
+    if keys is None:
+        keys = _candidates(source, flt, found)
+    if order is None:
+        keys.sort()
+        keys = keys[skip:] if need is None else keys[skip:need]
     else:
-        doc_of = source.doc
-
-        def sort_key(pair: _Pair) -> Any:
-            if order is None:
-                return pair[0]
-            doc = pair[1] if pair[1] is not None else doc_of(pair[0])
-            return order.sort_key(doc, pair[0])
-
-        need = None if top is None else skip + top
-        walked = None if need is None or order is None else _walk(source, flt, found, order, need)
-        if walked is None:
-            walked = list(_candidates(source, flt, found))
-        if need is None:
-            pairs = sorted(walked, key=sort_key)[skip:]
-        else:
-            pairs = heapq.nsmallest(need, walked, key=sort_key)[skip:]
-    out = ResultSet()
-    for key, _ in pairs:
-        rec = source.record(key)
-        if rec is None:
-            continue
-        if options.select is not None:
-            projected = options.select.apply(rec.doc)
-            rec = attrs.evolve(rec, data=source.encode(projected), doc=projected)
-        out.append(rec)
-    return out
+        keys = _ordered(source, keys, order, need)[skip:]
+    return _results(source, keys, options.select)
 
 
 def explain(

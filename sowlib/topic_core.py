@@ -161,21 +161,13 @@ class TopicCore:
         """Rebuild the key map from the log (open): the tight loop of recovery."""
         entries = self._entries
         pop = entries.pop
-        for rec in self._log.scan(start):
-            if rec.kind == _PUT:
-                entries[rec.key] = _new_entry(
-                    (
-                        rec.offset,
-                        rec.seq,
-                        rec.timestamp,
-                        rec.expiration,
-                        rec.correlation_id,
-                        len(rec.payload) + len(rec.key) + len(rec.correlation_id) + _FRAME_OVERHEAD,
-                        True,  # scan() verified the checksum
-                    )
-                )
+        for offset, kind, seq, stamp, expires, key, corr, size in self._log.scan_entries(start):
+            if kind == _PUT:
+                # Recovery verified every record's checksum when the log opened.
+                size += len(key) + len(corr) + _FRAME_OVERHEAD
+                entries[key] = _new_entry((offset, seq, stamp, expires, corr, size, True))
             else:
-                pop(rec.key, None)
+                pop(key, None)
         self._live_bytes = sum(e.size for e in entries.values())
 
     def _apply(self, rec: LogRecord) -> None:

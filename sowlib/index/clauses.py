@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import attrs
+
 from sowlib.expr.nodes import (
     And,
     BeginsWith,
@@ -180,7 +182,11 @@ def regions(node: Node) -> tuple[FieldPath, list[Region], bool] | None:
         prefix = like_prefix(node.pattern)
         if not prefix or not isinstance(node.value, Field):
             return None
-        return node.value.path, [_prefix_region(prefix)], True
+        region = _prefix_region(prefix)
+        if node.pattern != "^" + prefix:
+            # More pattern follows the prefix ('^a.'): the region is a superset.
+            region = attrs.evolve(region, exact=False)
+        return node.value.path, [region], True
     if isinstance(node, BeginsWith) and not node.negated and isinstance(node.value, Field):
         try:
             items = [literal_value(item) for item in node.items]

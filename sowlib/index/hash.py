@@ -7,6 +7,7 @@ candidates; the planner re-checks each one with the full filter. Imports only
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -20,6 +21,15 @@ __all__ = ["HashIndex"]
 
 #: Above this many text combinations a record is kept in the verify-always set.
 _MAX_COMBOS = 64
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _str_entries(value: str) -> tuple[tuple[str], ...] | None:
+    """:meth:`HashIndex.entries` of one non-empty string, memoised (values repeat)."""
+    try:
+        return tuple((text,) for text in hash_texts(value))
+    except Loose:
+        return None
 
 
 @attrs.define(eq=False)
@@ -49,13 +59,27 @@ class HashIndex:
         """``hash(/a,/b)``."""
         return "hash(" + ",".join(f.to_text() for f in self.fields) + ")"
 
-    def _entries(self, doc: Any) -> list[tuple[str, ...]] | None:
-        """Text tuples ``doc`` is filed under, or None for the loose set."""
-        per_field: list[list[str]] = []
+    def entries(self, values: Sequence[Any]) -> Sequence[tuple[str, ...]] | None:
+        """Text tuples a record holding ``values`` (one per field) is filed under.
+
+        None means the verify-always set; ``[]`` means nowhere (a NULL field).
+        """
+        if len(values) == 1:
+            value = values[0]
+            if type(value) is str and value:
+                return _str_entries(value)
+            try:
+                texts = hash_texts(value)
+            except Loose:
+                return None
+            if len(texts) == 1:
+                return [(texts[0],)]
+            return [(t,) for t in dict.fromkeys(texts)] if len(texts) <= _MAX_COMBOS else None
+        per_field: list[Sequence[str]] = []
         size = 1
         try:
-            for path in self.fields:
-                texts = hash_texts(path.resolve(doc))
+            for value in values:
+                texts = hash_texts(value)
                 if not texts:
                     return []
                 per_field.append(texts)
@@ -68,31 +92,43 @@ class HashIndex:
             return [tuple(t[0] for t in per_field)]
         return list(set(itertools.product(*per_field)))
 
+    def values_of(self, doc: Any) -> tuple[Any, ...]:
+        """The indexed fields' values in ``doc``, in index order."""
+        return tuple(path.getter(doc) for path in self.fields)
+
     def add(self, key: str, doc: Any) -> None:
         """File ``key`` under the values ``doc`` holds; O(1) (O(elements) for arrays)."""
-        entries = self._entries(doc)
-        if entries is None:
-            self._loose.add(key)
-            return
-        for entry in entries:
-            bucket = self._map.get(entry)
-            if bucket is None:
-                self._map[entry] = {key}
-            else:
-                bucket.add(key)
+        self.add_entries(key, self.entries(self.values_of(doc)))
 
     def remove(self, key: str, doc: Any) -> None:
         """Undo :meth:`add` for the same ``key`` and ``doc``; O(1)."""
-        entries = self._entries(doc)
+        self.remove_entries(key, self.entries(self.values_of(doc)))
+
+    def add_entries(self, key: str, entries: Sequence[tuple[str, ...]] | None) -> None:
+        """File ``key`` under ``entries`` (from :meth:`entries`); O(len(entries))."""
+        if entries is None:
+            self._loose.add(key)
+            return
+        index = self._map
+        for entry in entries:
+            bucket = index.get(entry)
+            if bucket is None:
+                index[entry] = {key}
+            else:
+                bucket.add(key)
+
+    def remove_entries(self, key: str, entries: Sequence[tuple[str, ...]] | None) -> None:
+        """Undo :meth:`add_entries` for the same ``key`` and ``entries``."""
         if entries is None:
             self._loose.discard(key)
             return
+        index = self._map
         for entry in entries:
-            bucket = self._map.get(entry)
+            bucket = index.get(entry)
             if bucket is not None:
                 bucket.discard(key)
                 if not bucket:
-                    del self._map[entry]
+                    del index[entry]
 
     def clear(self) -> None:
         """Forget every entry."""

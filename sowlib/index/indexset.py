@@ -6,14 +6,14 @@ write; the planner reads it. Imports only ``paths`` and ``index.*``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 import attrs
 
 from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex
-from sowlib.index.values import as_path, as_paths, number_text, to_number
+from sowlib.index.values import EXACT_LIMIT, as_path, as_paths, number_text, to_number
 from sowlib.paths import FieldPath
 
 __all__ = ["DocSource", "Index", "IndexSet", "is_regular_key_value"]
@@ -50,6 +50,8 @@ def is_regular_key_value(value: Any) -> bool:
     (spec §6.3: keys use canonical text); other records (arrays, ``"05"``,
     NaN, huge integers) are remembered apart and always re-checked.
     """
+    if type(value) is int:
+        return -EXACT_LIMIT < value < EXACT_LIMIT
     if value is True or value is False:
         return True
     if isinstance(value, int | float):
@@ -86,6 +88,12 @@ class IndexSet:
     irregular: set[str]
     #: Records seen through on_put/on_delete (inserts minus deletes).
     _live: int
+    # Every distinct path the indexes and key fields read (key fields first),
+    # resolved once per document; each index reads its values by position.
+    _getters: tuple[Callable[[Any], Any], ...]
+    _key_at: range
+    _hash_at: list[tuple[HashIndex, tuple[int, ...]]]
+    _memo_at: list[tuple[MemoIndex, int]]
 
     def __init__(
         self,
@@ -103,36 +111,82 @@ class IndexSet:
         for path in memo:
             parsed = as_path(path)
             self.memos[parsed] = MemoIndex(parsed)
+        self._layout()
 
-    def _irregular_key(self, doc: Any) -> bool:
-        return not all(is_regular_key_value(f.resolve(doc)) for f in self.key_fields)
+    def _layout(self) -> None:
+        """Recompute which resolved value each index reads (after an index is added)."""
+        paths: dict[FieldPath, int] = {}
+        for path in self.key_fields:
+            paths.setdefault(path, len(paths))
+        for index in self.hashes:
+            for path in index.fields:
+                paths.setdefault(path, len(paths))
+        for path in self.memos:
+            paths.setdefault(path, len(paths))
+        self._getters = tuple(path.getter for path in paths)
+        self._key_at = range(len(self.key_fields))
+        self._hash_at = [(ix, tuple(paths[f] for f in ix.fields)) for ix in self.hashes]
+        self._memo_at = [(ix, paths[path]) for path, ix in self.memos.items()]
+
+    def _values(self, doc: Any) -> list[Any]:
+        return [getter(doc) for getter in self._getters]
 
     def on_put(self, key: str, old_doc: Any | None, new_doc: Any) -> None:
         """Maintain every index for an insert (``old_doc`` None) or an update.
 
-        O(1) per hash index and O(log n) per memo index; an index whose fields
-        did not change is skipped.
+        Each indexed path is resolved once per document. O(1) per hash index
+        and O(log n) per memo index; an index whose values did not change is
+        skipped, as is the key-field check when the key values did not change.
         """
+        getters = self._getters
+        new = [getter(new_doc) for getter in getters]
         if old_doc is None:
             self._live += 1
-        if self.key_fields:
-            if self._irregular_key(new_doc):
-                self.irregular.add(key)
+            old = None
+        else:
+            old = [getter(old_doc) for getter in getters]
+        for i in self._key_at:
+            if old is None or type(old[i]) is not type(new[i]) or old[i] != new[i]:
+                # A key value changed (or a new record): recheck them all.
+                if all(is_regular_key_value(new[j]) for j in self._key_at):
+                    self.irregular.discard(key)
+                else:
+                    self.irregular.add(key)
+                break
+        for index, at in self._hash_at:
+            if len(at) == 1:
+                (i,) = at
+                value = new[i]
+                if old is not None:
+                    was = old[i]
+                    if type(was) is type(value) and was == value:
+                        continue
+                    index.remove_entries(key, index.entries((was,)))
+                index.add_entries(key, index.entries((value,)))
             else:
-                self.irregular.discard(key)
-        for index in self._all():
-            if old_doc is not None:
-                if all(_same(f.resolve(old_doc), f.resolve(new_doc)) for f in index.fields):
+                if old is not None:
+                    if all(_same(old[i], new[i]) for i in at):
+                        continue
+                    index.remove_entries(key, index.entries(tuple(old[i] for i in at)))
+                index.add_entries(key, index.entries(tuple(new[i] for i in at)))
+        for memo, i in self._memo_at:
+            value = new[i]
+            if old is not None:
+                was = old[i]
+                if type(was) is type(value) and was == value:
                     continue
-                index.remove(key, old_doc)
-            index.add(key, new_doc)
+                memo.update(key, was, False)
+            memo.update(key, value, True)
 
     def on_delete(self, key: str, old_doc: Any) -> None:
         """Remove ``key`` (which held ``old_doc``) from every index; same costs as on_put."""
         self._live -= 1
         self.irregular.discard(key)
-        for index in self._all():
-            index.remove(key, old_doc)
+        old = self._values(old_doc)
+        for index, at in self._hash_at:
+            index.remove_entries(key, index.entries(tuple(old[i] for i in at)))
+        for memo, i in self._memo_at:
+            memo.update(key, old[i], False)
 
     def maintained(self, live: int) -> bool:
         """True when every one of the source's ``live`` records went through :meth:`on_put`.
@@ -159,9 +213,11 @@ class IndexSet:
         index = self.memos.get(parsed)
         if index is None:
             index = MemoIndex(parsed)
-            for key in source.keys():  # noqa: SIM118 (a source, not a dict)  # noqa: SIM118 (a source, not a dict)
-                index.add(key, source.doc(key))
+            getter, doc_of, update = parsed.getter, source.doc, index.update
+            for key in source.keys():  # noqa: SIM118 (a source, not a dict)
+                update(key, getter(doc_of(key)), True)
             self.memos[parsed] = index
+            self._layout()
         return index
 
     def rebuild(self, source: DocSource) -> None:

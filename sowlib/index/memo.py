@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import attrs
-from sortedcontainers import SortedDict
 
+from sowlib.index.sortedmap import SortedMap
 from sowlib.index.values import as_path, is_null_scalar, to_number
 from sowlib.paths import FieldPath
 
@@ -109,15 +109,32 @@ class Region:
         return Region(nums, texts, words, multi, self.by_value or other.by_value, exact)
 
 
-def _irange(sd: SortedDict, iv: Interval) -> Iterator[Any]:
+def _span(sd: SortedMap, iv: Interval) -> tuple[int, int]:
+    """Positions ``lo, hi`` of the values of ``sd`` inside ``iv``; O(log n)."""
+    sl = sd.ordered()
     if iv.prefix is not None:
         # Strings sharing a prefix are contiguous and start at the prefix itself.
-        for k in sd.irange(minimum=iv.prefix):
+        lo = sl.bisect_left(iv.prefix)
+        hi = sl.bisect_left(iv.prefix + "\U0010ffff")
+        return lo, max(lo, hi)
+    lo = 0 if iv.lo is None else (sl.bisect_left if iv.lo_inc else sl.bisect_right)(iv.lo)
+    hi = len(sl) if iv.hi is None else (sl.bisect_right if iv.hi_inc else sl.bisect_left)(iv.hi)
+    return lo, max(lo, hi)
+
+
+def _irange(sd: SortedMap, iv: Interval) -> list[Any]:
+    """The values of ``sd`` inside ``iv``, in order; O(log n + k)."""
+    if iv.prefix is not None:
+        # Strings sharing a prefix are contiguous and start at the prefix itself.
+        sl = sd.ordered()
+        out = []
+        for k in sl.islice(sl.bisect_left(iv.prefix)):
             if not k.startswith(iv.prefix):
                 break
-            yield k
-        return
-    yield from sd.irange(iv.lo, iv.hi, (iv.lo_inc, iv.hi_inc))
+            out.append(k)
+        return out
+    lo, hi = _span(sd, iv)
+    return list(sd.ordered()[lo:hi]) if lo < hi else []
 
 
 def _mark(keys: set[str], key: str, adding: bool) -> None:
@@ -127,15 +144,10 @@ def _mark(keys: set[str], key: str, adding: bool) -> None:
         keys.discard(key)
 
 
-def _count(sd: SortedDict, iv: Interval) -> int:
+def _count(sd: SortedMap, iv: Interval) -> int:
     """Number of distinct values of ``sd`` inside ``iv``; O(log n)."""
-    if iv.prefix is not None:
-        lo = sd.bisect_left(iv.prefix)
-        hi = sd.bisect_left(iv.prefix + "\U0010ffff")
-        return max(0, int(hi) - int(lo))
-    lo = 0 if iv.lo is None else (sd.bisect_left if iv.lo_inc else sd.bisect_right)(iv.lo)
-    hi = len(sd) if iv.hi is None else (sd.bisect_right if iv.hi_inc else sd.bisect_left)(iv.hi)
-    return max(0, hi - lo)
+    lo, hi = _span(sd, iv)
+    return hi - lo
 
 
 @attrs.define(eq=False)
@@ -153,12 +165,12 @@ class MemoIndex:
     """
 
     field: FieldPath = attrs.field(converter=as_path)
-    # One sorted dict per kind of value: true numbers (booleans as 1/0),
+    # One sorted map per kind of value: true numbers (booleans as 1/0),
     # non-numeric strings, numeric strings by text and numeric strings by value.
-    _nums: SortedDict = attrs.field(factory=SortedDict, init=False)
-    _words: SortedDict = attrs.field(factory=SortedDict, init=False)
-    _numstrs: SortedDict = attrs.field(factory=SortedDict, init=False)
-    _numvals: SortedDict = attrs.field(factory=SortedDict, init=False)
+    _nums: SortedMap = attrs.field(factory=SortedMap, init=False)
+    _words: SortedMap = attrs.field(factory=SortedMap, init=False)
+    _numstrs: SortedMap = attrs.field(factory=SortedMap, init=False)
+    _numvals: SortedMap = attrs.field(factory=SortedMap, init=False)
     _null: set[str] = attrs.field(factory=set, init=False)
     _loose: set[str] = attrs.field(factory=set, init=False)
     _arrays: set[str] = attrs.field(factory=set, init=False)
@@ -193,8 +205,28 @@ class MemoIndex:
             return [(1, value)] if num is None else [(2, value), (3, num)]
         return [(-1, None)]
 
-    def _update(self, key: str, doc: Any, adding: bool) -> None:
-        value = self.field.resolve(doc)
+    def update(self, key: str, value: Any, adding: bool) -> None:
+        """File (``adding``) or unfile ``key`` under the field value ``value``; O(log n).
+
+        ``value`` is what the field resolves to in the record's document.
+        """
+        kind = type(value)
+        if (kind is int or kind is float) and value == value:
+            # The usual case: one true number.
+            bucket = self._nums.map.get(value)
+            if adding:
+                if bucket is None:
+                    self._nums.put(value, {key})
+                    self._entries[0] += 1
+                elif key not in bucket:
+                    bucket.add(key)
+                    self._entries[0] += 1
+            elif bucket is not None and key in bucket:
+                bucket.discard(key)
+                self._entries[0] -= 1
+                if not bucket:
+                    self._nums.drop(value)
+            return
         if is_null_scalar(value):
             _mark(self._null, key, adding)
             return
@@ -210,10 +242,10 @@ class MemoIndex:
                     _mark(self._loose, key, adding)
                     continue
                 sd = dicts[which]
-                bucket = sd.get(place)
+                bucket = sd.map.get(place)
                 if adding:
                     if bucket is None:
-                        sd[place] = {key}
+                        sd.put(place, {key})
                         self._entries[which] += 1
                     elif key not in bucket:
                         bucket.add(key)
@@ -222,15 +254,15 @@ class MemoIndex:
                     bucket.discard(key)
                     self._entries[which] -= 1
                     if not bucket:
-                        del sd[place]
+                        sd.drop(place)
 
     def add(self, key: str, doc: Any) -> None:
         """File ``key`` under the field's value(s) in ``doc``; O(log n) per value."""
-        self._update(key, doc, True)
+        self.update(key, self.field.getter(doc), True)
 
     def remove(self, key: str, doc: Any) -> None:
         """Undo :meth:`add` for the same ``key`` and ``doc``; O(log n) per value."""
-        self._update(key, doc, False)
+        self.update(key, self.field.getter(doc), False)
 
     def clear(self) -> None:
         """Forget every entry."""
@@ -242,7 +274,7 @@ class MemoIndex:
 
     # -- queries -------------------------------------------------------------
 
-    def _parts(self, region: Region) -> list[tuple[SortedDict, Interval, int]]:
+    def _parts(self, region: Region) -> list[tuple[SortedMap, Interval, int]]:
         parts = []
         if region.nums is not None:
             parts.append((self._nums, region.nums, 0))
@@ -270,10 +302,11 @@ class MemoIndex:
         """
         out = self._loose | self._arrays if region.multi else set(self._loose)
         for sd, iv, _ in self._parts(region):
-            for k in _irange(sd, iv):
-                out |= sd[k]
+            values = _irange(sd, iv)
+            if values:
+                out.update(*map(sd.map.__getitem__, values))
         if region.words and region.texts is None:
-            for bucket in self._words.values():
+            for bucket in self._words.map.values():
                 out |= bucket
         return out
 
@@ -283,16 +316,21 @@ class MemoIndex:
 
     def _numeric_groups(self, descending: bool) -> Iterator[set[str]]:
         """Key sets per numeric value, true numbers and numeric strings merged."""
-        a, b = self._nums, self._numvals
+        a, b = self._nums.map, self._numvals.map
+        a_keys = self._nums.ordered()
         if not b:  # the usual case: no numeric strings, no merge needed
             if descending:
-                for k in reversed(a):
+                for k in reversed(a_keys):
                     yield a[k]
             else:
-                yield from a.values()
+                for k in a_keys:
+                    yield a[k]
             return
+        b_keys = self._numvals.ordered()
         keys = (
-            heapq.merge(reversed(a), reversed(b), reverse=True) if descending else heapq.merge(a, b)
+            heapq.merge(reversed(a_keys), reversed(b_keys), reverse=True)
+            if descending
+            else heapq.merge(a_keys, b_keys)
         )
         for value, _ in itertools.groupby(keys):
             yield (a.get(value) or set()) | (b.get(value) or set())
@@ -307,12 +345,15 @@ class MemoIndex:
         if descending:
             if self._null:
                 yield self._null
-            for k in reversed(self._words):
-                yield self._words[k]
+            words = self._words.map
+            for k in reversed(self._words.ordered()):
+                yield words[k]
             yield from self._numeric_groups(True)
         else:
             yield from self._numeric_groups(False)
-            yield from self._words.values()
+            words = self._words.map
+            for k in self._words.ordered():
+                yield words[k]
             if self._null:
                 yield self._null
 

@@ -7,8 +7,9 @@ key the lookup will try. Imports only ``document``, ``paths`` and ``expr.runtime
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from sowlib.document import MISSING, canonical_text
@@ -101,12 +102,19 @@ def _scalar_texts(value: Any) -> list[str]:
     raise Loose
 
 
-def hash_texts(value: Any) -> list[str]:
+@functools.lru_cache(maxsize=1 << 16)
+def _str_texts(value: str) -> tuple[str, ...]:
+    """:func:`_scalar_texts` of a string, memoised (field values repeat a lot)."""
+    return tuple(_scalar_texts(value))
+
+
+def hash_texts(value: Any) -> Sequence[str]:
     """Every tagged text key a stored field value is filed under in a hash index.
 
     A string that converts to a number is filed under its own text *and* its
     number, so ``"05"`` is found by the literal ``5`` (spec §2.4 row 4).
     Array values are filed under every element (comparisons are array-aware).
+    O(1) for a string or an integer (strings are memoised), O(elements) for arrays.
 
     Returns:
         The keys; empty for NULL (NULL never equals anything).
@@ -114,6 +122,11 @@ def hash_texts(value: Any) -> list[str]:
         Loose: the value (a NaN, a huge integer, an object, bytes) must be
             verified on every lookup instead.
     """
+    kind = type(value)
+    if kind is str:
+        return _str_texts(value) if value else ()
+    if kind is int and -EXACT_LIMIT < value < EXACT_LIMIT:
+        return ("n" + str(value),)
     if is_null_scalar(value):
         return []
     if isinstance(value, list):

@@ -1,20 +1,24 @@
-"""Append-path framing: turn ``(kind, key, payload, ...)`` into record bytes and LogRecords.
+"""The per-record hot paths: framing appends and walking records for ``scan``.
 
-The byte layout is the one ``format.encode_record`` specifies (and the tests compare the two);
-these functions only cut the per-record Python overhead: one ``Struct.pack`` for the fixed
-header, one ``join``, one checksum and one ``pack`` for it per record, and the LogRecord built
-with ``tuple.__new__``. Imports only ``sowlib.errors`` and ``sowlib.storage.format``.
+``frame_one`` / ``frame_batch`` produce exactly the bytes ``format.encode_record`` specifies
+(the tests compare them) with as little per-record Python work as possible: one
+``Struct.pack`` for the fixed header, one ``join``, one checksum and its ``pack``, and the
+LogRecord built with ``tuple.__new__``. ``walk_records`` / ``walk_entries`` are the loops
+behind ``AppendLog.scan`` and ``AppendLog.scan_entries``; they follow the log's live state
+(its map, end offset and epoch). Imports only ``sowlib.errors`` and sibling storage modules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, cast
 
 import xxhash
 
-from sowlib.errors import RecordTooLargeError, UnsupportedOperationError
+from sowlib.errors import RecordTooLargeError, StoreClosedError, UnsupportedOperationError
 from sowlib.storage.format import (
     CHECKSUM,
+    KINDS,
     PADDING,
     RECORD_HEADER,
     RECORD_MARKER,
@@ -23,10 +27,23 @@ from sowlib.storage.format import (
     RecordKind,
 )
 
-__all__ = ["BatchItem", "frame_batch", "frame_one"]
+if TYPE_CHECKING:
+    from sowlib.storage.log import AppendLog
+
+__all__ = [
+    "BatchItem",
+    "ScanEntry",
+    "frame_batch",
+    "frame_one",
+    "walk_entries",
+    "walk_records",
+]
 
 BatchItem = tuple[RecordKind, str, bytes, float, float, bytes]
 """One ``append_many`` item: ``(kind, key, payload, timestamp, expiration, correlation_id)``."""
+
+ScanEntry = tuple[int, RecordKind, int, float, float, str, bytes, int]
+"""What ``AppendLog.scan_entries`` yields: a LogRecord's fields with ``payload_len`` last."""
 
 _KIND_OF = {int(kind): kind for kind in RecordKind}
 _new = tuple.__new__
@@ -79,7 +96,8 @@ def frame_one(
     length = n + pad
     if length > limit:
         raise RecordTooLargeError(length, limit)
-    ts_us, exp_us = round(timestamp * 1_000_000), round(expiration * 1_000_000)
+    ts_us = round(timestamp * 1_000_000)
+    exp_us = round(expiration * 1_000_000) if expiration else 0
     head = RECORD_HEADER.pack(RECORD_MARKER, length, member, 0, 0, k, c, p, seq, ts_us, exp_us)
     body = b"".join((head, raw_key, correlation_id, payload, PADDING[pad]))
     rec = _new(
@@ -134,7 +152,8 @@ def frame_batch(
         if length > limit:
             raise RecordTooLargeError(length, limit)
         seq += 1
-        ts_us, exp_us = round(ts * 1_000_000), round(exp * 1_000_000)
+        ts_us = round(ts * 1_000_000)
+        exp_us = round(exp * 1_000_000) if exp else 0
         head = pack(marker, length, member, 0, 0, k, c, p, seq, ts_us, exp_us)
         body = join((head, raw_key, corr, payload, pads[pad]))
         add(body)
@@ -142,3 +161,71 @@ def frame_batch(
         keep(_new(LogRecord, (offset, member, seq, ts_us / 1e6, exp_us / 1e6, key, corr, payload)))
         offset += length
     return join(parts), records
+
+
+def walk_records(log: AppendLog, off: int) -> Iterator[LogRecord]:
+    """The loop behind ``AppendLog.scan``: records from the record boundary ``off``."""
+    epoch = log._epoch
+    unpack = RECORD_HEADER.unpack_from
+    new = _new
+    kinds = cast(tuple[RecordKind, ...], KINDS)  # verified records have a valid kind
+    while True:
+        mm, end = log._mm, log._end
+        if log._epoch is not epoch or mm is None:
+            raise StoreClosedError(f"scan of log {log.path} (closed or compacted)")
+        if off >= end:
+            return
+        while off < end:
+            (_m, length, kind, _f, _r, k, c, p, seq, ts, exp) = unpack(mm, off)
+            pos = off + 48
+            stop = pos + k
+            key = mm[pos:stop].decode()
+            if c:
+                pos, stop = stop, stop + c
+                corr = mm[pos:stop]
+            else:
+                corr = b""
+            fields = (
+                off,
+                kinds[kind],
+                seq,
+                ts / 1e6,
+                exp / 1e6,
+                key,
+                corr,
+                mm[stop : stop + p],
+            )
+            off += length
+            yield new(LogRecord, fields)
+            if log._epoch is not epoch:
+                break
+
+
+def walk_entries(log: AppendLog, off: int) -> Iterator[ScanEntry]:
+    """The loop behind ``AppendLog.scan_entries``: entry tuples from ``off``."""
+    epoch = log._epoch
+    unpack = RECORD_HEADER.unpack_from
+    kinds = cast(tuple[RecordKind, ...], KINDS)
+    while True:
+        mm, end = log._mm, log._end
+        if log._epoch is not epoch or mm is None:
+            raise StoreClosedError(f"scan of log {log.path} (closed or compacted)")
+        if off >= end:
+            return
+        while off < end:
+            (_m, length, kind, _f, _r, k, c, p, seq, ts, exp) = unpack(mm, off)
+            pos = off + 48
+            entry = (
+                off,
+                kinds[kind],
+                seq,
+                ts / 1e6,
+                exp / 1e6,
+                mm[pos : pos + k].decode(),
+                mm[pos + k : pos + k + c] if c else b"",
+                p,
+            )
+            off += length
+            yield entry
+            if log._epoch is not epoch:
+                break

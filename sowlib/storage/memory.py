@@ -99,6 +99,22 @@ class MemoryLog:
             if rec is not None:
                 yield rec
 
+    def scan_entries(
+        self, start: int | None = None
+    ) -> Iterator[tuple[int, RecordKind, int, float, float, str, bytes, int]]:
+        """Like ``AppendLog.scan_entries``: header fields and payload length, in order."""
+        for r in self.scan(start):
+            yield (
+                r.offset,
+                r.kind,
+                r.seq,
+                r.timestamp,
+                r.expiration,
+                r.key,
+                r.correlation_id,
+                len(r.payload),
+            )
+
     def compact(
         self, keep: Callable[[LogRecord], bool], meta: bytes | None = None
     ) -> dict[int, int]:

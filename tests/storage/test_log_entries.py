@@ -1,0 +1,153 @@
+"""The append and scan hot paths: byte-identical framing, ``scan_entries``, LogRecord values."""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+
+import pytest
+import xxhash
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sowlib.errors import CorruptRecordError, StoreClosedError, UnsupportedOperationError
+from sowlib.storage import AppendLog, LogRecord, RecordKind
+from sowlib.storage.format import decode_record, encode_record
+from sowlib.storage.framing import frame_batch, frame_one
+
+from .conftest import put
+
+Factory = Callable[..., AppendLog]
+
+item = st.tuples(
+    st.sampled_from(list(RecordKind)),
+    st.text(max_size=12),
+    st.binary(max_size=90),
+    st.integers(0, 2**50).map(lambda us: us / 1_000_000),
+    st.integers(0, 2**50).map(lambda us: us / 1_000_000),
+    st.binary(max_size=9),
+)
+
+
+@settings(max_examples=60)
+@given(items=st.lists(item, max_size=6), seq=st.integers(0, 2**40))
+def test_fast_framing_writes_the_specified_bytes(
+    items: list[tuple[RecordKind, str, bytes, float, float, bytes]], seq: int
+) -> None:
+    expected = b"".join(
+        encode_record(kind, key.encode(), corr, payload, seq + i, round(ts * 1e6), round(exp * 1e6))
+        for i, (kind, key, payload, ts, exp, corr) in enumerate(items, 1)
+    )
+    data, records = frame_batch(items, seq, 64, 1 << 20)
+    assert data == expected
+    buf = bytes(64) + data
+    assert records == [decode_record(buf, rec.offset, len(buf)) for rec in records]
+    for i, (kind, key, payload, ts, exp, corr) in enumerate(items, 1):
+        one, rec = frame_one(kind, key, payload, ts, exp, corr, seq + i, 64, 1 << 20)
+        assert one == encode_record(
+            kind, key.encode(), corr, payload, seq + i, round(ts * 1e6), round(exp * 1e6)
+        )
+        assert rec == decode_record(bytes(64) + one, 64, 64 + len(one))
+
+
+def test_appended_record_matches_the_documented_layout(new_log: Factory) -> None:
+    log = new_log()
+    off = log.end_offset
+    log.append(RecordKind.PUT, "k", b"pay", timestamp=1.5, expiration=2.0, correlation_id=b"c")
+    body = (
+        struct.pack("<IIBBHIIIQqq", 0xA55A0FD3, 64, 1, 0, 0, 1, 1, 3, 1, 1_500_000, 2_000_000)
+        + b"kcpay"
+        + bytes(3)
+    )
+    log.close()
+    raw = log_bytes(log)
+    assert raw[off : off + 64] == body + struct.pack("<Q", xxhash.xxh3_64_intdigest(body))
+
+
+def log_bytes(log: AppendLog) -> bytes:
+    with open(log.path, "rb") as fh:
+        return fh.read()
+
+
+def test_scan_entries_mirror_scan_without_payloads(new_log: Factory) -> None:
+    log = new_log()
+    put(log, "a", b"x" * 100)
+    log.append(RecordKind.PUT, "b", b"yy", timestamp=2.0, expiration=9.5, correlation_id=b"id")
+    log.append_many(
+        [(RecordKind.DELETE, "a", b"", 3.0, 0.0, b""), (RecordKind.EXPIRE, "b", b"", 4.0, 0.0, b"")]
+    )
+    for i in range(40):  # crosses slab boundaries
+        put(log, f"k{i}", bytes([i]) * 150)
+    entries = list(log.scan_entries())
+    assert entries == [(*rec[:7], len(rec.payload)) for rec in log.scan()]
+    assert [e[1] for e in entries[:4]] == [
+        RecordKind.PUT,
+        RecordKind.PUT,
+        RecordKind.DELETE,
+        RecordKind.EXPIRE,
+    ]
+    assert entries[1][3:] == (2.0, 9.5, "b", b"id", 2)
+    assert list(log.scan_entries(entries[2][0])) == entries[2:]
+    assert list(log.scan_entries(log.end_offset)) == []
+
+
+def test_scan_entries_follow_appends_made_while_suspended(new_log: Factory) -> None:
+    log = new_log()
+    put(log, "a", b"1")
+    it = log.scan_entries()
+    assert next(it)[5] == "a"
+    for i in range(30):
+        put(log, f"k{i}", b"z" * 200)
+    assert [e[5] for e in it] == [f"k{i}" for i in range(30)]
+
+
+def test_scan_entries_reject_a_start_inside_a_record(new_log: Factory) -> None:
+    log = new_log()
+    rec = put(log, "a", b"payload")
+    with pytest.raises(CorruptRecordError) as err:
+        log.scan_entries(rec.offset + 8)
+    assert err.value.offset == rec.offset + 8
+
+
+def test_scan_entries_stop_when_the_log_is_compacted_or_closed(new_log: Factory) -> None:
+    log = new_log()
+    for i in range(3):
+        put(log, f"k{i}", b"v")
+    it = log.scan_entries()
+    next(it)
+    log.compact(lambda rec: True)
+    with pytest.raises(StoreClosedError):
+        list(it)
+    it = log.scan_entries()
+    next(it)
+    log.close()
+    with pytest.raises(StoreClosedError):
+        next(it)
+
+
+def test_append_many_with_a_bad_kind_writes_nothing(new_log: Factory) -> None:
+    log = new_log()
+    put(log, "a", b"1")
+    end, seq = log.end_offset, log.last_seq
+    with pytest.raises(UnsupportedOperationError):
+        log.append_many([(RecordKind.PUT, "b", b"2", 1.0, 0.0, b""), (9, "c", b"3", 1.0, 0.0, b"")])  # type: ignore[list-item]
+    assert (log.end_offset, log.last_seq, log.record_count) == (end, seq, 1)
+
+
+def test_log_records_are_immutable_values(new_log: Factory) -> None:
+    rec = put(new_log(), "a", bytearray(b"pay"))  # type: ignore[arg-type]
+    assert type(rec.payload) is bytes
+    assert rec == LogRecord(
+        offset=rec.offset,
+        kind=RecordKind.PUT,
+        seq=1,
+        timestamp=1_700_000_000.0,
+        expiration=0.0,
+        key="a",
+        correlation_id=b"",
+        payload=b"pay",
+    )
+    with pytest.raises(AttributeError):
+        rec.key = "b"  # type: ignore[misc]
+    assert rec._replace(key="b").key == "b"
+    assert rec.key == "a"
