@@ -54,7 +54,14 @@ from sowlib.storage.framing import (
 )
 from sowlib.storage.fs import FileSystem
 from sowlib.storage.lock import lock_fd
-from sowlib.storage.recovery import RecoveryReport, check_records, garbage_end, read_tail, recover
+from sowlib.storage.recovery import (
+    RecoveryReport,
+    check_records,
+    garbage_end,
+    read_tail,
+    recover,
+    recover_live,
+)
 
 __all__ = ["MIN_SLAB_SIZE", "SLAB_HEADROOM", "AppendLog", "ScanEntry"]
 
@@ -158,7 +165,9 @@ class AppendLog:
         if ckpt is not None:
             self._ckpt = (ckpt.blob, ckpt.end_offset)
         start = ckpt.end_offset if ckpt else header.header_len
-        found = recover(mm, start, self._size)
+        found = (
+            recover_live(mm, start, self._size) if self.readonly else recover(mm, start, self._size)
+        )
         if found.next_valid is not None:
             reason = record_problem(mm, found.end, self._size) or "zeroed record"
             raise CorruptRecordError(self.path, found.end, reason)

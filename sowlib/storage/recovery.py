@@ -10,6 +10,7 @@ from __future__ import annotations
 import mmap
 import os
 import shutil
+import time
 
 import attrs
 import xxhash
@@ -181,6 +182,31 @@ def recover(buf: Buf, start: int, limit: int) -> ScanResult:
     tail = garbage_end(buf, end, limit)
     nxt = find_next_valid(buf, end, limit) if tail > end else None
     return ScanResult(end, records, last, nxt, tail)
+
+
+def recover_live(buf: Buf, start: int, limit: int, attempts: int = 200) -> ScanResult:
+    """:func:`recover` for a read-only opener while a writer may be appending.
+
+    A record the writer is copying in right now looks damaged, and by the time the
+    scan looks past it the writer may have finished it and the next one: a hole
+    followed by a valid record, which :func:`recover` calls corruption. Re-read
+    from the same boundary until the run stops growing into a clean tail; only a
+    hole that stays put across ``attempts`` re-reads (about 0.2 s) is corruption.
+    """
+    found = recover(buf, start, limit)
+    for _ in range(attempts):
+        if found.next_valid is None:
+            return found
+        time.sleep(0.001)
+        again = recover(buf, found.end, limit)
+        found = ScanResult(
+            again.end,
+            found.records + again.records,
+            again.last_offset or found.last_offset,
+            again.next_valid,
+            again.garbage_end,
+        )
+    return found
 
 
 def check_records(buf: Buf, file: str, start: int, end: int) -> tuple[int, int]:
