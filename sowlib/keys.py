@@ -79,9 +79,7 @@ class ContentKeyGenerator:
                 text = canonical_text(value)
             if text is None:
                 raise MissingKeyFieldError(self.topic, self._single.to_text())
-            return str(
-                xxhash.xxh64_intdigest(self._head + text.encode("utf-8", "surrogateescape"))
-            )
+            return str(xxhash.xxh64_intdigest(self._head + text.encode("utf-8", "surrogateescape")))
         values = []
         for path in self.fields:
             text = canonical_text(path.resolve(doc)) if isinstance(doc, dict) else None

@@ -270,12 +270,8 @@ def test_compact_every_topic(store_path: Path) -> None:
     [
         pytest.param(["query", "{dir}", "nope"], id="unknown-topic-query"),
         pytest.param(["publish", "{dir}", "nope", '{"id": 1}'], id="unknown-topic-publish"),
-        pytest.param(
-            ["query", "{dir}", "orders", "/price = = 1"], id="bad-filter"
-        ),
-        pytest.param(
-            ["query", "{dir}", "orders", "NOPE(/a) = 1"], id="unknown-function"
-        ),
+        pytest.param(["query", "{dir}", "orders", "/price = = 1"], id="bad-filter"),
+        pytest.param(["query", "{dir}", "orders", "NOPE(/a) = 1"], id="unknown-function"),
         pytest.param(["query", "{dir}", "orders", "--top-n", "-1"], id="bad-top-n"),
         pytest.param(["publish", "{dir}", "orders", '{"id": '], id="malformed-message"),
         pytest.param(["publish", "{dir}", "orders", '{"x": 1}'], id="missing-key-field"),

@@ -6,6 +6,7 @@ import pytest
 
 from sowlib.errors import InvalidPatternError
 from sowlib.expr import api, clear_cache, compile_filter, like
+from sowlib.expr.nodes import And
 from sowlib.expr.parser import parse
 from sowlib.expr.to_python import boolean_nodes, is_boolean
 
@@ -50,6 +51,7 @@ def test_boolean_nodes_is_one_pass_and_agrees_with_is_boolean() -> None:
     node = parse(" AND ".join(f"/a{i} = {i}" for i in range(300)) + " AND /z + 1")
     flags = boolean_nodes(node)
     assert flags[id(node)] is False
+    assert isinstance(node, And)
     assert is_boolean(node.left)
     assert not is_boolean(node.right)
 
