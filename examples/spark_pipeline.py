@@ -61,6 +61,9 @@ def main() -> None:
         SparkSession.builder.master("local[2]")
         .appName("sowlib-spark-pipeline")
         .config("spark.ui.enabled", "false")
+        # Local Spark talks to itself only: keep the driver on the loopback interface.
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.python.filterPushdown.enabled", "true")

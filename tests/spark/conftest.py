@@ -55,6 +55,9 @@ def spark() -> Iterator[Any]:
         SparkSession.builder.master("local[2]")
         .appName("sowlib-tests")
         .config("spark.ui.enabled", "false")
+        # Local Spark talks to itself only: keep the driver on the loopback interface.
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.default.parallelism", "2")
         .config("spark.sql.python.filterPushdown.enabled", "true")

@@ -1,0 +1,249 @@
+"""Measure the Spark integration in one local SparkSession and print a markdown table.
+
+Usage: ``python3 tests/bench/spark_report.py [--quick]``. Three measurements: the
+``SowSink`` foreachBatch callback next to ``Topic.publish_many`` on the same rows, a
+``sow`` data-source read with a pushed-down filter of stores with 1, 2 and 4 shards, and
+the lookup UDF next to a broadcast join. ``--quick`` uses 1/10 sizes. The functions are
+shared with ``bench_spark.py``. Imports sowlib, pyspark and the bench helpers; nothing
+imports this module except the benchmarks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+_ROOT = _HERE.parents[1]
+for _p in (str(_HERE), str(_ROOT)):
+    if _p not in sys.path:
+        sys.path.insert(0, _p)
+
+from rows import Row, compare, info, markdown  # noqa: E402  (the path setup above)
+from timing import interleaved, repeat  # noqa: E402
+from workload import to_json, unique_orders  # noqa: E402
+
+from sowlib import SowStore  # noqa: E402
+
+#: Rows per ``SowSink`` micro-batch.
+BATCH_ROWS = 20_000
+#: Shard counts read by the data-source measurement.
+SHARDS = (1, 2, 4)
+#: Distinct customers in the lookup store (the workload's customerId range).
+CUSTOMERS = 10_000
+#: The filter pushed down to the reader, and the same filter in Python.
+PRICE_FLOOR = 150.0
+
+
+def session(cores: int = 2) -> Any:
+    """A ``local[cores]`` SparkSession set up as the Spark tests do, with ``sow`` registered."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    from sowlib.spark import register
+
+    spark = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName("sowlib-bench")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .config("spark.default.parallelism", str(cores))
+        .config("spark.sql.python.filterPushdown.enabled", "true")
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    return spark
+
+
+def orders_frame(spark: Any, rows: list[dict[str, Any]]) -> Any:
+    """``rows`` (workload orders) as a cached, materialized DataFrame."""
+    import pandas as pd
+
+    df = spark.createDataFrame(pd.DataFrame(rows)).cache()
+    df.count()
+    return df
+
+
+def sink_rows(spark: Any, n: int, workdir: str) -> list[Row]:
+    """``SowSink`` per 20,000-row batch vs ``publish_many`` of the same rows as JSON bytes."""
+    from sowlib.spark import SowSink
+
+    orders = list(unique_orders(n))
+    slices = [orders[i : i + BATCH_ROWS] for i in range(0, n, BATCH_ROWS)]
+    frames = [(i, orders_frame(spark, part)) for i, part in enumerate(slices)]
+    payloads = [[to_json(o) for o in part] for part in slices]
+    sink = SowSink(os.path.join(workdir, "sink"), "orders", keys=["/orderId"])
+    direct = SowStore(os.path.join(workdir, "direct"))
+    topic = direct.create_topic("orders", keys=["/orderId"])
+    try:
+        stats = interleaved(
+            {
+                "sink": (lambda item: sink(item[1], item[0]), frames),
+                "direct": (topic.publish_many, payloads),
+            },
+            BATCH_ROWS if n >= BATCH_ROWS else n,
+        )
+        if len(sink.topic) != n or len(topic) != n:
+            raise RuntimeError(f"expected {n} records, got {len(sink.topic)} and {len(topic)}")
+    finally:
+        sink.close()
+        direct.close()
+        for _, frame in frames:
+            frame.unpersist()
+    return [
+        compare(
+            "spark",
+            f"SowSink(df, batch_id), {BATCH_ROWS:,}-row batches",
+            stats["sink"],
+            "publish_many (JSON bytes)",
+            stats["direct"],
+            0.5,
+            unit="rows/s",
+        )
+    ]
+
+
+def read_once(spark: Any, path: str, shards: int) -> int:
+    """Rows with ``price > 150`` in the sharded topic at ``path``, read with the ``sow`` source."""
+    from pyspark.sql import functions as F
+
+    spark.conf.set("spark.sql.shuffle.partitions", str(shards))
+    df = spark.read.format("sow").option("path", path).option("topic", "orders").load()
+    return int(df.where(F.col("price") > PRICE_FLOOR).count())
+
+
+def write_stores(spark: Any, n: int, workdir: str) -> dict[int, str]:
+    """The first ``n`` unique orders written with ``write_sharded`` once per shard count."""
+    from sowlib.spark import write_sharded
+
+    df = orders_frame(spark, list(unique_orders(n)))
+    paths = {}
+    for shards in SHARDS:
+        paths[shards] = os.path.join(workdir, f"sharded-{shards}")
+        write_sharded(df, paths[shards], "orders", shards=shards, keys=["/orderId"])
+    df.unpersist()
+    return paths
+
+
+def read_rows(spark: Any, n: int, workdir: str, samples: int) -> list[Row]:
+    """Data-source read + pushed-down filter + count, rows scanned per second, per shard count."""
+    expected = sum(1 for o in unique_orders(n) if o["price"] > PRICE_FLOOR)
+    out = []
+    for shards, path in write_stores(spark, n, workdir).items():
+        got = read_once(spark, path, shards)  # warm-up: JVM code paths, Python workers
+        if got != expected:
+            raise RuntimeError(f"{shards} shards: counted {got} rows, expected {expected}")
+        stats = repeat(lambda p=path, s=shards: read_once(spark, p, s), samples, n)
+        out.append(
+            info(
+                "spark",
+                f"read `sow` + `where(price > 150)`.count(), {shards} shard(s) / partition(s)",
+                stats,
+                unit="rows/s",
+            )
+        )
+    spark.conf.set("spark.sql.shuffle.partitions", str(spark.sparkContext.defaultParallelism))
+    return out
+
+
+def _customers() -> list[dict[str, Any]]:
+    return [
+        {"customerId": f"CUST-{i:05d}", "name": f"customer {i}", "tier": i % 5}
+        for i in range(CUSTOMERS)
+    ]
+
+
+def lookup_rows(spark: Any, m: int, workdir: str, samples: int) -> list[Row]:
+    """``lookup_udf`` on ``customerId`` for ``m`` rows vs a broadcast join; rows/s each."""
+    from pyspark.sql import functions as F
+
+    from sowlib.spark import lookup_udf
+
+    path = os.path.join(workdir, "customers")
+    with SowStore(path) as store:
+        store.create_topic("customers", keys=["/customerId"]).publish_many(_customers())
+    customer_id = F.format_string("CUST-%05d", (F.col("id") * 7919) % CUSTOMERS)
+    df = spark.range(m, numPartitions=spark.sparkContext.defaultParallelism).select(
+        F.col("id").alias("orderId"), customer_id.alias("customerId")
+    )
+    customer = lookup_udf(path, "customers", {"name": "string", "tier": "bigint"})
+    customers_df = spark.createDataFrame(_customers(), "customerId string, name string, tier long")
+    enriched = df.select("orderId", customer("customerId").alias("c")).select(
+        "orderId", "c.name", "c.tier"
+    )
+    joined = df.join(F.broadcast(customers_df), "customerId").select("orderId", "name", "tier")
+    if enriched.where(F.col("name").isNull()).count() != 0:
+        raise RuntimeError("the lookup UDF missed a customer")
+
+    def run(frame: Any) -> None:
+        frame.write.format("noop").mode("overwrite").save()
+
+    run(joined)  # warm-up
+    udf_stats = repeat(lambda: run(enriched), samples, m)
+    join_stats = repeat(lambda: run(joined), samples, m)
+    return [
+        compare(
+            "spark",
+            f"lookup_udf enrichment on customerId ({CUSTOMERS:,} customers)",
+            udf_stats,
+            "df.join(broadcast(customers_df))",
+            join_stats,
+            None,
+            unit="rows/s",
+        )
+    ]
+
+
+def machine() -> str:
+    """Cores, interpreter and pyspark version."""
+    import pyspark
+
+    return (
+        f"{os.cpu_count()} cores ({platform.machine()}), {platform.system()} {platform.release()},"
+        f" Python {platform.python_version()}, pyspark {pyspark.__version__}"
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the three measurements and print the command, the machine and the table."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="1/10 sizes (a smoke run)")
+    args = parser.parse_args(argv)
+    n, m, samples = (20_000, 100_000, 2) if args.quick else (200_000, 1_000_000, 3)
+    command = "python3 tests/bench/spark_report.py" + (" --quick" if args.quick else "")
+    started = time.perf_counter()
+    spark = session()
+    rows: list[Row] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="sowlib-spark-bench-") as tmp:
+            for name, fn in (
+                ("sink", lambda: sink_rows(spark, n, tmp)),
+                ("read", lambda: read_rows(spark, n, tmp, samples)),
+                ("lookup", lambda: lookup_rows(spark, m, tmp, samples)),
+            ):
+                t0 = time.perf_counter()
+                rows.extend(fn())
+                print(f"  {name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    finally:
+        spark.stop()
+    print(f"Command: `{command}` ({n:,} orders, {m:,} lookup rows, local[2])\n")
+    print(f"Machine: {machine()}\n")
+    print(markdown(rows))
+    print(f"\nTotal: {time.perf_counter() - started:.0f} s")
+    return 1 if any(r.status == "MISS" for r in rows) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
