@@ -39,7 +39,7 @@ _NUMBER_START = frozenset("0123456789+-.iIeEnN")
 
 
 class _NoLiteral(Exception):
-    pass
+    """Internal signal: a clause operand is not a literal an index can look up."""
 
 
 def conjuncts(node: Node) -> list[Node]:
