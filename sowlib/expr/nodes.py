@@ -241,7 +241,7 @@ def walk(node: Node) -> list[Node]:
         out.append(n)
         match n:
             case Literal() | Field():
-                pass
+                continue  # leaves: nothing below them
             case Neg(operand=o) | Not(operand=o):
                 stack.append(o)
             case (
