@@ -137,6 +137,15 @@ class Topic(TopicCore):
 
     def get(self, sow_key: str) -> Record | None:
         """The record stored under ``sow_key``, or None; O(1)."""
+        # Lock-free fast path: the Record cache only ever holds the live version
+        # of a key (writers drop the entry under the lock before changing it), and
+        # a dict lookup is atomic, so a hit is what a locked read would have seen
+        # just before or after a concurrent write. Topics with pending
+        # expirations take the locked path, which expires due records first.
+        if not self._expiry and not self._closed:
+            cached = self._records.get(sow_key)
+            if cached is not None:
+                return cached
         with self._lock:
             self._check_open()
             self._tick()
