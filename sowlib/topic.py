@@ -211,18 +211,7 @@ class Topic(TopicCore):
 
         def make(key: str, v: Version) -> Record:
             assert v.offset is not None
-            rec = self._log.read(v.offset)
-            return Record(
-                sow_key=key,
-                data=rec.payload,
-                seq=rec.seq,
-                timestamp=rec.timestamp,
-                expiration=rec.expiration or None,
-                topic=self.name,
-                message_type=self.message_type,
-                correlation_id=rec.correlation_id,
-                doc=self._decode_payload(rec.payload),
-            )
+            return self._record_of(self._log.read(v.offset))
 
         return HistoricalSource(self, versions, make)
 
@@ -361,22 +350,7 @@ class Topic(TopicCore):
                 if rec.seq <= since:
                     continue
                 kind = {_PUT: "publish", _DELETE: "delete", _EXPIRE: "expire"}[rec.kind]
-                changes.append(
-                    Change(
-                        kind,
-                        Record(
-                            sow_key=rec.key,
-                            data=rec.payload,
-                            seq=rec.seq,
-                            timestamp=rec.timestamp,
-                            expiration=rec.expiration or None,
-                            topic=self.name,
-                            message_type=self.message_type,
-                            correlation_id=rec.correlation_id,
-                            doc=self._decode_payload(rec.payload) if rec.kind == _PUT else None,
-                        ),
-                    )
-                )
+                changes.append(Change(kind, self._record_of(rec)))
         return iter(changes)
 
     def process_expirations(self) -> int:

@@ -69,8 +69,9 @@ class _Entry(NamedTuple):
 _new_entry = partial(tuple.__new__, _Entry)
 
 
-def _size(rec: LogRecord) -> int:
-    return len(rec.payload) + len(rec.key) + len(rec.correlation_id) + _FRAME_OVERHEAD
+def _frame_size(payload_len: int, key: str, corr: bytes) -> int:
+    """Estimated bytes a record takes in the log (drives the garbage ratio)."""
+    return payload_len + len(key) + len(corr) + _FRAME_OVERHEAD
 
 
 class TopicCore:
@@ -164,7 +165,7 @@ class TopicCore:
         for offset, kind, seq, stamp, expires, key, corr, size in self._log.scan_entries(start):
             if kind == _PUT:
                 # Recovery verified every record's checksum when the log opened.
-                size += len(key) + len(corr) + _FRAME_OVERHEAD
+                size = _frame_size(size, key, corr)
                 entries[key] = _new_entry((offset, seq, stamp, expires, corr, size, True))
             else:
                 pop(key, None)
@@ -179,7 +180,7 @@ class TopicCore:
         old_doc = self._docs.pop(key, None) if old is not None else None
         self._records.pop(key, None)
         if rec.kind == _PUT:
-            size = _size(rec)
+            size = _frame_size(len(rec.payload), key, rec.correlation_id)
             entry = _Entry(
                 rec.offset, rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size
             )
@@ -283,6 +284,20 @@ class TopicCore:
             doc,
         )
 
+    def _record_of(self, rec: LogRecord) -> Record:
+        """A :class:`Record` for a log record read directly (history, replay)."""
+        return Record(
+            rec.key,
+            rec.payload,
+            rec.seq,
+            rec.timestamp,
+            rec.expiration or None,
+            self.name,
+            self.message_type,
+            rec.correlation_id,
+            self._decode_payload(rec.payload) if rec.kind == _PUT else None,
+        )
+
     def _tick(self) -> None:
         """Process due expirations (lazily, on every operation; spec §10)."""
         if self._expiry and self._expiry[0][0] <= self._clock():
@@ -360,7 +375,7 @@ class TopicCore:
         subs = self._subs.active
         # The old version is still readable: the log is append-only.
         old_rec = self._record(key, old) if subs and old is not None else None
-        size = len(rec.payload) + len(key) + len(rec.correlation_id) + _FRAME_OVERHEAD
+        size = _frame_size(len(rec.payload), key, rec.correlation_id)
         entry = _Entry(rec.offset, rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size)
         self._entries[key] = entry
         self._records.pop(key, None)
