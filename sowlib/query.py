@@ -19,6 +19,7 @@ from sowlib.expr import runtime
 from sowlib.index.indexset import IndexSet
 from sowlib.index.planner import FilterLike, Plan, plan
 from sowlib.paths import FieldPath, parse_path
+from sowlib.record import Record
 
 __all__ = [
     "MAX_BATCH_SIZE",
@@ -36,25 +37,6 @@ __all__ = [
 
 #: The largest batch size AMPS accepts (spec §13.2).
 MAX_BATCH_SIZE = 10_000
-
-
-@attrs.frozen
-class Record:
-    """One query result, or one stored version of a record.
-
-    ``expiration`` is absolute epoch seconds (None: never); ``doc`` is the
-    decoded document (the raw bytes for binary payloads) and takes no part in equality.
-    """
-
-    sow_key: str
-    data: bytes
-    seq: int
-    timestamp: float
-    expiration: float | None
-    topic: str
-    message_type: str
-    correlation_id: bytes = b""
-    doc: Any = attrs.field(default=None, eq=False, repr=False)
 
 
 class QueryFilter(FilterLike, Protocol):
@@ -532,7 +514,7 @@ def _results(source: QuerySource, keys: Iterable[str], select: SelectList | None
         rec = record(key)
         if rec is not None:
             projected = apply(rec.doc)
-            out.append(attrs.evolve(rec, data=encode(projected), doc=projected))
+            out.append(rec._replace(data=encode(projected), doc=projected))
     return out
 
 
