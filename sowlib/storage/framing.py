@@ -10,7 +10,7 @@ behind ``AppendLog.scan`` and ``AppendLog.scan_entries``; they follow the log's 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, cast
 
 import xxhash
@@ -35,6 +35,7 @@ __all__ = [
     "ScanEntry",
     "frame_batch",
     "frame_one",
+    "frame_puts",
     "walk_entries",
     "walk_records",
 ]
@@ -161,6 +162,71 @@ def frame_batch(
         keep(_new(LogRecord, (offset, member, seq, ts_us / 1e6, exp_us / 1e6, key, corr, payload)))
         offset += length
     return join(parts), records
+
+
+def frame_puts(
+    keys: Sequence[str],
+    payloads: Sequence[bytes],
+    timestamp: float,
+    expiration: float,
+    seq: int,
+    offset: int,
+    limit: int,
+) -> tuple[bytes, list[int], list[int]]:
+    """Frame PUT records that share one timestamp and expiration; O(total bytes).
+
+    The publish hot path: no per-record kind or correlation id, and no LogRecord.
+    Nothing is returned (so nothing is written) if one record is too large.
+
+    Args:
+        keys: the SOW keys, one per payload.
+        payloads: message bytes (``bytes`` objects).
+        timestamp: seconds since the epoch for every record.
+        expiration: absolute expiry for every record, 0.0 for never.
+        seq: the log's last seq before the batch (records get ``seq + 1, ...``).
+        offset: where the caller will write the bytes.
+        limit: the largest framed size allowed for one record.
+    Returns:
+        ``(all record bytes, each record's offset, each record's framed size)``.
+    Raises:
+        RecordTooLargeError: one record is larger than ``limit``.
+    """
+    pack = RECORD_HEADER.pack
+    pack_sum = CHECKSUM.pack
+    digest = xxhash.xxh3_64_intdigest
+    join = b"".join
+    pads = PADDING
+    marker = RECORD_MARKER
+    put = RecordKind.PUT
+    overhead = RECORD_OVERHEAD
+    ts_us = round(timestamp * 1_000_000)
+    exp_us = round(expiration * 1_000_000) if expiration else 0
+    parts: list[bytes] = []
+    add = parts.append
+    offsets: list[int] = []
+    sizes: list[int] = []
+    for key, payload in zip(keys, payloads, strict=True):
+        raw_key = key.encode()
+        k, p = len(raw_key), len(payload)
+        pad = -(overhead + k + p) & 7
+        length = overhead + k + p + pad
+        if length > limit:
+            raise RecordTooLargeError(length, limit)
+        seq += 1
+        body = join(
+            (
+                pack(marker, length, put, 0, 0, k, 0, p, seq, ts_us, exp_us),
+                raw_key,
+                payload,
+                pads[pad],
+            )
+        )
+        add(body)
+        add(pack_sum(digest(body)))
+        offsets.append(offset)
+        sizes.append(length)
+        offset += length
+    return join(parts), offsets, sizes
 
 
 def walk_records(log: AppendLog, off: int) -> Iterator[LogRecord]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from sowlib.errors import (
     ConfigError,
@@ -49,6 +49,7 @@ from sowlib.storage.framing import (
     ScanEntry,
     frame_batch,
     frame_one,
+    frame_puts,
     walk_entries,
     walk_records,
 )
@@ -339,6 +340,33 @@ class AppendLog:
             last = records[-1]
             self._commit(mm, data, last.offset, len(records), last.seq)
         return records
+
+    def append_puts(
+        self, keys: Sequence[str], payloads: Sequence[bytes], timestamp: float, expiration: float
+    ) -> tuple[list[int], list[int], int]:
+        """Append PUT records sharing a timestamp and expiration; O(total bytes).
+
+        The publish path's batch append: one framing loop, one write, one sync.
+
+        Args:
+            keys: the SOW keys, one per payload.
+            payloads: message bytes.
+            timestamp: seconds since the epoch (kept to the microsecond).
+            expiration: absolute expiry in seconds, 0.0 for never.
+        Returns:
+            ``(offsets, framed sizes, seq of the first record)``; record ``i`` has seq
+            ``first + i``.
+        Raises:
+            RecordTooLargeError: one record is too large (nothing of the batch is written).
+        """
+        mm = self._writable("append")
+        first = self.last_seq + 1
+        data, offsets, sizes = frame_puts(
+            keys, payloads, timestamp, expiration, self.last_seq, self._end, self._limit
+        )
+        if offsets:
+            self._commit(mm, data, offsets[-1], len(offsets), first + len(offsets) - 1)
+        return offsets, sizes, first
 
     def flush(self) -> None:
         """msync the written range and fsync the file (power-loss durability); no-op read-only.

@@ -6,7 +6,7 @@ nothing touches the disk. Imports only ``errors`` and the storage records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from sowlib.errors import StoreClosedError
 from sowlib.storage import LogRecord, RecordKind
@@ -79,6 +79,22 @@ class MemoryLog:
             self.append(k, key, p, timestamp=ts, expiration=exp, correlation_id=corr)
             for k, key, p, ts, exp, corr in items
         ]
+
+    def append_puts(
+        self, keys: Sequence[str], payloads: Sequence[bytes], timestamp: float, expiration: float
+    ) -> tuple[list[int], list[int], int]:
+        """Like ``AppendLog.append_puts``: (offsets, sizes, first seq); sizes are estimates."""
+        self._check()
+        first = self.last_seq + 1
+        start = len(self._records)
+        put = RecordKind.PUT
+        self._records.extend(
+            LogRecord(start + i, put, first + i, timestamp, expiration, key, b"", payload)
+            for i, (key, payload) in enumerate(zip(keys, payloads, strict=True))
+        )
+        self.last_seq = first + len(keys) - 1
+        sizes = [len(p) + len(k) + 48 for k, p in zip(keys, payloads, strict=True)]
+        return list(range(start, start + len(keys))), sizes, first
 
     def read(self, offset: int) -> LogRecord:
         """The record at ``offset``; O(1)."""

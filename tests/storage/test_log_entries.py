@@ -10,10 +10,15 @@ import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sowlib.errors import CorruptRecordError, StoreClosedError, UnsupportedOperationError
+from sowlib.errors import (
+    CorruptRecordError,
+    RecordTooLargeError,
+    StoreClosedError,
+    UnsupportedOperationError,
+)
 from sowlib.storage import AppendLog, LogRecord, RecordKind
 from sowlib.storage.format import decode_record, encode_record
-from sowlib.storage.framing import frame_batch, frame_one
+from sowlib.storage.framing import frame_batch, frame_one, frame_puts
 
 from .conftest import put
 
@@ -151,3 +156,54 @@ def test_log_records_are_immutable_values(new_log: Factory) -> None:
         rec.key = "b"  # type: ignore[misc]
     assert rec._replace(key="b").key == "b"
     assert rec.key == "a"
+
+
+@settings(max_examples=40)
+@given(
+    keys=st.lists(st.text(min_size=1, max_size=12), max_size=6),
+    ts=st.integers(0, 2**50).map(lambda us: us / 1_000_000),
+    exp=st.integers(0, 2**50).map(lambda us: us / 1_000_000),
+    seq=st.integers(0, 2**40),
+)
+def test_put_batch_framing_equals_the_general_batch(
+    keys: list[str], ts: float, exp: float, seq: int
+) -> None:
+    payloads = [key.encode() * 3 for key in keys]
+    data, offsets, sizes = frame_puts(keys, payloads, ts, exp, seq, 64, 1 << 20)
+    general, records = frame_batch(
+        [(RecordKind.PUT, k, p, ts, exp, b"") for k, p in zip(keys, payloads, strict=True)],
+        seq,
+        64,
+        1 << 20,
+    )
+    assert data == general
+    assert offsets == [rec.offset for rec in records]
+    assert sum(sizes) == len(data)
+
+
+def test_append_puts_then_reopen(new_log: Factory) -> None:
+    log = new_log()
+    log.append(RecordKind.PUT, "a", b"first", timestamp=1.0)
+    offsets, sizes, first = log.append_puts(["b", "c"], [b"x", b"yy"], 2.5, 9.0)
+    assert first == 2
+    assert [log.read(o).key for o in offsets] == ["b", "c"]
+    assert log.read(offsets[1]) == LogRecord(
+        offsets[1], RecordKind.PUT, 3, 2.5, 9.0, "c", b"", b"yy"
+    )
+    assert offsets[1] - offsets[0] == sizes[0]
+    assert log.end_offset == offsets[1] + sizes[1]
+    assert log.append_puts([], [], 3.0, 0.0) == ([], [], 4)
+    path = log.path
+    log.close()
+    again = AppendLog(path)
+    assert [r.key for r in again.scan()] == ["a", "b", "c"]
+    assert again.last_seq == 3
+    again.close()
+
+
+def test_append_puts_rejects_an_oversized_record_whole(new_log: Factory) -> None:
+    log = new_log(slab_size=4096)
+    end = log.end_offset
+    with pytest.raises(RecordTooLargeError):
+        log.append_puts(["a", "b"], [b"ok", bytes(5000)], 1.0, 0.0)
+    assert log.end_offset == end and log.last_seq == 0
