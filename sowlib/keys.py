@@ -88,6 +88,34 @@ class ContentKeyGenerator:
             values.append(text)
         return self._hash(values)
 
+    def keys_of(self, docs: Sequence[Any]) -> list[str]:
+        """The keys of many documents, as calling the generator on each gives; O(total fields).
+
+        The batch publish path: one loop with its lookups hoisted.
+
+        Raises:
+            MissingKeyFieldError: a document lacks a key field.
+        """
+        single = self._single
+        if single is None:
+            return [self(doc) for doc in docs]
+        getter, head, digest = single.getter, self._head, xxhash.xxh64_intdigest
+        out: list[str] = []
+        add = out.append
+        for doc in docs:
+            value = getter(doc) if type(doc) is dict else None
+            kind = type(value)
+            if kind is int:
+                text: str | None = str(value)
+            elif kind is str and value:
+                text = value
+            else:
+                text = canonical_text(value)
+            if text is None:
+                raise MissingKeyFieldError(self.topic, single.to_text())
+            add(str(digest(head + text.encode("utf-8", "surrogateescape"))))
+        return out
+
     def key_for_values(self, values: Sequence[Any]) -> str | None:
         """The key of a message whose key fields hold ``values``; None if one is NULL."""
         texts = []

@@ -5,16 +5,25 @@ Imports only ``errors`` and ``query``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
-from typing import NamedTuple
+from itertools import count
+from typing import NamedTuple, overload
 
 import attrs
 
 from sowlib.errors import InvalidSowKeyError, QueryOptionError
 from sowlib.query import Record
 
-__all__ = ["Change", "DeleteResult", "PublishResult", "parse_bookmark", "split_keys", "to_corr"]
+__all__ = [
+    "Change",
+    "DeleteResult",
+    "PublishResult",
+    "PublishResults",
+    "parse_bookmark",
+    "split_keys",
+    "to_corr",
+]
 
 
 class PublishResult(NamedTuple):
@@ -26,6 +35,61 @@ class PublishResult(NamedTuple):
     sow_key: str
     seq: int
     inserted: bool
+
+
+class PublishResults(Sequence[PublishResult]):
+    """What ``publish_many`` returns: one :class:`PublishResult` per message, in order.
+
+    The results are built when read: a batch of thousands of publishes whose
+    results are never looked at costs three small lists instead of one tuple
+    per message. Compares equal to any sequence of the same results.
+
+    Example:
+        >>> r = PublishResults(["k1", "k2"], 7, [True, False])
+        >>> r[1]
+        PublishResult(sow_key='k2', seq=8, inserted=False)
+    """
+
+    __slots__ = ("_first", "_inserted", "_keys")
+
+    def __init__(self, keys: Sequence[str], first_seq: int, inserted: Sequence[bool]) -> None:
+        if len(keys) != len(inserted):
+            raise ValueError("one inserted flag per key")
+        self._keys = keys
+        self._first = first_seq
+        self._inserted = inserted
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    @overload
+    def __getitem__(self, index: int) -> PublishResult: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[PublishResult]: ...
+
+    def __getitem__(self, index: int | slice) -> PublishResult | list[PublishResult]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self._keys)))]
+        n = len(self._keys)
+        if index < 0:
+            index += n
+        if not 0 <= index < n:
+            raise IndexError("publish result index out of range")
+        return PublishResult(self._keys[index], self._first + index, self._inserted[index])
+
+    def __iter__(self) -> Iterator[PublishResult]:
+        return map(PublishResult, self._keys, count(self._first), self._inserted)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Sequence) and not isinstance(other, str | bytes):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PublishResults({list(self)!r})"
 
 
 class DeleteResult(int):

@@ -82,7 +82,7 @@ class Topic(TopicCore):
 
     def publish_many(
         self, messages: Iterable[str | bytes | dict[str, Any]], *, expiration: float | None = None
-    ) -> list[PublishResult]:
+    ) -> Sequence[PublishResult]:
         """Publish several messages; every one is validated before any is stored.
 
         Raises:
@@ -91,6 +91,12 @@ class Topic(TopicCore):
         with self._lock:
             self._check_writable("publish")
             self._tick()
+            self._expires_at(expiration, 0.0)  # validate before anything is written
+            if not isinstance(messages, list | tuple):
+                messages = list(messages)
+            fast = self._publish_batch(messages, expiration)
+            if fast is not None:
+                return fast
             prepared = []
             for data in messages:
                 payload, doc = self._decode_input(data)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any, Final
 
 import attrs
@@ -27,7 +28,7 @@ __all__ = ["JsonCodec"]
 # needs at least 19 digits in a row, so a document with a 19-digit run is parsed by
 # the standard library, which keeps it exact. translate + substring search is ~10x
 # cheaper than a regular expression over the same bytes (measured).
-_DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
+_DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 49 for b in range(256))
 _LONG_RUN = b"0" * 19
 
 
@@ -140,6 +141,30 @@ class JsonCodec:
                 "json", data, f"top level is a {type(doc).__name__}, not an object", 0
             )
         return doc
+
+    def decode_many(self, payloads: Sequence[bytes]) -> list[Any]:
+        """Parse many messages, as calling :meth:`decode` on each does; O(total bytes).
+
+        Raises:
+            DecodeError: the first message that is not a JSON object.
+        """
+        if not self.use_orjson:
+            return [self.decode(p) for p in payloads]
+        loads, long_run, digits = orjson.loads, _LONG_RUN, _DIGITS_ONLY
+        out: list[Any] = []
+        add = out.append
+        for data in payloads:
+            if type(data) is not bytes or long_run in data.translate(digits):
+                add(self.decode(data))
+                continue
+            try:
+                doc = loads(data)
+            except orjson.JSONDecodeError:
+                doc = self.decode(data)  # raises with the byte offset
+            if type(doc) is not dict:
+                doc = self.decode(data)  # raises: not an object
+            add(doc)
+        return out
 
     def encode(self, doc: Any) -> bytes:
         """Serialise a document as compact UTF-8 JSON; NaN and infinity become ``null``.
