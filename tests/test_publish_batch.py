@@ -1,0 +1,151 @@
+"""``publish_many``: the batch path gives exactly what one ``publish`` per message gives."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sowlib import SowStore
+from sowlib.errors import DecodeError, MissingKeyFieldError
+from sowlib.results import PublishResult, PublishResults
+
+from .conftest import FakeClock
+
+
+def state(topic: Any) -> list[tuple[str, bytes, int, float, float | None, Any]]:
+    return sorted((r.sow_key, r.data, r.seq, r.timestamp, r.expiration, r.doc) for r in topic.sow())
+
+
+messages = st.lists(
+    st.builds(
+        lambda i, px, text: json.dumps({"id": i, "px": px, "t": text}),
+        st.integers(0, 6),
+        st.integers(-5, 5),
+        st.text(max_size=4),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches=st.lists(messages, max_size=4), as_bytes=st.booleans())
+def test_batch_path_equals_one_publish_per_message(
+    batches: list[list[str]], as_bytes: bool
+) -> None:
+    clock = FakeClock()
+    with SowStore(clock=clock) as one, SowStore(clock=clock) as many:
+        a = one.create_topic("t", keys=["/id"], indexes=["/px"])
+        b = many.create_topic("t", keys=["/id"], indexes=["/px"])
+        for batch in batches:
+            payloads = [m.encode() for m in batch] if as_bytes else batch
+            expected = [a.publish(m) for m in payloads]
+            assert b.publish_many(payloads) == expected
+            assert state(a) == state(b)
+            assert a.sow("/px > 0") == b.sow("/px > 0")  # memo index maintained alike
+            clock.advance(1.0)
+        assert a.stats()["inserts"] == b.stats()["inserts"]
+        assert a.stats()["updates"] == b.stats()["updates"]
+
+
+def test_a_record_read_before_an_update_is_not_served_stale(any_store: Any) -> None:
+    t = any_store.create_topic("t", keys=["/id"])
+    first = t.publish_many(['{"id": 1, "v": "old"}', '{"id": 2, "v": "x"}'])
+    assert t.get(first[0].sow_key).doc["v"] == "old"  # now cached
+    t.publish_many(['{"id": 1, "v": "new"}'])
+    assert t.get(first[0].sow_key).doc["v"] == "new"
+    assert [r.doc["v"] for r in t.sow("/id = 1")] == ["new"]
+
+
+def test_duplicate_keys_in_one_batch_keep_the_last(any_store: Any) -> None:
+    t = any_store.create_topic("t", keys=["/id"])
+    results = t.publish_many([b'{"id": 1, "v": 1}', b'{"id": 1, "v": 2}', b'{"id": 2}'])
+    assert [r.inserted for r in results] == [True, False, True]
+    assert [r.seq for r in results] == [1, 2, 3]
+    assert len(t) == 2
+    assert t.get(results[0].sow_key).doc == {"id": 1, "v": 2}
+
+
+def test_batch_survives_reopen(tmp_path: Path) -> None:
+    with SowStore(tmp_path) as store:
+        t = store.create_topic("t", keys=["/id"], expiration="enabled")
+        results = t.publish_many([f'{{"id": {i}}}' for i in range(50)], expiration=3600)
+        before = state(t)
+    with SowStore(tmp_path) as again:
+        t = again.topic("t")
+        assert state(t) == before
+        assert t.get(results[49].sow_key).expiration == before[0][4]
+
+
+def test_batch_expiration_is_processed(any_store: Any, clock: FakeClock) -> None:
+    t = any_store.create_topic("t", keys=["/id"], expiration="enabled")
+    t.publish_many(['{"id": 1}', '{"id": 2}'], expiration=10)
+    t.publish_many(['{"id": 3}'])
+    clock.advance(11)
+    assert [r.doc["id"] for r in t.sow()] == [3]
+
+
+@pytest.mark.parametrize(
+    ("bad", "error"),
+    [('{"id": 9, "x": ', DecodeError), ("[1, 2]", DecodeError), ('{"x": 1}', MissingKeyFieldError)],
+)
+def test_one_bad_message_stores_nothing_and_names_itself(
+    any_store: Any, bad: str, error: type[Exception]
+) -> None:
+    t = any_store.create_topic("t", keys=["/id"])
+    t.publish('{"id": 0}')
+    with pytest.raises(error) as info:
+        t.publish_many(['{"id": 1}', bad, '{"id": 2}'])
+    assert info.value.data in (bad, bad.encode())  # type: ignore[attr-defined]
+    assert len(t) == 1
+    t.publish_many(['{"id": 3}'])
+    assert t.stats()["publishes"] == 2
+
+
+def test_big_integers_stay_exact_in_a_batch(any_store: Any) -> None:
+    t = any_store.create_topic("t", keys=["/id"])
+    big = 123456789012345678901234567890
+    (result,) = t.publish_many([f'{{"id": 1, "big": {big}}}'])
+    assert t.get(result.sow_key).doc["big"] == big
+
+
+def test_mixed_inputs_and_iterators_take_the_general_path(any_store: Any) -> None:
+    t = any_store.create_topic("t", keys=["/id"])
+    results = t.publish_many(iter(['{"id": 1}', b'{"id": 2}', {"id": 3}]))
+    assert [r.seq for r in results] == [1, 2, 3]
+    assert sorted(r.doc["id"] for r in t.sow()) == [1, 2, 3]
+
+
+def test_subscribers_see_every_message_of_a_batch(any_store: Any) -> None:
+    t = any_store.create_topic("t", keys=["/id"])
+    seen: list[Any] = []
+    t.subscribe(seen.append)
+    t.publish_many(['{"id": 1}', '{"id": 1, "v": 2}'])
+    assert [m.doc for m in seen] == [{"id": 1}, {"id": 1, "v": 2}]
+
+
+def test_publish_results_is_a_read_only_sequence() -> None:
+    results = PublishResults(["a", "b", "c"], 10, [True, False, True])
+    expected = [
+        PublishResult("a", 10, True),
+        PublishResult("b", 11, False),
+        PublishResult("c", 12, True),
+    ]
+    assert len(results) == 3
+    assert list(results) == expected
+    assert results == expected
+    assert results == tuple(expected)
+    assert results != expected[:2]
+    assert results[-1] == expected[2]
+    assert results[1:] == expected[1:]
+    assert "seq=11" in repr(results)
+    with pytest.raises(IndexError):
+        results[3]
+    with pytest.raises(TypeError):
+        hash(results)
+    with pytest.raises(ValueError):
+        PublishResults(["a"], 1, [])
