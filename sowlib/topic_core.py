@@ -415,7 +415,10 @@ class TopicCore:
         # The Record cache holds only keys read since their last write.
         forget = self._records.pop if self._records else None
         new_entry = _new_entry
+        # Decoded documents are kept once queries need them (the first content
+        # query builds the indexes); until then a publish-only topic keeps none.
         on_put = self.indexes.on_put if self._indexed else None
+        drop_doc = docs_map.pop if docs_map else None
         inserted: list[bool] = []
         flag = inserted.append
         live = self._live_bytes
@@ -433,7 +436,9 @@ class TopicCore:
                     forget(key, None)
             if on_put is not None:
                 on_put(key, docs_map.get(key) if old is not None else None, doc)
-            docs_map[key] = doc
+                docs_map[key] = doc
+            elif drop_doc is not None:
+                drop_doc(key, None)
             seq += 1
         self._live_bytes = live
         results = PublishResults(keys, first, inserted)
@@ -472,7 +477,7 @@ class TopicCore:
             self._docs[key] = doc
             self.indexes.on_put(key, old_doc, doc)
         else:
-            self._docs[key] = doc
+            self._docs.pop(key, None)  # kept once a query needs documents
         if rec.expiration and self.config.expiration_enabled:
             heapq.heappush(self._expiry, (rec.expiration, rec.seq, key))
         if self._history is not None:
