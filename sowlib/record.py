@@ -5,21 +5,43 @@ Imports nothing from sowlib: every layer above storage may use it.
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["Record"]
+__all__ = ["DeferredDoc", "Record"]
 
 
-class Record(NamedTuple):
-    """One query result, or one stored version of a record (immutable).
+class DeferredDoc:
+    """A document decoded on first use, then kept: what ``get`` stores in a new Record.
 
-    ``expiration`` is absolute epoch seconds (None: never); ``doc`` is the
-    decoded document (the raw bytes for binary payloads) and takes no part in
-    equality or hashing. A named tuple rather than an attrs class: topics build
-    one per published message and per first read, and ``tuple.__new__`` is the
-    cheapest immutable object CPython makes.
+    Reading a record by key should not pay for parsing a document the caller may
+    never look at (``rec.data`` is often all it wants). Thread-safe: the first
+    reader decodes under a lock and every reader sees the same object.
     """
 
+    __slots__ = ("_data", "_decode", "_value")
+
+    _lock = threading.Lock()
+    _unset: Any = object()
+
+    def __init__(self, decode: Callable[[bytes], Any], data: bytes) -> None:
+        self._decode = decode
+        self._data = data
+        self._value = DeferredDoc._unset
+
+    def get(self) -> Any:
+        """The decoded document; decodes once."""
+        value = self._value
+        if value is DeferredDoc._unset:
+            with DeferredDoc._lock:
+                value = self._value
+                if value is DeferredDoc._unset:
+                    value = self._value = self._decode(self._data)
+        return value
+
+
+class _RecordFields(NamedTuple):
     sow_key: str
     data: bytes
     seq: int
@@ -29,6 +51,36 @@ class Record(NamedTuple):
     message_type: str
     correlation_id: bytes = b""
     doc: Any = None
+
+
+class Record(_RecordFields):
+    """One query result, or one stored version of a record (immutable).
+
+    Fields: ``sow_key``, ``data`` (the stored bytes), ``seq``, ``timestamp``,
+    ``expiration`` (absolute epoch seconds, None: never), ``topic``,
+    ``message_type``, ``correlation_id`` and ``doc``, the decoded document (the
+    raw bytes for binary payloads), which takes no part in equality or hashing
+    and is decoded on first access when the record came from ``get``.
+
+    A named tuple rather than an attrs class: topics build one per first read of
+    a key, and ``tuple.__new__`` is the cheapest immutable object CPython makes.
+    """
+
+    __slots__ = ()
+
+    @property
+    def doc(self) -> Any:
+        """The decoded document (decoded now if it was deferred)."""
+        value = tuple.__getitem__(self, 8)
+        if type(value) is DeferredDoc:
+            return value.get()
+        return value
+
+    def _asdict(self) -> dict[str, Any]:
+        return {**super()._asdict(), "doc": self.doc}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (Record, (*self[:8], self.doc))
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, Record):

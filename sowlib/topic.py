@@ -10,8 +10,6 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
-import msgpack
-
 from sowlib.errors import UnsupportedOperationError
 from sowlib.expr import Filter
 from sowlib.history import HistoricalSource, Version
@@ -28,6 +26,7 @@ from sowlib.results import (
 from sowlib.storage import RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic_core import TopicCore
+from sowlib.topic_entries import checkpoint_blob
 
 __all__ = ["Change", "DeleteResult", "PublishResult", "Topic"]
 
@@ -436,18 +435,7 @@ class Topic(TopicCore):
             self._closed = True
             checkpoint = None
             if not self._readonly and self._history is None:
-                items = list(self._entries.items())
-                checkpoint = msgpack.packb(
-                    [
-                        [k for k, _ in items],
-                        [e.offset for _, e in items],
-                        [e.seq for _, e in items],
-                        [e.timestamp for _, e in items],
-                        [e.expiration for _, e in items],
-                        [e.corr for _, e in items],
-                        [e.size for _, e in items],
-                    ]
-                )
+                checkpoint = checkpoint_blob(self._entries)
             self._log.close(checkpoint)
             self._docs.clear()
             self._records.clear()

@@ -11,10 +11,7 @@ import heapq
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from itertools import repeat
-from typing import Any, NamedTuple, cast
-
-import msgpack
+from typing import Any, cast
 
 from sowlib.codecs import Codec, get_codec
 from sowlib.config import TopicConfig
@@ -34,45 +31,25 @@ from sowlib.index import IndexSet
 from sowlib.keys import ContentKeyGenerator, validate_user_key
 from sowlib.paths import FieldPath, parse_path
 from sowlib.query import Record
+from sowlib.record import DeferredDoc
 from sowlib.results import PublishResult, PublishResults
 from sowlib.storage import LogRecord, RecordKind
 from sowlib.subscriptions import SubscriptionManager
+from sowlib.topic_entries import (
+    Entry,
+    entries_from_checkpoint,
+    frame_size,
+    new_entry,
+    replay_entries,
+)
 
 __all__ = ["TopicCore"]
 
 
-# Bytes a record costs beyond key, correlation id and payload (framing, checksum):
-# used only to estimate the garbage ratio that drives automatic compaction.
-_FRAME_OVERHEAD = 56
 # Do not compact files smaller than this: rewriting tiny files buys nothing.
 _MIN_COMPACT_BYTES = 1 << 20
 _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
-
-
-class _Entry(NamedTuple):
-    """Where the live version of a key sits in the log, and its header fields.
-
-    A tuple: a reopen builds one per record straight from the checkpoint
-    columns with C-level calls, and replacing one costs less than mutating.
-    """
-
-    offset: int
-    seq: int
-    timestamp: float
-    expiration: float
-    corr: bytes
-    size: int
-    # False for entries loaded from a checkpoint: their record's checksum has
-    # not been verified yet, so the first read goes through the checked path.
-    checked: bool = True
-
-
-_new_entry = partial(tuple.__new__, _Entry)
-
-
-def _frame_size(payload_len: int, key: str, corr: bytes) -> int:
-    """Estimated bytes a record takes in the log (drives the garbage ratio)."""
-    return payload_len + len(key) + len(corr) + _FRAME_OVERHEAD
+_new_record = partial(tuple.__new__, Record)
 
 
 class TopicCore:
@@ -95,6 +72,7 @@ class TopicCore:
         self._readonly = readonly
         self._lock = threading.RLock()
         self._codec: Codec = get_codec(config.message_type, **dict(config.options.get("codec", {})))
+        self._lazy_decode = self._codec.decode if self._codec.supports_filter else None
         self.key_fields: tuple[FieldPath, ...] = tuple(parse_path(k) for k in config.keys)
         self._content_keys = (
             ContentKeyGenerator(config.keys, domain=config.domain, topic=config.name)
@@ -102,7 +80,7 @@ class TopicCore:
             else None
         )
         self._keygen: Callable[[Any], str] | None = key_generator or self._content_keys
-        self._entries: dict[str, _Entry] = {}
+        self._entries: dict[str, Entry] = {}
         self._docs: dict[str, Any] = {}
         # Records built for queries, kept until the key changes: a Record is
         # immutable, and rebuilding one per result dominated indexed queries.
@@ -143,12 +121,9 @@ class TopicCore:
         start = None
         if checkpoint is not None:
             blob, start = checkpoint
-            keys, offsets, seqs, stamps, exps, corrs, sizes = msgpack.unpackb(blob)
-            columns = zip(offsets, seqs, stamps, exps, corrs, sizes, repeat(False))
-            self._entries = dict(zip(keys, map(_new_entry, columns), strict=True))
-            self._live_bytes = sum(sizes)
+            self._entries, self._live_bytes = entries_from_checkpoint(blob)
         if self._history is None:
-            self._replay_entries(start)
+            self._live_bytes += replay_entries(self._entries, self._log.scan_entries(start))
         else:
             for rec in self._log.scan(start):
                 self._apply(rec)
@@ -159,19 +134,6 @@ class TopicCore:
             heapq.heapify(self._expiry)
             self._tick()
 
-    def _replay_entries(self, start: int | None) -> None:
-        """Rebuild the key map from the log (open): the tight loop of recovery."""
-        entries = self._entries
-        pop = entries.pop
-        for offset, kind, seq, stamp, expires, key, corr, size in self._log.scan_entries(start):
-            if kind == _PUT:
-                # Recovery verified every record's checksum when the log opened.
-                size = _frame_size(size, key, corr)
-                entries[key] = _new_entry((offset, seq, stamp, expires, corr, size, True))
-            else:
-                pop(key, None)
-        self._live_bytes = sum(e.size for e in entries.values())
-
     def _apply(self, rec: LogRecord) -> None:
         """Replay one log record into memory (open and refresh)."""
         key = rec.key
@@ -181,8 +143,8 @@ class TopicCore:
         old_doc = self._docs.pop(key, None) if old is not None else None
         self._records.pop(key, None)
         if rec.kind == _PUT:
-            size = _frame_size(len(rec.payload), key, rec.correlation_id)
-            entry = _Entry(
+            size = frame_size(len(rec.payload), key, rec.correlation_id)
+            entry = Entry(
                 rec.offset, rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size
             )
             self._entries[key] = entry
@@ -214,12 +176,15 @@ class TopicCore:
         if self._readonly:
             raise ReadOnlyError(f"topic {self.name!r}", operation)
 
-    def _payload(self, key: str, entry: _Entry) -> bytes:
+    def _payload(self, key: str, entry: Entry) -> bytes:
         """The stored bytes of a live entry; verifies the checksum on first read."""
-        if entry.checked:
+        body = entry.body
+        if type(body) is bytes:
+            return body
+        if body:
             return self._log.read_payload(entry.offset)  # type: ignore[no-any-return]
         payload: bytes = self._log.read(entry.offset).payload
-        self._entries[key] = entry._replace(checked=True)
+        self._entries[key] = entry._replace(body=True)
         return payload
 
     def _decode_payload(self, payload: bytes) -> Any:
@@ -265,24 +230,28 @@ class TopicCore:
             return 0.0
         return now + float(ttl)
 
-    def _record(self, key: str, entry: _Entry, doc: Any = MISSING) -> Record:
-        payload = self._payload(key, entry)
+    def _record(self, key: str, entry: Entry, doc: Any = MISSING) -> Record:
+        body = entry.body
+        payload = body if type(body) is bytes else self._payload(key, entry)
         if doc is MISSING:
             doc = self._docs.get(key, MISSING)
             if doc is MISSING:
-                doc = self._decode_payload(payload)
-        # Positional: attrs' keyword path costs about three times as much, and
-        # building records is most of an indexed query's time.
-        return Record(
-            key,
-            payload,
-            entry.seq,
-            entry.timestamp,
-            entry.expiration or None,
-            self.name,
-            self.message_type,
-            entry.corr,
-            doc,
+                # Decoded when the caller first reads ``rec.doc``: a read by key
+                # often wants only the bytes.
+                decode = self._lazy_decode
+                doc = payload if decode is None else DeferredDoc(decode, payload)
+        return _new_record(
+            (
+                key,
+                payload,
+                entry.seq,
+                entry.timestamp,
+                entry.expiration or None,
+                self.name,
+                self.message_type,
+                entry.corr,
+                doc,
+            )
         )
 
     def _record_of(self, rec: LogRecord) -> Record:
@@ -318,7 +287,7 @@ class TopicCore:
             count += 1
         return count
 
-    def _forget(self, key: str, entry: _Entry) -> None:
+    def _forget(self, key: str, entry: Entry) -> None:
         del self._entries[key]
         self._live_bytes -= entry.size
         doc = self._docs.pop(key, None)
@@ -326,7 +295,7 @@ class TopicCore:
         if self._indexed and doc is not None:
             self.indexes.on_delete(key, doc)
 
-    def _remove(self, key: str, entry: _Entry, kind: RecordKind) -> None:
+    def _remove(self, key: str, entry: Entry, kind: RecordKind) -> None:
         old = self._record(key, entry) if self._subs.active else None
         rec = self._log.append(kind, key, b"", timestamp=self._clock())
         self._forget(key, entry)
@@ -414,7 +383,7 @@ class TopicCore:
         get_entry = entries.get
         # The Record cache holds only keys read since their last write.
         forget = self._records.pop if self._records else None
-        new_entry = _new_entry
+        make_entry = new_entry
         # Decoded documents are kept once queries need them (the first content
         # query builds the indexes); until then a publish-only topic keeps none.
         on_put = self.indexes.on_put if self._indexed else None
@@ -423,9 +392,11 @@ class TopicCore:
         flag = inserted.append
         live = self._live_bytes
         first = seq
-        for key, doc, offset, size in zip(keys, docs, offsets, sizes, strict=True):
+        for key, payload, doc, offset, size in zip(
+            keys, payloads, docs, offsets, sizes, strict=True
+        ):
             old = get_entry(key)
-            entries[key] = new_entry((offset, seq, stamp, expires, b"", size, True))
+            entries[key] = make_entry((offset, seq, stamp, expires, b"", size, payload))
             if old is None:
                 live += size
                 flag(True)
@@ -460,8 +431,16 @@ class TopicCore:
         subs = self._subs.active
         # The old version is still readable: the log is append-only.
         old_rec = self._record(key, old) if subs and old is not None else None
-        size = _frame_size(len(rec.payload), key, rec.correlation_id)
-        entry = _Entry(rec.offset, rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size)
+        size = frame_size(len(rec.payload), key, rec.correlation_id)
+        entry = Entry(
+            rec.offset,
+            rec.seq,
+            rec.timestamp,
+            rec.expiration,
+            rec.correlation_id,
+            size,
+            rec.payload,
+        )
         self._entries[key] = entry
         self._records.pop(key, None)
         counts = self._counts
