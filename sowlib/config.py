@@ -79,7 +79,7 @@ class TopicConfig:
     history_granularity: float = 0.0
     file_name: str | None = None
     #: Compact automatically when garbage exceeds this fraction of the file (None: never).
-    auto_compact: float | None = 0.5
+    auto_compact: float | None = 0.3
     options: Mapping[str, Any] = attrs.field(factory=dict, eq=False)
 
     @property
@@ -108,7 +108,7 @@ class TopicConfig:
         indexes: Iterable[str] | str | None = None,
         history: str | float | Mapping[str, Any] | None = None,
         file_name: str | None = None,
-        auto_compact: float | None = 0.5,
+        auto_compact: float | None = 0.3,
         options: Mapping[str, Any] | None = None,
     ) -> TopicConfig:
         """Validate keyword arguments (AMPS units allowed) into a config.

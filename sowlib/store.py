@@ -222,7 +222,7 @@ class SowStore:
         indexes: Iterable[str] | str | None = None,
         history: str | float | Mapping[str, Any] | None = None,
         file_name: str | None = None,
-        auto_compact: float | None = 0.5,
+        auto_compact: float | None = 0.3,
         options: Mapping[str, Any] | None = None,
     ) -> Topic:
         """Create a topic, or return the existing one when its configuration is the same.

@@ -15,6 +15,7 @@ from sowlib.expr import Filter
 from sowlib.history import HistoricalSource, Version
 from sowlib.keys import validate_user_key
 from sowlib.query import QueryOptions, Record, explain, run_query
+from sowlib.record import DeferredDoc
 from sowlib.results import (
     Change,
     DeleteResult,
@@ -151,6 +152,21 @@ class Topic(TopicCore):
             cached = self._records.get(sow_key)
             if cached is not None:
                 return cached
+            # A payload this process published is in memory: build the Record
+            # without the lock (entries are immutable tuples swapped atomically),
+            # its document decoded on first access, and cache it. Writers swap
+            # the entry first and then drop the cached Record; re-checking the
+            # entry after caching drops a Record that a concurrent write made stale.
+            entry = self._entries.get(sow_key)
+            if entry is not None and type(entry.body) is bytes:
+                decode, body = self._lazy_decode, entry.body
+                rec = self._record_with(
+                    sow_key, entry, body, body if decode is None else DeferredDoc(decode, body)
+                )
+                self._records[sow_key] = rec
+                if self._entries.get(sow_key) is not entry:
+                    self._records.pop(sow_key, None)
+                return rec
         with self._lock:
             self._check_open()
             self._tick()

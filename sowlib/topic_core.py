@@ -34,11 +34,11 @@ from sowlib.query import Record
 from sowlib.record import DeferredDoc
 from sowlib.results import PublishResult, PublishResults
 from sowlib.storage import LogRecord, RecordKind
+from sowlib.storage.framing import framed_size
 from sowlib.subscriptions import SubscriptionManager
 from sowlib.topic_entries import (
     Entry,
     entries_from_checkpoint,
-    frame_size,
     new_entry,
     replay_entries,
 )
@@ -143,7 +143,7 @@ class TopicCore:
         old_doc = self._docs.pop(key, None) if old is not None else None
         self._records.pop(key, None)
         if rec.kind == _PUT:
-            size = frame_size(len(rec.payload), key, rec.correlation_id)
+            size = framed_size(key, len(rec.correlation_id), len(rec.payload), rec.expiration)
             entry = Entry(
                 rec.offset, rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size
             )
@@ -153,6 +153,7 @@ class TopicCore:
                 doc = self._decode_payload(rec.payload)
                 self._docs[key] = doc
                 self.indexes.on_put(key, old_doc, doc)
+                self._records[key] = self._record_with(key, entry, rec.payload, doc)
             if rec.expiration > 0 and self.config.expiration_enabled and self._expiry is not None:
                 heapq.heappush(self._expiry, (rec.expiration, rec.seq, key))
             offset: int | None = rec.offset
@@ -233,6 +234,9 @@ class TopicCore:
     def _record(self, key: str, entry: Entry, doc: Any = MISSING) -> Record:
         body = entry.body
         payload = body if type(body) is bytes else self._payload(key, entry)
+        return self._record_with(key, entry, payload, doc)
+
+    def _record_with(self, key: str, entry: Entry, payload: bytes, doc: Any = MISSING) -> Record:
         if doc is MISSING:
             doc = self._docs.get(key, MISSING)
             if doc is MISSING:
@@ -381,13 +385,17 @@ class TopicCore:
         offsets, sizes, seq = self._log.append_puts(keys, payloads, stamp, expires)
         entries, docs_map = self._entries, self._docs
         get_entry = entries.get
-        # The Record cache holds only keys read since their last write.
-        forget = self._records.pop if self._records else None
+        # Unindexed topics cache only Records read since their key's last write
+        # (lock-free readers may add one at any time, so always drop it).
+        forget = None if self._indexed else self._records.pop
         make_entry = new_entry
         # Decoded documents are kept once queries need them (the first content
         # query builds the indexes); until then a publish-only topic keeps none.
         on_put = self.indexes.on_put if self._indexed else None
         drop_doc = docs_map.pop if docs_map else None
+        # Indexed topics keep a Record per key: queries return them as they are.
+        records, make_record = self._records, _new_record
+        name, mtype, shown_exp = self.name, self.message_type, expires or None
         inserted: list[bool] = []
         flag = inserted.append
         live = self._live_bytes
@@ -408,6 +416,9 @@ class TopicCore:
             if on_put is not None:
                 on_put(key, docs_map.get(key) if old is not None else None, doc)
                 docs_map[key] = doc
+                records[key] = make_record(
+                    (key, payload, seq, stamp, shown_exp, name, mtype, b"", doc)
+                )
             elif drop_doc is not None:
                 drop_doc(key, None)
             seq += 1
@@ -431,7 +442,7 @@ class TopicCore:
         subs = self._subs.active
         # The old version is still readable: the log is append-only.
         old_rec = self._record(key, old) if subs and old is not None else None
-        size = frame_size(len(rec.payload), key, rec.correlation_id)
+        size = framed_size(key, len(rec.correlation_id), len(rec.payload), rec.expiration)
         entry = Entry(
             rec.offset,
             rec.seq,
@@ -455,6 +466,7 @@ class TopicCore:
             old_doc = self._docs.get(key) if old is not None else None
             self._docs[key] = doc
             self.indexes.on_put(key, old_doc, doc)
+            self._records[key] = self._record_with(key, entry, rec.payload, doc)
         else:
             self._docs.pop(key, None)  # kept once a query needs documents
         if rec.expiration and self.config.expiration_enabled:
@@ -476,12 +488,20 @@ class TopicCore:
             self._compact()
 
     def _ensure_indexed(self) -> None:
-        """Decode every live document and build the indexes (first query after open)."""
+        """Decode every live document, build the indexes and a Record per key (first query).
+
+        From then on the topic keeps all three current on every change, so
+        queries return stored Records instead of building them.
+        """
         if self._indexed:
             return
-        for key, entry in self._entries.items():
-            if key not in self._docs:
-                self._docs[key] = self._decode_payload(self._payload(key, entry))
+        docs, records = self._docs, self._records
+        for key, entry in list(self._entries.items()):
+            payload = self._payload(key, entry)
+            doc = docs.get(key, MISSING)
+            if doc is MISSING:
+                doc = docs[key] = self._decode_payload(payload)
+            records[key] = self._record_with(key, entry, payload, doc)
         if self._codec.supports_filter:
             for key, doc in self._docs.items():
                 self.indexes.on_put(key, None, doc)
@@ -557,13 +577,9 @@ class TopicCore:
             def keep(rec: LogRecord) -> bool:
                 return rec.offset in keep_offsets or rec.seq in keep_seqs
 
+            mapping = self._log.compact(keep)
         else:
-            live = {e.offset for e in self._entries.values()}
-
-            def keep(rec: LogRecord) -> bool:
-                return rec.kind == _PUT and rec.offset in live
-
-        mapping = self._log.compact(keep)
-        self._entries = {k: e._replace(offset=mapping[e.offset]) for k, e in self._entries.items()}
+            mapping = self._log.compact([e[0] for e in self._entries.values()])
+        self._entries = {k: new_entry((mapping[e[0]], *e[1:])) for k, e in self._entries.items()}
         if self._history is not None:
             self._history.remap(mapping)

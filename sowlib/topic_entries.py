@@ -19,14 +19,10 @@ __all__ = [
     "Entry",
     "checkpoint_blob",
     "entries_from_checkpoint",
-    "frame_size",
     "new_entry",
     "replay_entries",
 ]
 
-# Bytes a record costs beyond key, correlation id and payload (framing, checksum):
-# used only to estimate the garbage ratio that drives automatic compaction.
-_FRAME_OVERHEAD = 56
 _PUT = RecordKind.PUT
 
 
@@ -52,11 +48,6 @@ class Entry(NamedTuple):
 
 #: ``new_entry((offset, seq, ...))``: an Entry without the keyword-argument machinery.
 new_entry = partial(tuple.__new__, Entry)
-
-
-def frame_size(payload_len: int, key: str, corr: bytes) -> int:
-    """Estimated bytes a record takes in the log (drives the garbage ratio); O(1)."""
-    return payload_len + len(key) + len(corr) + _FRAME_OVERHEAD
 
 
 def entries_from_checkpoint(blob: bytes) -> tuple[dict[str, Entry], int]:
@@ -102,8 +93,8 @@ def replay_entries(
         if old is not None:
             live -= old[5]
         if kind == _PUT:
-            # Recovery verified every record's checksum when the log opened.
-            size = frame_size(size, key, corr)
+            # Recovery verified every record's checksum when the log opened;
+            # ``size`` is the bytes the record occupies in the log.
             entries[key] = new_entry((offset, seq, stamp, expires, corr, size, True))
             live += size
         elif old is not None:

@@ -1,4 +1,4 @@
-"""The clean-close checkpoint side file ``<log>.ckpt``: validated read and atomic write.
+"""The clean-close checkpoint side file ``<log>.ckpt``: its layout, validated read, atomic write.
 
 A checkpoint lets the topic layer restore its in-memory state from one blob and replay only
 the records after ``end_offset``. Imports only sibling storage modules.
@@ -7,21 +7,94 @@ the records after ``end_offset``. Imports only sibling storage modules.
 from __future__ import annotations
 
 import os
+import struct
+
+import attrs
+import xxhash
 
 from sowlib.storage.compaction import write_all
 from sowlib.storage.format import (
+    CHECKSUM,
+    FORMAT_VERSION,
     PREFIX,
     RECORD_HEADER,
     Buf,
-    Checkpoint,
     FileHeader,
-    decode_checkpoint,
-    encode_checkpoint,
     record_problem,
 )
 from sowlib.storage.fs import FileSystem
 
-__all__ = ["read_checkpoint", "write_checkpoint"]
+__all__ = [
+    "CHECKPOINT_MAGIC",
+    "Checkpoint",
+    "decode_checkpoint",
+    "encode_checkpoint",
+    "read_checkpoint",
+    "write_checkpoint",
+]
+
+CHECKPOINT_MAGIC = b"SOWCKPT\x01"
+"""First eight bytes of a ``<log>.ckpt`` side file."""
+# magic, version, reserved, reserved, generation, end_offset, records, last_seq,
+# last_record_offset, blob_len -- 64 bytes; blob follows, then an xxh3_64 checksum.
+CHECKPOINT_HEADER = struct.Struct("<8sHHIQQQQQQ")
+_hash = xxhash.xxh3_64_intdigest
+
+
+@attrs.frozen
+class Checkpoint:
+    """The decoded ``<log>.ckpt`` side file written by a clean close.
+
+    Attributes:
+        generation: log generation the blob describes.
+        end_offset: log end offset at close; records from here on are not in the blob.
+        records: records in the log before end_offset.
+        last_seq: the log's last_seq at close.
+        last_record_offset: offset of the last record before end_offset (0 if none).
+        blob: opaque bytes from the topic layer.
+    """
+
+    generation: int
+    end_offset: int
+    records: int
+    last_seq: int
+    last_record_offset: int
+    blob: bytes
+
+
+def encode_checkpoint(ckpt: Checkpoint) -> bytes:
+    """Return the bytes of a checkpoint side file; O(len(blob))."""
+    body = (
+        CHECKPOINT_HEADER.pack(
+            CHECKPOINT_MAGIC,
+            FORMAT_VERSION,
+            0,
+            0,
+            ckpt.generation,
+            ckpt.end_offset,
+            ckpt.records,
+            ckpt.last_seq,
+            ckpt.last_record_offset,
+            len(ckpt.blob),
+        )
+        + ckpt.blob
+    )
+    return body + CHECKSUM.pack(_hash(body))
+
+
+def decode_checkpoint(data: bytes) -> Checkpoint | None:
+    """Decode a checkpoint side file; None when it is damaged or of another version."""
+    if len(data) < CHECKPOINT_HEADER.size + CHECKSUM.size:
+        return None
+    (magic, version, _r1, _r2, gen, end, records, last_seq, last_off, blob_len) = (
+        CHECKPOINT_HEADER.unpack_from(data)
+    )
+    stop = CHECKPOINT_HEADER.size + blob_len
+    if magic != CHECKPOINT_MAGIC or version != FORMAT_VERSION or stop + 8 != len(data):
+        return None
+    if _hash(data[:stop]) != CHECKSUM.unpack_from(data, stop)[0]:
+        return None
+    return Checkpoint(gen, end, records, last_seq, last_off, data[CHECKPOINT_HEADER.size : stop])
 
 
 def read_checkpoint(
@@ -59,9 +132,9 @@ def read_checkpoint(
         return ckpt if end == header.header_len else None
     if last < header.header_len or record_problem(buf, last, end) is not None:
         return None
-    if last + PREFIX.unpack_from(buf, last)[1] != end:
+    if last + PREFIX.unpack_from(buf, last)[0] != end:
         return None
-    return ckpt if RECORD_HEADER.unpack_from(buf, last)[8] <= ckpt.last_seq else None
+    return ckpt if RECORD_HEADER.unpack_from(buf, last)[5] <= ckpt.last_seq else None
 
 
 def write_checkpoint(fs: FileSystem, path: str, ckpt: Checkpoint) -> None:

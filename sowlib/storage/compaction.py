@@ -1,26 +1,28 @@
 """Writing a whole new log file beside the old one and swapping it in atomically.
 
 Used by ``AppendLog.compact`` and by ``verify(repair=True)``. Protocol: write
-``<log>.compact.tmp`` (locked, so no writer can open it), size it to whole slabs, fsync it,
-rename it over the log, fsync the directory. A crash before the rename leaves the old file
-(the temp file is removed by the next writer open); after it, the new one. Imports only
-``sowlib.errors`` and sibling storage modules.
+``<log>.compact.tmp`` (locked, so no writer can open it), size it to whole pages (a new
+log: one slab), fsync it, rename it over the log, fsync the directory. A crash before the
+rename leaves the old file (the temp file is removed by the next writer open); after it,
+the new one. Imports only ``sowlib.errors`` and sibling storage modules.
 """
 
 from __future__ import annotations
 
 import contextlib
+import mmap
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import attrs
 
-from sowlib.storage.format import PREFIX, Buf, LogRecord, encode_header
+from sowlib.storage.format import PREFIX, Buf, encode_header
 from sowlib.storage.fs import FileSystem
 from sowlib.storage.lock import lock_fd
 
 __all__ = [
     "LEFTOVERS",
+    "PAGE",
     "NewFile",
     "copy_kept",
     "create_log",
@@ -31,6 +33,8 @@ __all__ = [
 ]
 
 _CHUNK = 1 << 20
+PAGE = mmap.ALLOCATIONGRANULARITY
+"""A compacted or repaired file is sized to a whole number of these."""
 LEFTOVERS = (".compact.tmp", ".ckpt.tmp", ".create.tmp")
 """Suffixes of temp files a crash can leave beside a log; a writer open removes them."""
 
@@ -42,7 +46,7 @@ class NewFile:
     Attributes:
         fd: open read-write descriptor holding the writer ``flock``.
         end: offset after the last record (where the next append goes).
-        size: file size (a whole number of slabs).
+        size: file size (a whole number of ``unit``, see :func:`write_log_file`).
         records: number of records written.
         last_offset: offset of the last record (0 if none).
     """
@@ -54,7 +58,7 @@ class NewFile:
     last_offset: int
 
 
-def write_all(fd: int, data: bytes | bytearray) -> None:
+def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
     """Write all of ``data`` to ``fd`` (``os.write`` may write less than asked)."""
     view = memoryview(data)
     while view:
@@ -65,8 +69,8 @@ def write_log_file(
     fs: FileSystem,
     tmp_path: str,
     header: bytes,
-    chunks: Iterable[bytes],
-    slab_size: int,
+    chunks: Iterable[bytes | memoryview],
+    unit: int,
 ) -> NewFile:
     """Create ``tmp_path`` holding ``header`` then every record chunk, and fsync it; O(bytes).
 
@@ -74,8 +78,10 @@ def write_log_file(
         fs: where fsync and truncate go.
         tmp_path: the temp file to (re)create.
         header: encoded file header.
-        chunks: encoded records, in file order, one record per chunk.
-        slab_size: the file is sized to a whole number of slabs (at least one).
+        chunks: encoded records, in file order (``records`` / ``last_offset`` of the result
+            count one record per chunk; a caller passing runs of records corrects them).
+        unit: the file is sized to a whole number of ``unit`` bytes (at least one): a slab
+            for a new log, a page for a compacted or repaired one (growth adds slabs).
     Returns:
         The open, locked file and its layout.
     Raises:
@@ -94,7 +100,7 @@ def write_log_file(
                 write_all(fd, pending)
                 pending.clear()
         write_all(fd, pending)
-        size = max(slab_size, -(-end // slab_size) * slab_size)
+        size = max(unit, -(-end // unit) * unit)
         fs.truncate(fd, size)
         fs.fsync(fd)
     except BaseException:
@@ -123,32 +129,40 @@ def install(fs: FileSystem, tmp_path: str, path: str) -> None:
 
 def copy_kept(
     buf: Buf,
-    records: Iterable[LogRecord],
-    keep: Callable[[LogRecord], bool],
+    offsets: Iterable[int],
     first_offset: int,
     mapping: dict[int, int],
 ) -> Iterator[bytes]:
-    """Yield the raw bytes of every kept record, filling ``mapping`` {old offset: new offset}.
+    """Yield the raw bytes of the records at ``offsets``, filling ``mapping`` {old: new}.
 
-    Records are copied byte for byte: the checksum does not cover the offset, so a record
-    stays valid wherever it lands. O(n) in the records scanned.
+    Records are copied verbatim, never decoded and re-framed: they hold no offsets and the
+    checksum does not cover their position, so a record stays valid wherever it lands.
+    Adjacent kept records are copied as one run. O(kept records + kept bytes).
 
     Args:
         buf: the mapped old log.
-        records: the old log's records in file order.
-        keep: the caller's predicate.
+        offsets: record boundaries of the old log to keep, ascending.
         first_offset: where the first kept record goes in the new file (its header length).
-        mapping: filled as records are yielded.
+        mapping: filled as records are kept (its size and last value give the record count
+            and last offset of the new file).
     """
     new = first_offset
     unpack = PREFIX.unpack_from
-    for rec in records:
-        if keep(rec):
-            off = rec.offset
-            length = unpack(buf, off)[1]
-            mapping[off] = new
-            new += length
-            yield buf[off : off + length]
+    run_start = run_end = 0
+    for off in offsets:
+        length = unpack(buf, off)[0]
+        mapping[off] = new
+        new += length
+        if off != run_end:
+            if run_end > run_start:
+                yield buf[run_start:run_end]
+            run_start = off
+        run_end = off + length
+        if run_end - run_start >= _CHUNK:
+            yield buf[run_start:run_end]
+            run_start = run_end
+    if run_end > run_start:
+        yield buf[run_start:run_end]
 
 
 def create_log(fs: FileSystem, path: str, meta: bytes, slab_size: int) -> None:

@@ -1,6 +1,7 @@
-"""On-disk layout of a sowlib log: file header, record framing and the checkpoint side file.
+"""On-disk layout of a sowlib log: the file header and the record framing.
 
-This module is the executable form of ``docs/storage-format.md``; change both together.
+This module is the executable form of ``docs/storage-format.md`` (the checkpoint side file
+is in ``checkpoint.py``); change both together.
 Imports only ``sowlib.errors`` (never ``expr``, ``codecs`` or ``topic``).
 """
 
@@ -14,70 +15,96 @@ from typing import NamedTuple
 import attrs
 import xxhash
 
-from sowlib.errors import CorruptRecordError, FormatVersionError
+from sowlib.errors import CorruptRecordError, FormatVersionError, UnsupportedOperationError
 
 __all__ = [
-    "CHECKPOINT_MAGIC",
     "FORMAT_VERSION",
     "MAGIC",
-    "RECORD_ALIGN",
+    "HEADER_ALIGN",
     "RECORD_HEADER_SIZE",
     "RECORD_MARKER",
     "RECORD_OVERHEAD",
-    "Checkpoint",
     "FileHeader",
     "LogRecord",
     "RecordKind",
-    "decode_checkpoint",
+    "check_field_sizes",
+    "decode_fields",
     "decode_header",
     "decode_record",
-    "encode_checkpoint",
     "encode_header",
     "encode_record",
+    "expected_length",
     "from_micros",
     "make_record",
+    "record_problem",
     "record_size",
+    "stored_key",
     "to_micros",
+    "u64_key",
 ]
 
 MAGIC = b"SOWLOG\x00\x01"
 """First eight bytes of every log file."""
-FORMAT_VERSION = 1
-"""Version written in the header; a reader refuses any other value."""
-CHECKPOINT_MAGIC = b"SOWCKPT\x01"
-"""First eight bytes of a ``<log>.ckpt`` side file."""
+FORMAT_VERSION = 2
+"""Version written in the header; a reader refuses any other value (version 1 included)."""
 
-RECORD_MARKER = 0xA55A0FD3
-"""Sync marker opening every record (bytes ``d3 0f 5a a5``) so a scanner can resync."""
-MARKER_BYTES = struct.pack("<I", RECORD_MARKER)
-RECORD_ALIGN = 8
-"""Records start on 8-byte boundaries (the header is padded to a multiple of 8)."""
+RECORD_MARKER = 0xF5
+"""Byte 4 of every record (never part of UTF-8 text) so a scanner can resync after damage."""
+MARKER_BYTES = bytes([RECORD_MARKER])
+HEADER_ALIGN = 8
+"""The file header is padded to a multiple of 8 bytes; records themselves are not aligned."""
 
-# marker, length, kind, flags, reserved, key_len, corr_len, payload_len, seq, timestamp_us,
-# expiration_us -- 48 bytes; key, correlation id, payload and zero padding follow; the
-# record ends with an xxh3_64 checksum of everything before it.
-RECORD_HEADER = struct.Struct("<IIBBHIIIQqq")
+KIND_MASK = 0x0F
+"""Low bits of the ``kind`` byte: the RecordKind value."""
+FLAG_EXPIRATION = 0x10
+"""An ``i64`` expiration follows the fixed header."""
+FLAG_CORRELATION = 0x20
+"""A ``u16`` length and the correlation id follow (after the expiration, if any)."""
+FLAG_U64_KEY = 0x40
+"""The key is stored as a ``u64`` (its text is the canonical decimal of that number)."""
+FLAG_RESERVED = 0x80
+"""Must be zero; a record with it set is not intact."""
+FAST_FLAGS = 0xF0
+"""Mask selecting every flag bit; ``kind_byte & FAST_FLAGS == FLAG_U64_KEY`` is the common case."""
+
+# length, marker, kind|flags, key_len, payload_len, seq, timestamp_us -- 28 bytes; then the
+# optional expiration and correlation id, the key, the payload, and an xxh3_64 checksum of
+# everything before it.
+RECORD_HEADER = struct.Struct("<IBBHIQq")
 RECORD_HEADER_SIZE = RECORD_HEADER.size
+HEAD_U64 = struct.Struct("<IBBHIQqQ")
+"""Fixed header and a u64 key (or, read back, the fixed header and the next 8 bytes)."""
+HEAD_EXP_U64 = struct.Struct("<IBBHIQqqQ")
+"""Fixed header, expiration and a u64 key."""
+HEAD_EXP = struct.Struct("<IBBHIQqq")
+"""Fixed header and expiration."""
 CHECKSUM = struct.Struct("<Q")
-RECORD_OVERHEAD = RECORD_HEADER_SIZE + CHECKSUM.size
-"""Bytes of framing around key, correlation id and payload (before padding)."""
-PREFIX = struct.Struct("<II")  # marker, length: all a recovery walk needs
+"""File header checksum: xxh3_64 as a little-endian u64."""
+CHECKSUM_SIZE = 8
+"""Record checksum: the 8 bytes of the xxh3_64 digest in canonical (big-endian) order."""
+EXPIRATION = struct.Struct("<q")
+CORR_LEN = struct.Struct("<H")
+U64 = struct.Struct("<Q")
+RECORD_OVERHEAD = RECORD_HEADER_SIZE + CHECKSUM_SIZE
+"""Bytes of framing of a record without expiration or correlation id (36)."""
+PREFIX = struct.Struct("<IB")  # length, marker
+MAX_FIELD = 0xFFFF
+"""Largest stored key or correlation id, in bytes (their lengths are ``u16``)."""
+U64_LIMIT = 1 << 64
+U64_DIGITS = 20
+"""Longest canonical decimal of a u64 (``18446744073709551615``)."""
 
 # magic, version, flags, header_len, generation, created_us, base_seq, meta_len -- 44 bytes;
 # meta follows, then an xxh3_64 checksum of everything before it, then zero padding.
 FILE_HEADER = struct.Struct("<8sHHIQqQI")
 MAX_META = 1 << 24
 
-# magic, version, reserved, reserved, generation, end_offset, records, last_seq,
-# last_record_offset, blob_len -- 64 bytes; blob follows, then an xxh3_64 checksum.
-CHECKPOINT_HEADER = struct.Struct("<8sHHIQQQQQQ")
 
 Buf = bytes | mmap.mmap
 """Anything a log can be read from: the mapped file or a copy of it."""
 
-PADDING = tuple(bytes(n) for n in range(RECORD_ALIGN))
-"""Zero padding by length (indexing beats slicing a zero string on the append path)."""
 _hash = xxhash.xxh3_64_intdigest
+_digest = xxhash.xxh3_64_digest
 _new_tuple = tuple.__new__
 
 
@@ -92,8 +119,14 @@ class RecordKind(enum.IntEnum):
     """Tombstone: the key expired."""
 
 
-KINDS: tuple[RecordKind | None, ...] = (None, RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE)
-"""Kind by stored byte; indexing a tuple is ~20x faster than ``RecordKind(value)``."""
+KINDS: tuple[RecordKind | None, ...] = (
+    None,
+    RecordKind.PUT,
+    RecordKind.DELETE,
+    RecordKind.EXPIRE,
+    *(None,) * (KIND_MASK - 3),
+)
+"""Kind by ``kind_byte & KIND_MASK``; indexing a tuple is ~20x faster than ``RecordKind(v)``."""
 
 
 class LogRecord(NamedTuple):
@@ -168,27 +201,6 @@ class FileHeader:
     meta: bytes
 
 
-@attrs.frozen
-class Checkpoint:
-    """The decoded ``<log>.ckpt`` side file written by a clean close.
-
-    Attributes:
-        generation: log generation the blob describes.
-        end_offset: log end offset at close; records from here on are not in the blob.
-        records: records in the log before end_offset.
-        last_seq: the log's last_seq at close.
-        last_record_offset: offset of the last record before end_offset (0 if none).
-        blob: opaque bytes from the topic layer.
-    """
-
-    generation: int
-    end_offset: int
-    records: int
-    last_seq: int
-    last_record_offset: int
-    blob: bytes
-
-
 def to_micros(seconds: float) -> int:
     """Return ``seconds`` as integer microseconds (how times are stored)."""
     return round(seconds * 1_000_000)
@@ -200,12 +212,42 @@ def from_micros(micros: int) -> float:
 
 
 def _align(n: int) -> int:
-    return (n + RECORD_ALIGN - 1) & ~(RECORD_ALIGN - 1)
+    return (n + HEADER_ALIGN - 1) & ~(HEADER_ALIGN - 1)
 
 
-def record_size(key_len: int, corr_len: int, payload_len: int) -> int:
-    """Return the framed size in bytes of a record with these field sizes; O(1)."""
-    return _align(RECORD_OVERHEAD + key_len + corr_len + payload_len)
+def u64_key(raw: bytes) -> int | None:
+    """Return the number whose canonical decimal is ``raw``, or None; O(len(raw)).
+
+    Canonical: ASCII digits only, no sign, no leading zero unless the text is ``0``, and a
+    value below ``2**64``. Such a key is stored as 8 bytes; every other key as UTF-8 text.
+    """
+    if not raw.isdigit() or len(raw) > U64_DIGITS or (raw[0] == 48 and len(raw) > 1):
+        return None
+    n = int(raw)
+    return n if n < U64_LIMIT else None
+
+
+def stored_key(key: bytes) -> tuple[int, bytes]:
+    """Return ``(flag, stored bytes)`` for a UTF-8 key: a u64 when canonical, else the text."""
+    n = u64_key(key)
+    if n is not None:
+        return FLAG_U64_KEY, U64.pack(n)
+    return 0, key
+
+
+def record_size(key_len: int, corr_len: int, payload_len: int, expiration: bool = False) -> int:
+    """Return the framed size in bytes of a record with these stored field sizes; O(1).
+
+    Args:
+        key_len: bytes of the stored key (8 for a u64 key).
+        corr_len: bytes of the correlation id (0: none, and no length field either).
+        payload_len: bytes of the payload.
+        expiration: the record carries an expiration.
+    """
+    size = RECORD_OVERHEAD + key_len + payload_len
+    if corr_len:
+        size += CORR_LEN.size + corr_len
+    return size + EXPIRATION.size if expiration else size
 
 
 def encode_record(
@@ -217,64 +259,127 @@ def encode_record(
     timestamp_us: int,
     expiration_us: int,
 ) -> bytes:
-    """Frame one record; O(len(payload)).
+    """Frame one record (the reference encoder the fast paths are tested against).
+
+    O(len(payload)).
 
     Args:
         kind: a RecordKind value.
-        key: the key, already UTF-8 encoded.
-        correlation_id: opaque bytes.
+        key: the key text, UTF-8 encoded (stored as a u64 when it is a canonical decimal).
+        correlation_id: opaque bytes (flagged and stored only when non-empty).
         payload: message bytes.
         seq: sequence number.
         timestamp_us: microseconds since the epoch.
-        expiration_us: absolute expiry in microseconds, 0 for never.
+        expiration_us: absolute expiry in microseconds, 0 for never (then not stored).
     Returns:
-        The record bytes, a multiple of 8 long, ending with the checksum.
+        The record bytes, ending with the checksum.
+    Raises:
+        UnsupportedOperationError: the key or correlation id is longer than 65535 bytes.
     """
-    k, c, p = len(key), len(correlation_id), len(payload)
-    n = RECORD_HEADER_SIZE + k + c + p
-    pad = -n & (RECORD_ALIGN - 1)  # the checksum is 8 bytes, so it keeps the alignment
+    flag, raw = stored_key(key)
+    check_field_sizes(raw, correlation_id)
+    parts = [b"", b"", b"", raw, payload]
+    if expiration_us:
+        flag |= FLAG_EXPIRATION
+        parts[0] = EXPIRATION.pack(expiration_us)
+    if correlation_id:
+        flag |= FLAG_CORRELATION
+        parts[1], parts[2] = CORR_LEN.pack(len(correlation_id)), correlation_id
+    length = record_size(len(raw), len(correlation_id), len(payload), bool(expiration_us))
     head = RECORD_HEADER.pack(
-        RECORD_MARKER,
-        n + pad + CHECKSUM.size,
-        kind,
-        0,
-        0,
-        k,
-        c,
-        p,
-        seq,
-        timestamp_us,
-        expiration_us,
+        length, RECORD_MARKER, kind | flag, len(raw), len(payload), seq, timestamp_us
     )
-    body = b"".join((head, key, correlation_id, payload, PADDING[pad]))
-    return body + CHECKSUM.pack(_hash(body))
+    body = head + b"".join(parts)
+    return body + _digest(body)
+
+
+def check_field_sizes(raw_key: bytes, correlation_id: bytes) -> None:
+    """Refuse a stored key or correlation id whose length does not fit its ``u16``.
+
+    Raises:
+        UnsupportedOperationError: naming the field and its size.
+    """
+    for name, value in (("key", raw_key), ("correlation id", correlation_id)):
+        if len(value) > MAX_FIELD:
+            raise UnsupportedOperationError(
+                "append", f"a {name} of {len(value)} bytes (at most {MAX_FIELD})"
+            )
+
+
+def expected_length(buf: Buf, offset: int, length: int, kind_byte: int, key_len: int) -> int:
+    """Return the length the fields of the record at ``offset`` add up to, or -1; O(1).
+
+    ``length`` bounds every read (the correlation length is inside the record or not read).
+    """
+    payload_len: int = RECORD_HEADER.unpack_from(buf, offset)[4]
+    size = RECORD_OVERHEAD + key_len + payload_len
+    pos = offset + RECORD_HEADER_SIZE
+    if kind_byte & FLAG_EXPIRATION:
+        size += EXPIRATION.size
+        pos += EXPIRATION.size
+    if kind_byte & FLAG_CORRELATION:
+        if pos + CORR_LEN.size > offset + length - CHECKSUM_SIZE:
+            return -1
+        size += CORR_LEN.size + CORR_LEN.unpack_from(buf, pos)[0]
+    if kind_byte & FLAG_U64_KEY and key_len != U64.size:
+        return -1
+    return size
 
 
 def record_problem(buf: Buf, offset: int, limit: int) -> str | None:
     """Say why no intact record starts at ``offset`` (None when one does); O(record size).
+
+    Cheap checks (marker, kind byte, length against the fields) come before the checksum, so
+    a scanner looking for records in damaged bytes rejects most candidates without hashing.
 
     Args:
         buf: a buffer (bytes, mmap) holding the log.
         offset: where the record should start.
         limit: end of the readable bytes in ``buf``.
     """
-    if offset + RECORD_OVERHEAD > limit:
+    if offset < 0 or offset + RECORD_OVERHEAD > limit:
         return "short record"
-    (marker, length, kind, _flags, _res, k, c, p, _seq, _ts, _exp) = RECORD_HEADER.unpack_from(
-        buf, offset
-    )
+    length, marker, kind_byte, key_len = RECORD_HEADER.unpack_from(buf, offset)[:4]
     if marker != RECORD_MARKER:
         return "bad record marker"
-    if length < RECORD_OVERHEAD or length % RECORD_ALIGN:
+    if kind_byte & FLAG_RESERVED or KINDS[kind_byte & KIND_MASK] is None:
+        return "bad record kind"
+    if length < RECORD_OVERHEAD:
         return "bad record length"
     if offset + length > limit:
         return "short record"
-    end = offset + length - CHECKSUM.size
-    if _hash(buf[offset:end]) != CHECKSUM.unpack_from(buf, end)[0]:
+    if expected_length(buf, offset, length, kind_byte, key_len) != length:
+        return "bad record length"
+    end = offset + length - CHECKSUM_SIZE
+    if _digest(buf[offset:end]) != buf[end : end + CHECKSUM_SIZE]:
         return "checksum mismatch"
-    if length != _align(RECORD_OVERHEAD + k + c + p) or not 0 < kind < len(KINDS):
-        return "bad record fields"
     return None
+
+
+def decode_fields(
+    buf: Buf, offset: int, kind_byte: int, key_len: int
+) -> tuple[int, bytes, str, int]:
+    """Read the variable part of a record known to be intact; O(key + correlation id).
+
+    Returns:
+        ``(expiration_us, correlation_id, key text, offset of the payload)``.
+    """
+    pos = offset + RECORD_HEADER_SIZE
+    exp = 0
+    if kind_byte & FLAG_EXPIRATION:
+        exp = EXPIRATION.unpack_from(buf, pos)[0]
+        pos += EXPIRATION.size
+    corr = b""
+    if kind_byte & FLAG_CORRELATION:
+        c = CORR_LEN.unpack_from(buf, pos)[0]
+        pos += CORR_LEN.size
+        corr = bytes(buf[pos : pos + c])
+        pos += c
+    if kind_byte & FLAG_U64_KEY:
+        key = str(U64.unpack_from(buf, pos)[0])
+    else:
+        key = bytes(buf[pos : pos + key_len]).decode()
+    return exp, corr, key, pos + key_len
 
 
 def decode_record(buf: Buf, offset: int, limit: int, file: str = "") -> LogRecord:
@@ -286,10 +391,9 @@ def decode_record(buf: Buf, offset: int, limit: int, file: str = "") -> LogRecor
     problem = record_problem(buf, offset, limit)
     if problem is not None:
         raise CorruptRecordError(file, offset, problem)
-    (_m, _len, kind, _f, _r, k, c, p, seq, ts, exp) = RECORD_HEADER.unpack_from(buf, offset)
-    pos = offset + RECORD_HEADER_SIZE
-    data: bytes = buf[pos : pos + k + c + p]
-    kind_member = KINDS[kind]
+    (_len, _m, kind_byte, key_len, p, seq, ts) = RECORD_HEADER.unpack_from(buf, offset)
+    exp, corr, key, pos = decode_fields(buf, offset, kind_byte, key_len)
+    kind_member = KINDS[kind_byte & KIND_MASK]
     assert kind_member is not None
     return LogRecord(
         offset,
@@ -297,9 +401,9 @@ def decode_record(buf: Buf, offset: int, limit: int, file: str = "") -> LogRecor
         seq,
         ts / 1_000_000,
         exp / 1_000_000,
-        data[:k].decode(),
-        data[k : k + c],
-        data[k + c :],
+        key,
+        corr,
+        bytes(buf[pos : pos + p]),
     )
 
 
@@ -351,38 +455,3 @@ def decode_header(buf: Buf, size: int, file: str = "") -> FileHeader:
     return FileHeader(
         version, flags, header_len, generation, from_micros(created_us), base_seq, meta
     )
-
-
-def encode_checkpoint(ckpt: Checkpoint) -> bytes:
-    """Return the bytes of a checkpoint side file; O(len(blob))."""
-    body = (
-        CHECKPOINT_HEADER.pack(
-            CHECKPOINT_MAGIC,
-            FORMAT_VERSION,
-            0,
-            0,
-            ckpt.generation,
-            ckpt.end_offset,
-            ckpt.records,
-            ckpt.last_seq,
-            ckpt.last_record_offset,
-            len(ckpt.blob),
-        )
-        + ckpt.blob
-    )
-    return body + CHECKSUM.pack(_hash(body))
-
-
-def decode_checkpoint(data: bytes) -> Checkpoint | None:
-    """Decode a checkpoint side file; None when it is damaged or of another version."""
-    if len(data) < CHECKPOINT_HEADER.size + CHECKSUM.size:
-        return None
-    (magic, version, _r1, _r2, gen, end, records, last_seq, last_off, blob_len) = (
-        CHECKPOINT_HEADER.unpack_from(data)
-    )
-    stop = CHECKPOINT_HEADER.size + blob_len
-    if magic != CHECKPOINT_MAGIC or version != FORMAT_VERSION or stop + 8 != len(data):
-        return None
-    if _hash(data[:stop]) != CHECKSUM.unpack_from(data, stop)[0]:
-        return None
-    return Checkpoint(gen, end, records, last_seq, last_off, data[CHECKPOINT_HEADER.size : stop])

@@ -1,34 +1,43 @@
-"""The per-record hot paths: framing appends and walking records for ``scan``.
+"""The per-record append hot paths: framing records exactly as ``format.encode_record`` does.
 
-``frame_one`` / ``frame_batch`` produce exactly the bytes ``format.encode_record`` specifies
-(the tests compare them) with as little per-record Python work as possible: one
-``Struct.pack`` for the fixed header, one ``join``, one checksum and its ``pack``, and the
-LogRecord built with ``tuple.__new__``. ``walk_records`` / ``walk_entries`` are the loops
-behind ``AppendLog.scan`` and ``AppendLog.scan_entries``; they follow the log's live state
-(its map, end offset and epoch). Imports only ``sowlib.errors`` and sibling storage modules.
+``frame_one`` / ``frame_batch`` / ``frame_puts`` produce the bytes ``format.encode_record``
+specifies (the tests compare them) with as little per-record Python work as possible: one
+``Struct.pack`` for the fixed header (and, for a u64 key, the key too), one concatenation,
+one checksum (its digest bytes are stored as they come). The scan loops live in
+``sowlib.storage.walk`` and are re-exported here. Imports only ``sowlib.errors`` and sibling
+storage modules.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import TYPE_CHECKING, cast
+import struct
+from collections.abc import Iterable, Sequence
+from itertools import accumulate
 
 import xxhash
 
-from sowlib.errors import RecordTooLargeError, StoreClosedError, UnsupportedOperationError
+from sowlib.errors import RecordTooLargeError, UnsupportedOperationError
 from sowlib.storage.format import (
-    CHECKSUM,
-    KINDS,
-    PADDING,
+    CORR_LEN,
+    EXPIRATION,
+    FLAG_CORRELATION,
+    FLAG_EXPIRATION,
+    FLAG_U64_KEY,
+    HEAD_EXP,
+    HEAD_EXP_U64,
+    HEAD_U64,
+    MAX_FIELD,
     RECORD_HEADER,
     RECORD_MARKER,
     RECORD_OVERHEAD,
+    U64,
+    U64_DIGITS,
+    U64_LIMIT,
     LogRecord,
     RecordKind,
+    check_field_sizes,
 )
-
-if TYPE_CHECKING:
-    from sowlib.storage.log import AppendLog
+from sowlib.storage.walk import ScanEntry, walk_entries, walk_records
 
 __all__ = [
     "BatchItem",
@@ -36,6 +45,7 @@ __all__ = [
     "frame_batch",
     "frame_one",
     "frame_puts",
+    "framed_size",
     "walk_entries",
     "walk_records",
 ]
@@ -43,15 +53,65 @@ __all__ = [
 BatchItem = tuple[RecordKind, str, bytes, float, float, bytes]
 """One ``append_many`` item: ``(kind, key, payload, timestamp, expiration, correlation_id)``."""
 
-ScanEntry = tuple[int, RecordKind, int, float, float, str, bytes, int]
-"""What ``AppendLog.scan_entries`` yields: a LogRecord's fields with ``payload_len`` last."""
-
 _KIND_OF = {int(kind): kind for kind in RecordKind}
 _new = tuple.__new__
+_U64_SIZE = U64.size
+_EXP_SIZE = EXPIRATION.size
 
 
 def _bad_kind(kind: object) -> UnsupportedOperationError:
     return UnsupportedOperationError("append", f"unknown record kind {kind!r}")
+
+
+def framed_size(key: str, corr_len: int, payload_len: int, expiration: float) -> int:
+    """Return the exact bytes a record with these fields occupies in a log file; O(len(key)).
+
+    Args:
+        key: the SOW key text (a canonical u64 decimal is stored in 8 bytes).
+        corr_len: bytes of the correlation id.
+        payload_len: bytes of the payload.
+        expiration: absolute expiry in seconds, 0.0 for never (stored only when non-zero
+            once rounded to the microsecond).
+    """
+    raw = key.encode()
+    k = len(raw)
+    if raw.isdigit() and k <= U64_DIGITS and (raw[0] != 48 or k == 1) and int(key) < U64_LIMIT:
+        k = _U64_SIZE
+    size = RECORD_OVERHEAD + k + payload_len
+    if corr_len:
+        size += CORR_LEN.size + corr_len
+    if expiration and round(expiration * 1_000_000):
+        size += _EXP_SIZE
+    return size
+
+
+def _encode(
+    kind: int, key: str, payload: bytes, ts_us: int, exp_us: int, corr: bytes, seq: int
+) -> bytes:
+    """The bytes of one record, checksum included (general case of every kind and flag)."""
+    raw = key.encode()
+    k = len(raw)
+    if raw.isdigit() and k <= U64_DIGITS and (raw[0] != 48 or k == 1) and int(key) < U64_LIMIT:
+        kind |= FLAG_U64_KEY
+        raw = U64.pack(int(key))
+        k = _U64_SIZE
+    c = len(corr)
+    if k > MAX_FIELD or c > MAX_FIELD:
+        check_field_sizes(raw, corr)
+    p = len(payload)
+    length = RECORD_OVERHEAD + k + p
+    extra = b""
+    if exp_us:
+        kind |= FLAG_EXPIRATION
+        length += _EXP_SIZE
+        extra = EXPIRATION.pack(exp_us)
+    if c:
+        kind |= FLAG_CORRELATION
+        length += CORR_LEN.size + c
+        extra += CORR_LEN.pack(c) + corr
+    head = RECORD_HEADER.pack(length, RECORD_MARKER, kind, k, p, seq, ts_us)
+    body = b"".join((head, extra, raw, payload))
+    return body + xxhash.xxh3_64_digest(body)
 
 
 def frame_one(
@@ -69,7 +129,7 @@ def frame_one(
 
     Args:
         kind: a RecordKind value.
-        key: the SOW key (encoded as UTF-8).
+        key: the SOW key (a u64 when canonical, else UTF-8 text).
         payload: message bytes (any bytes-like; copied when not ``bytes``).
         timestamp: seconds since the epoch, stored to the microsecond.
         expiration: absolute expiry in seconds, 0.0 for never.
@@ -80,32 +140,27 @@ def frame_one(
     Returns:
         ``(record bytes, LogRecord as stored)``; times in the record are rounded to µs.
     Raises:
-        UnsupportedOperationError: ``kind`` is not a RecordKind value.
+        UnsupportedOperationError: ``kind`` is not a RecordKind value, or the key or
+            correlation id is longer than 65535 bytes.
         RecordTooLargeError: the framed record is larger than ``limit``.
     """
     member = _KIND_OF.get(kind)
     if member is None:
         raise _bad_kind(kind)
-    raw_key = key.encode()
     if type(payload) is not bytes:
         payload = bytes(payload)
     if type(correlation_id) is not bytes:
         correlation_id = bytes(correlation_id)
-    k, c, p = len(raw_key), len(correlation_id), len(payload)
-    n = RECORD_OVERHEAD + k + c + p
-    pad = -n & 7
-    length = n + pad
-    if length > limit:
-        raise RecordTooLargeError(length, limit)
     ts_us = round(timestamp * 1_000_000)
     exp_us = round(expiration * 1_000_000) if expiration else 0
-    head = RECORD_HEADER.pack(RECORD_MARKER, length, member, 0, 0, k, c, p, seq, ts_us, exp_us)
-    body = b"".join((head, raw_key, correlation_id, payload, PADDING[pad]))
+    data = _encode(member, key, payload, ts_us, exp_us, correlation_id, seq)
+    if len(data) > limit:
+        raise RecordTooLargeError(len(data), limit)
     rec = _new(
         LogRecord,
         (offset, member, seq, ts_us / 1e6, exp_us / 1e6, key, correlation_id, payload),
     )
-    return body + CHECKSUM.pack(xxhash.xxh3_64_intdigest(body)), rec
+    return data, rec
 
 
 def frame_batch(
@@ -123,16 +178,12 @@ def frame_batch(
     Returns:
         ``(all record bytes, the LogRecords in order)``.
     Raises:
-        UnsupportedOperationError: an unknown kind.
+        UnsupportedOperationError: an unknown kind, or a key or correlation id longer than
+            65535 bytes.
         RecordTooLargeError: one record is larger than ``limit``.
     """
-    pack = RECORD_HEADER.pack
-    pack_sum = CHECKSUM.pack
-    digest = xxhash.xxh3_64_intdigest
-    join = b"".join
     kinds = _KIND_OF.get
-    pads = PADDING
-    marker = RECORD_MARKER
+    encode = _encode
     parts: list[bytes] = []
     add = parts.append
     records: list[LogRecord] = []
@@ -141,27 +192,21 @@ def frame_batch(
         member = kinds(kind)
         if member is None:
             raise _bad_kind(kind)
-        raw_key = key.encode()
         if type(payload) is not bytes:
             payload = bytes(payload)
         if type(corr) is not bytes:
             corr = bytes(corr)
-        k, c, p = len(raw_key), len(corr), len(payload)
-        n = RECORD_OVERHEAD + k + c + p
-        pad = -n & 7
-        length = n + pad
-        if length > limit:
-            raise RecordTooLargeError(length, limit)
         seq += 1
         ts_us = round(ts * 1_000_000)
         exp_us = round(exp * 1_000_000) if exp else 0
-        head = pack(marker, length, member, 0, 0, k, c, p, seq, ts_us, exp_us)
-        body = join((head, raw_key, corr, payload, pads[pad]))
-        add(body)
-        add(pack_sum(digest(body)))
+        data = encode(member, key, payload, ts_us, exp_us, corr, seq)
+        length = len(data)
+        if length > limit:
+            raise RecordTooLargeError(length, limit)
+        add(data)
         keep(_new(LogRecord, (offset, member, seq, ts_us / 1e6, exp_us / 1e6, key, corr, payload)))
         offset += length
-    return join(parts), records
+    return b"".join(parts), records
 
 
 def frame_puts(
@@ -175,8 +220,9 @@ def frame_puts(
 ) -> tuple[bytes, list[int], list[int]]:
     """Frame PUT records that share one timestamp and expiration; O(total bytes).
 
-    The publish hot path: no per-record kind or correlation id, and no LogRecord.
-    Nothing is returned (so nothing is written) if one record is too large.
+    The publish hot path: no per-record kind or correlation id, and no LogRecord; a u64 key
+    is packed with the fixed header in one call. Nothing is returned (so nothing is
+    written) if one record is too large.
 
     Args:
         keys: the SOW keys, one per payload.
@@ -190,108 +236,76 @@ def frame_puts(
         ``(all record bytes, each record's offset, each record's framed size)``.
     Raises:
         RecordTooLargeError: one record is larger than ``limit``.
+        UnsupportedOperationError: a key longer than 65535 bytes.
     """
-    pack = RECORD_HEADER.pack
-    pack_sum = CHECKSUM.pack
-    digest = xxhash.xxh3_64_intdigest
-    join = b"".join
-    pads = PADDING
-    marker = RECORD_MARKER
-    put = RecordKind.PUT
-    overhead = RECORD_OVERHEAD
+    try:
+        data, sizes = _puts_fast(keys, payloads, timestamp, expiration, seq)
+    except (struct.error, ValueError):
+        # A key of digits beyond the u64 range: the fast loop does not check the range
+        # (the pack refuses it); frame the whole batch the general way instead.
+        data, sizes = _puts_general(keys, payloads, timestamp, expiration, seq)
+    if sizes and max(sizes) > limit:
+        raise RecordTooLargeError(max(sizes), limit)
+    offsets = list(accumulate(sizes, initial=offset))
+    offsets.pop()
+    return data, offsets, sizes
+
+
+def _puts_general(
+    keys: Sequence[str], payloads: Sequence[bytes], timestamp: float, expiration: float, seq: int
+) -> tuple[bytes, list[int]]:
     ts_us = round(timestamp * 1_000_000)
     exp_us = round(expiration * 1_000_000) if expiration else 0
+    parts = [
+        _encode(1, key, payload, ts_us, exp_us, b"", seq)
+        for seq, (key, payload) in enumerate(zip(keys, payloads, strict=True), seq + 1)
+    ]
+    return b"".join(parts), [len(part) for part in parts]
+
+
+def _puts_fast(
+    keys: Sequence[str], payloads: Sequence[bytes], timestamp: float, expiration: float, seq: int
+) -> tuple[bytes, list[int]]:
+    digest = xxhash.xxh3_64_digest
+    marker = RECORD_MARKER
+    ts_us = round(timestamp * 1_000_000)
+    exp_us = round(expiration * 1_000_000) if expiration else 0
+    kind = int(RecordKind.PUT)
+    base = RECORD_OVERHEAD
+    if exp_us:
+        kind |= FLAG_EXPIRATION
+        base += _EXP_SIZE
+    kind_u64 = kind | FLAG_U64_KEY
+    base_u64 = base + _U64_SIZE
+    pack_u64 = HEAD_EXP_U64.pack if exp_us else HEAD_U64.pack
+    pack_text = HEAD_EXP.pack if exp_us else RECORD_HEADER.pack
     parts: list[bytes] = []
     add = parts.append
-    offsets: list[int] = []
     sizes: list[int] = []
+    add_size = sizes.append
     for key, payload in zip(keys, payloads, strict=True):
-        raw_key = key.encode()
-        k, p = len(raw_key), len(payload)
-        pad = -(overhead + k + p) & 7
-        length = overhead + k + p + pad
-        if length > limit:
-            raise RecordTooLargeError(length, limit)
+        raw = key.encode()
+        p = len(payload)
         seq += 1
-        body = join(
-            (
-                pack(marker, length, put, 0, 0, k, 0, p, seq, ts_us, exp_us),
-                raw_key,
-                payload,
-                pads[pad],
-            )
-        )
-        add(body)
-        add(pack_sum(digest(body)))
-        offsets.append(offset)
-        sizes.append(length)
-        offset += length
-    return join(parts), offsets, sizes
-
-
-def walk_records(log: AppendLog, off: int) -> Iterator[LogRecord]:
-    """The loop behind ``AppendLog.scan``: records from the record boundary ``off``."""
-    epoch = log._epoch
-    unpack = RECORD_HEADER.unpack_from
-    new = _new
-    kinds = cast(tuple[RecordKind, ...], KINDS)  # verified records have a valid kind
-    while True:
-        mm, end = log._mm, log._end
-        if log._epoch is not epoch or mm is None:
-            raise StoreClosedError(f"scan of log {log.path} (closed or compacted)")
-        if off >= end:
-            return
-        while off < end:
-            (_m, length, kind, _f, _r, k, c, p, seq, ts, exp) = unpack(mm, off)
-            pos = off + 48
-            stop = pos + k
-            key = mm[pos:stop].decode()
-            if c:
-                pos, stop = stop, stop + c
-                corr = mm[pos:stop]
+        if raw.isdigit() and (raw[0] != 48 or len(raw) == 1):
+            # Canonical digits: int() and the pack raise beyond the u64 range.
+            length = base_u64 + p
+            if exp_us:
+                body = pack_u64(length, marker, kind_u64, 8, p, seq, ts_us, exp_us, int(key))
             else:
-                corr = b""
-            fields = (
-                off,
-                kinds[kind],
-                seq,
-                ts / 1e6,
-                exp / 1e6,
-                key,
-                corr,
-                mm[stop : stop + p],
-            )
-            off += length
-            yield new(LogRecord, fields)
-            if log._epoch is not epoch:
-                break
-
-
-def walk_entries(log: AppendLog, off: int) -> Iterator[ScanEntry]:
-    """The loop behind ``AppendLog.scan_entries``: entry tuples from ``off``."""
-    epoch = log._epoch
-    unpack = RECORD_HEADER.unpack_from
-    kinds = cast(tuple[RecordKind, ...], KINDS)
-    while True:
-        mm, end = log._mm, log._end
-        if log._epoch is not epoch or mm is None:
-            raise StoreClosedError(f"scan of log {log.path} (closed or compacted)")
-        if off >= end:
-            return
-        while off < end:
-            (_m, length, kind, _f, _r, k, c, p, seq, ts, exp) = unpack(mm, off)
-            pos = off + 48
-            entry = (
-                off,
-                kinds[kind],
-                seq,
-                ts / 1e6,
-                exp / 1e6,
-                mm[pos : pos + k].decode(),
-                mm[pos + k : pos + k + c] if c else b"",
-                p,
-            )
-            off += length
-            yield entry
-            if log._epoch is not epoch:
-                break
+                body = pack_u64(length, marker, kind_u64, 8, p, seq, ts_us, int(key))
+            body += payload
+        else:
+            k = len(raw)
+            if k > MAX_FIELD:
+                check_field_sizes(raw, b"")
+            length = base + k + p
+            if exp_us:
+                head = pack_text(length, marker, kind, k, p, seq, ts_us, exp_us)
+            else:
+                head = pack_text(length, marker, kind, k, p, seq, ts_us)
+            body = b"".join((head, raw, payload))
+        add(body)
+        add(digest(body))
+        add_size(length)
+    return b"".join(parts), sizes

@@ -10,18 +10,19 @@ from __future__ import annotations
 import errno
 import mmap
 import os
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import weakref
+from collections.abc import Callable, Collection, Iterable, Sequence
 
 from sowlib.errors import (
     ConfigError,
     CorruptRecordError,
     FormatVersionError,
     ReadOnlyError,
-    StoreClosedError,
     UnsupportedOperationError,
 )
-from sowlib.storage.checkpoint import read_checkpoint, write_checkpoint
+from sowlib.storage.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from sowlib.storage.compaction import (
+    PAGE,
     NewFile,
     copy_kept,
     create_log,
@@ -31,16 +32,11 @@ from sowlib.storage.compaction import (
 )
 from sowlib.storage.format import (
     MAGIC,
-    PREFIX,
     RECORD_HEADER,
-    RECORD_HEADER_SIZE,
-    RECORD_MARKER,
-    Checkpoint,
     FileHeader,
     LogRecord,
     RecordKind,
     decode_header,
-    decode_record,
     encode_header,
     record_problem,
 )
@@ -50,19 +46,18 @@ from sowlib.storage.framing import (
     frame_batch,
     frame_one,
     frame_puts,
-    walk_entries,
     walk_records,
 )
 from sowlib.storage.fs import FileSystem
 from sowlib.storage.lock import lock_fd
+from sowlib.storage.reader import LogReader
 from sowlib.storage.recovery import (
     RecoveryReport,
-    check_records,
-    garbage_end,
-    read_tail,
+    check_log,
     recover,
     recover_live,
 )
+from sowlib.storage.walk import EntryList
 
 __all__ = ["MIN_SLAB_SIZE", "SLAB_HEADROOM", "AppendLog", "ScanEntry"]
 
@@ -70,15 +65,14 @@ MIN_SLAB_SIZE = 4096
 """Smallest accepted ``slab_size``."""
 SLAB_HEADROOM = 64
 """A record may use at most ``slab_size - SLAB_HEADROOM`` bytes."""
-_PAGE = mmap.ALLOCATIONGRANULARITY
 
 
 def _seq_at(buf: mmap.mmap, offset: int) -> int:
-    seq: int = RECORD_HEADER.unpack_from(buf, offset)[8]
+    seq: int = RECORD_HEADER.unpack_from(buf, offset)[5]
     return seq
 
 
-class AppendLog:
+class AppendLog(LogReader):
     """An append-only log of PUT / DELETE / EXPIRE records in one memory-mapped file.
 
     Opening an existing file reads ``meta`` from its header (the ``meta`` argument is then
@@ -134,6 +128,10 @@ class AppendLog:
         self._fd = -1
         self._epoch: object | None = None
         self._ckpt: tuple[bytes, int] | None = None
+        # Entries the open verified, waiting for the first scan_entries from their start
+        # (start, end, entries); the list handed out is cleared when the epoch ends.
+        self._pending: tuple[int, int, EntryList] | None = None
+        self._handed: weakref.ref[EntryList] | None = None
         self._dirty = -1
         if not readonly and meta is not None and not os.path.exists(self.path):
             create_log(self._fs, self.path, bytes(meta), slab_size)
@@ -173,6 +171,7 @@ class AppendLog:
             reason = record_problem(mm, found.end, self._size) or "zeroed record"
             raise CorruptRecordError(self.path, found.end, reason)
         self._end = found.end
+        self._pending = (start, found.end, found.entries)
         cut = 0
         if found.garbage_end > found.end and not self.readonly:
             cut = found.garbage_end - found.end
@@ -190,39 +189,6 @@ class AppendLog:
         self.meta = header.meta
         self.generation = header.generation
         self._header_len = header.header_len
-
-    # ------------------------------------------------------------------ state
-
-    @property
-    def closed(self) -> bool:
-        """True after :meth:`close`."""
-        return self._mm is None
-
-    @property
-    def file_size(self) -> int:
-        """Current size of the (slab-aligned) file in bytes."""
-        return self._size
-
-    @property
-    def end_offset(self) -> int:
-        """Offset where the next record goes (end of the last intact record)."""
-        return self._end
-
-    @property
-    def record_count(self) -> int:
-        """Records in the file (every kind, superseded versions included)."""
-        return self._records
-
-    @property
-    def header_len(self) -> int:
-        """Offset of the first record."""
-        return self._header_len
-
-    def _live(self) -> mmap.mmap:
-        mm = self._mm
-        if mm is None:
-            raise StoreClosedError(f"log {self.path}")
-        return mm
 
     def __enter__(self) -> AppendLog:
         return self
@@ -379,124 +345,25 @@ class AppendLog:
         if self.readonly:
             return
         if self._dirty >= 0:
-            lo = self._dirty - self._dirty % _PAGE
+            lo = self._dirty - self._dirty % PAGE
             self._fs.msync(mm, lo, self._end - lo)
             self._dirty = -1
         self._fs.fsync(self._fd)
 
-    # ------------------------------------------------------------------ reading
-
-    def read(self, offset: int) -> LogRecord:
-        """Return the record at ``offset`` after verifying its checksum; O(record size).
-
-        Raises:
-            CorruptRecordError: no intact record starts at ``offset``.
-        """
-        mm = self._live()
-        if not self._header_len <= offset < self._end:
-            raise CorruptRecordError(self.path, offset, "offset outside the written records")
-        return decode_record(mm, offset, self._end, self.path)
-
-    def read_payload(self, offset: int) -> bytes:
-        """Return only the payload at ``offset``, without the checksum; O(len(payload)).
-
-        Raises:
-            CorruptRecordError: ``offset`` is not a record boundary.
-        """
-        mm = self._live()
-        if self._header_len <= offset < self._end - RECORD_HEADER_SIZE:
-            (marker, _n, _k, _f, _r, k, c, p, _s, _t, _e) = RECORD_HEADER.unpack_from(mm, offset)
-            start = offset + RECORD_HEADER_SIZE + k + c
-            if marker == RECORD_MARKER and start + p <= self._end:
-                return mm[start : start + p]
-        raise CorruptRecordError(self.path, offset, "not a record boundary")
-
-    def _start(self, start: int | None) -> int:
-        mm = self._live()
-        off = self._header_len if start is None else start
-        if off != self._end and (
-            not self._header_len <= off < self._end
-            or PREFIX.unpack_from(mm, off)[0] != RECORD_MARKER
-        ):
-            raise CorruptRecordError(self.path, off, "not a record boundary")
-        return off
-
-    def scan(self, start: int | None = None) -> Iterator[LogRecord]:
-        """Yield records in file order from ``start`` (default: the first); ~1 µs per record.
-
-        Records were verified when they were recovered, refreshed or written, so the scan
-        does not recheck checksums (``read`` and ``check`` do). Records appended while the
-        iterator is suspended are yielded too.
-
-        Raises:
-            CorruptRecordError: ``start`` is not a record boundary.
-            StoreClosedError: the log was closed (or compacted) while iterating.
-        """
-        return walk_records(self, self._start(start))
-
-    def scan_entries(self, start: int | None = None) -> Iterator[ScanEntry]:
-        """Yield ``(offset, kind, seq, timestamp, expiration, key, correlation_id, payload_len)``.
-
-        The same walk as :meth:`scan` (file order, no checksum recheck, follows appends made
-        while suspended) but yields plain tuples and never copies a payload: what a caller
-        rebuilding its key map on open needs. Times are float seconds, as in LogRecord;
-        ``payload_len`` is the payload's size in bytes (``read_payload`` fetches it).
-        O(1) per record (no payload copy), about a third of ``scan``.
-
-        Raises:
-            CorruptRecordError: ``start`` is not a record boundary.
-            StoreClosedError: the log was closed (or compacted) while iterating.
-        """
-        return walk_entries(self, self._start(start))
-
-    def refresh(self) -> list[LogRecord] | None:
-        """Read records appended by the writer since the last refresh; O(new bytes).
-
-        Returns:
-            The new complete records in order ([] for a writer, which sees its own appends),
-            or None when the file was replaced (compaction or repair): reopen it.
-        """
-        mm = self._live()
-        if not self.readonly:
-            return []
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        if (st.st_dev, st.st_ino) != self._ino:
-            return None
-        size = os.fstat(self._fd).st_size
-        if size > self._size:
-            mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
-            self._size = size
-        new = read_tail(mm, self._end, self._size, self.path)
-        if new:
-            last = new[-1]
-            self._last_off = last.offset
-            self._end = last.offset + PREFIX.unpack_from(mm, last.offset)[1]
-            self._records += len(new)
-            self.last_seq = max(self.last_seq, last.seq)
-        return new
-
-    def load_checkpoint(self) -> tuple[bytes, int] | None:
-        """Return ``(blob, end_offset_at_close)`` from the clean-close checkpoint, if valid.
-
-        The caller restores its state from ``blob`` and replays ``scan(start=end_offset)``.
-        A writer read (and deleted) the side file when it opened; after a compaction there
-        is no valid checkpoint.
-        """
-        self._live()
-        return self._ckpt
-
     # ------------------------------------------------------------------ maintenance
 
     def compact(
-        self, keep: Callable[[LogRecord], bool], meta: bytes | None = None
+        self, keep: Callable[[LogRecord], bool] | Collection[int], meta: bytes | None = None
     ) -> dict[int, int]:
         """Rewrite the log keeping the records ``keep`` accepts; O(file size).
 
-        Records keep their seq, times and bytes; the header gets the next generation and
-        ``meta`` (default: unchanged). See ``sowlib.storage.compaction`` for the crash rule.
+        ``keep`` is a predicate over every record, or the offsets of the records to keep
+        (then only those are read: O(kept), the topic layer's path).
+
+        Kept records are copied verbatim (seq, times and bytes unchanged); the header gets
+        the next generation and ``meta`` (default: unchanged). The new file is sized to its
+        used bytes rounded up to a page; later appends grow it by slabs as before. See
+        ``sowlib.storage.compaction`` for the crash rule.
 
         Returns:
             ``{old_offset: new_offset}`` for every kept record.
@@ -510,8 +377,18 @@ class AppendLog:
         header = encode_header(self.generation + 1, self._fs.time(), self.last_seq, meta)
         tmp = self.path + ".compact.tmp"
         mapping: dict[int, int] = {}
-        chunks = copy_kept(mm, walk_records(self, self._header_len), keep, len(header), mapping)
-        new = write_log_file(self._fs, tmp, header, chunks, self._slab)
+        if callable(keep):
+            offsets: Iterable[int] = [
+                r.offset for r in walk_records(self, self._header_len) if keep(r)
+            ]
+        else:
+            offsets = sorted(keep)
+            if offsets and not (self._header_len <= offsets[0] and offsets[-1] < self._end):
+                raise CorruptRecordError(self.path, offsets[0], "offset outside the records")
+        chunks = copy_kept(mm, offsets, len(header), mapping)
+        new = write_log_file(self._fs, tmp, header, chunks, PAGE)
+        last = next(reversed(mapping.values())) if mapping else 0
+        new = NewFile(new.fd, new.end, new.size, len(mapping), last)
         try:
             install(self._fs, tmp, self.path)
         except BaseException:
@@ -524,6 +401,7 @@ class AppendLog:
         return mapping
 
     def _swap(self, new: NewFile) -> None:
+        self._end_epoch()
         old_mm, old_fd = self._mm, self._fd
         self._fd = new.fd
         self._mm = mmap.mmap(new.fd, new.size, access=mmap.ACCESS_WRITE)
@@ -545,19 +423,7 @@ class AppendLog:
             CorruptRecordError: a header or record fails its checks.
             AssertionError: an in-memory field disagrees with the file.
         """
-        mm = self._live()
-        header = decode_header(mm, self._size, self.path)
-        if (header.generation, header.header_len) != (self.generation, self._header_len):
-            raise AssertionError(f"{self.path}: header changed under the open log")
-        count, top = check_records(mm, self.path, self._header_len, self._end)
-        if count != self._records:
-            raise AssertionError(f"{self.path}: {count} records, expected {self._records}")
-        if self.last_seq < max(top, header.base_seq):
-            raise AssertionError(f"{self.path}: last_seq {self.last_seq} below {top}")
-        if os.fstat(self._fd).st_size < self._size:
-            raise AssertionError(f"{self.path}: file shorter than its mapping")
-        if not self.readonly and garbage_end(mm, self._end, self._size) != self._end:
-            raise AssertionError(f"{self.path}: non-zero bytes after end offset {self._end}")
+        check_log(self)
 
     # ------------------------------------------------------------------ closing
 
@@ -591,6 +457,7 @@ class AppendLog:
             self._release()
 
     def _release(self) -> None:
+        self._end_epoch()
         mm, self._mm, self._epoch = self._mm, None, None
         if mm is not None:
             mm.close()

@@ -6,7 +6,7 @@ nothing touches the disk. Imports only ``errors`` and the storage records.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from sowlib.errors import StoreClosedError
 from sowlib.storage import LogRecord, RecordKind
@@ -118,7 +118,10 @@ class MemoryLog:
     def scan_entries(
         self, start: int | None = None
     ) -> Iterator[tuple[int, RecordKind, int, float, float, str, bytes, int]]:
-        """Like ``AppendLog.scan_entries``: header fields and payload length, in order."""
+        """Like ``AppendLog.scan_entries``: header fields and an estimated framed size.
+
+        The size is ``len(payload) + len(key) + 48``, the estimate ``append_puts`` returns.
+        """
         for r in self.scan(start):
             yield (
                 r.offset,
@@ -128,18 +131,24 @@ class MemoryLog:
                 r.expiration,
                 r.key,
                 r.correlation_id,
-                len(r.payload),
+                len(r.payload) + len(r.key) + 48,
             )
 
     def compact(
-        self, keep: Callable[[LogRecord], bool], meta: bytes | None = None
+        self, keep: Callable[[LogRecord], bool] | Collection[int], meta: bytes | None = None
     ) -> dict[int, int]:
-        """Drop records ``keep`` rejects; returns old -> new offsets of kept ones."""
+        """Drop records ``keep`` rejects (a predicate, or the offsets to keep).
+
+        Returns old -> new offsets of the kept records.
+        """
         self._check()
+        wanted = None if callable(keep) else set(keep)
         mapping: dict[int, int] = {}
         kept: list[LogRecord | None] = []
         for rec in self._records:
-            if rec is not None and keep(rec):
+            if rec is None:
+                continue
+            if keep(rec) if wanted is None else rec.offset in wanted:  # type: ignore[operator]
                 mapping[rec.offset] = len(kept)
                 kept.append(
                     LogRecord(

@@ -11,22 +11,18 @@ import mmap
 import os
 import shutil
 import time
+from typing import TYPE_CHECKING
 
 import attrs
-import xxhash
 
 from sowlib.errors import FormatVersionError
-from sowlib.storage.compaction import install, write_log_file
+from sowlib.storage.compaction import PAGE, install, write_log_file
 from sowlib.storage.format import (
-    CHECKSUM,
     FILE_HEADER,
     MAGIC,
     MARKER_BYTES,
     PREFIX,
-    RECORD_ALIGN,
     RECORD_HEADER,
-    RECORD_MARKER,
-    RECORD_OVERHEAD,
     Buf,
     FileHeader,
     LogRecord,
@@ -37,11 +33,16 @@ from sowlib.storage.format import (
 )
 from sowlib.storage.fs import FileSystem
 from sowlib.storage.lock import lock_fd
+from sowlib.storage.walk import EntryList, verify_entries
+
+if TYPE_CHECKING:
+    from sowlib.storage.log import AppendLog
 
 __all__ = [
     "RecoveryReport",
     "ScanResult",
     "VerifyReport",
+    "check_log",
     "check_records",
     "find_next_valid",
     "garbage_end",
@@ -52,7 +53,7 @@ __all__ = [
     "walk",
 ]
 
-_REPAIR_SLAB = 1 << 20
+_MARKER_AT = 4  # byte of a record holding the marker (after the u32 length)
 
 
 @attrs.frozen
@@ -82,6 +83,7 @@ class ScanResult:
         last_offset: offset of the last intact record (0 if the run is empty).
         next_valid: an intact record after a damaged stretch at ``end`` (corruption), or None.
         garbage_end: end of the non-zero bytes after ``end`` (== end when the tail is clean).
+        entries: what ``scan_entries`` yields for the run, built while verifying it.
     """
 
     end: int
@@ -89,6 +91,7 @@ class ScanResult:
     last_offset: int
     next_valid: int | None
     garbage_end: int
+    entries: EntryList = attrs.field(factory=EntryList, eq=False, repr=False)
 
 
 @attrs.frozen
@@ -123,30 +126,13 @@ class VerifyReport:
 
 
 def walk(buf: Buf, start: int, limit: int) -> tuple[int, int, int]:
-    """Follow intact records from ``start``; O(bytes), about 0.5 µs per record.
-
-    Only the marker, length and checksum are checked: the checksum covers every other field.
+    """Follow intact records from ``start`` (checksums included); O(bytes).
 
     Returns:
         (offset after the last intact record, number of records, offset of the last one or 0).
     """
-    prefix = PREFIX.unpack_from
-    stored = CHECKSUM.unpack_from
-    digest = xxhash.xxh3_64_intdigest
-    marker_ok = RECORD_MARKER
-    stop = limit - RECORD_OVERHEAD
-    off, count, last = start, 0, 0
-    while off <= stop:
-        marker, length = prefix(buf, off)
-        if marker != marker_ok or length < RECORD_OVERHEAD or length & 7 or off + length > limit:
-            break
-        end = off + length - 8
-        if digest(buf[off:end]) != stored(buf, end)[0]:
-            break
-        last = off
-        off += length
-        count += 1
-    return off, count, last
+    end, last, entries = verify_entries(buf, start, limit)
+    return end, len(entries), last
 
 
 def garbage_end(buf: Buf, start: int, limit: int) -> int:
@@ -155,18 +141,20 @@ def garbage_end(buf: Buf, start: int, limit: int) -> int:
 
 
 def find_next_valid(buf: Buf, start: int, limit: int) -> int | None:
-    """Return the first aligned offset after ``start`` holding an intact record, or None.
+    """Return the first offset after ``start`` holding an intact record, or None.
 
-    Uses the record marker to skip ahead (``find`` runs in C), so scanning a zero tail or a
-    damaged stretch costs little; O(bytes).
+    Records are not aligned: every position whose byte 4 is the record marker is a
+    candidate. ``find`` runs in C and ``record_problem`` rejects most false candidates
+    before hashing, so scanning a zero tail or a damaged stretch costs little; O(bytes).
     """
-    pos = start + 1
+    at = _MARKER_AT
+    pos = start + 1 + at
     while True:
         found = buf.find(MARKER_BYTES, pos, limit)
         if found < 0:
             return None
-        if found % RECORD_ALIGN == 0 and record_problem(buf, found, limit) is None:
-            return found
+        if record_problem(buf, found - at, limit) is None:
+            return found - at
         pos = found + 1
 
 
@@ -178,10 +166,10 @@ def recover(buf: Buf, start: int, limit: int) -> ScanResult:
         start: a record boundary (first record, or a checkpoint's end offset).
         limit: file size.
     """
-    end, records, last = walk(buf, start, limit)
+    end, last, entries = verify_entries(buf, start, limit)
     tail = garbage_end(buf, end, limit)
     nxt = find_next_valid(buf, end, limit) if tail > end else None
-    return ScanResult(end, records, last, nxt, tail)
+    return ScanResult(end, len(entries), last, nxt, tail, entries)
 
 
 def recover_live(buf: Buf, start: int, limit: int, attempts: int = 200) -> ScanResult:
@@ -199,12 +187,14 @@ def recover_live(buf: Buf, start: int, limit: int, attempts: int = 200) -> ScanR
             return found
         time.sleep(0.001)
         again = recover(buf, found.end, limit)
+        found.entries.extend(again.entries)
         found = ScanResult(
             again.end,
             found.records + again.records,
             again.last_offset or found.last_offset,
             again.next_valid,
             again.garbage_end,
+            found.entries,
         )
     return found
 
@@ -223,8 +213,30 @@ def check_records(buf: Buf, file: str, start: int, end: int) -> tuple[int, int]:
         seq = decode_record(buf, off, end, file).seq
         if seq <= prev:
             raise AssertionError(f"{file}: seq {seq} at byte {off} is not above {prev}")
-        prev, count, off = seq, count + 1, off + PREFIX.unpack_from(buf, off)[1]
+        prev, count, off = seq, count + 1, off + PREFIX.unpack_from(buf, off)[0]
     return count, prev
+
+
+def check_log(log: AppendLog) -> None:
+    """The body of ``AppendLog.check``: header, every record, seqs, end offset; O(file size).
+
+    Raises:
+        CorruptRecordError: a header or record fails its checks.
+        AssertionError: an in-memory field of ``log`` disagrees with the file.
+    """
+    mm, path, end = log._live(), log.path, log.end_offset
+    header = decode_header(mm, log.file_size, path)
+    if (header.generation, header.header_len) != (log.generation, log.header_len):
+        raise AssertionError(f"{path}: header changed under the open log")
+    count, top = check_records(mm, path, log.header_len, end)
+    if count != log.record_count:
+        raise AssertionError(f"{path}: {count} records, expected {log.record_count}")
+    if log.last_seq < max(top, header.base_seq):
+        raise AssertionError(f"{path}: last_seq {log.last_seq} below {top}")
+    if os.fstat(log._fd).st_size < log.file_size:
+        raise AssertionError(f"{path}: file shorter than its mapping")
+    if not log.readonly and garbage_end(mm, end, log.file_size) != end:
+        raise AssertionError(f"{path}: non-zero bytes after end offset {end}")
 
 
 def read_tail(buf: Buf, start: int, limit: int, file: str) -> list[LogRecord]:
@@ -236,12 +248,12 @@ def read_tail(buf: Buf, start: int, limit: int, file: str) -> list[LogRecord]:
     off = start
     while record_problem(buf, off, limit) is None:
         out.append(decode_record(buf, off, limit, file))
-        off += PREFIX.unpack_from(buf, off)[1]
+        off += PREFIX.unpack_from(buf, off)[0]
     return out
 
 
 def _seq_at(buf: Buf, offset: int) -> int:
-    seq: int = RECORD_HEADER.unpack_from(buf, offset)[8]
+    seq: int = RECORD_HEADER.unpack_from(buf, offset)[5]
     return seq
 
 
@@ -301,7 +313,7 @@ def _examine(mm: mmap.mmap, size: int, file: str) -> tuple[VerifyReport, list[tu
     off, last_seq, end = header.header_len, 0, header.header_len
     while off < size:
         if record_problem(mm, off, size) is None and _seq_at(mm, off) > last_seq:
-            length = PREFIX.unpack_from(mm, off)[1]
+            length = PREFIX.unpack_from(mm, off)[0]
             intact.append((off, length))
             last_seq = _seq_at(mm, off)
             off = end = off + length
@@ -347,7 +359,7 @@ def _repair(mm: mmap.mmap, file: str, intact: list[tuple[int, int]], report: Ver
         )
         tmp = file + ".compact.tmp"
         chunks = (mm[o : o + n] for o, n in intact)
-        new = write_log_file(fs, tmp, new_header, chunks, _REPAIR_SLAB)
+        new = write_log_file(fs, tmp, new_header, chunks, PAGE)
         try:
             install(fs, tmp, file)
         finally:

@@ -36,7 +36,9 @@ from sowlib.storage.format import (
     encode_header,
     encode_record,
     record_size,
+    stored_key,
 )
+from sowlib.storage.framing import framed_size
 
 from .conftest import META, SLAB, open_log, put, replay
 
@@ -56,10 +58,11 @@ def test_record_encoding_round_trips(
     kind: RecordKind, key: str, corr: bytes, payload: bytes, seq: int, ts: int, exp: int
 ) -> None:
     data = encode_record(kind, key.encode(), corr, payload, seq, ts, exp)
-    assert len(data) == record_size(len(key.encode()), len(corr), len(payload))
-    assert len(data) % 8 == 0
-    rec = decode_record(b"\0" * 16 + data, 16, 16 + len(data))
-    assert rec == LogRecord(16, kind, seq, ts / 1_000_000, exp / 1_000_000, key, corr, payload)
+    stored = len(stored_key(key.encode())[1])
+    assert len(data) == record_size(stored, len(corr), len(payload), exp != 0)
+    assert len(data) == framed_size(key, len(corr), len(payload), exp / 1_000_000)
+    rec = decode_record(b"\0" * 13 + data, 13, 13 + len(data))
+    assert rec == LogRecord(13, kind, seq, ts / 1_000_000, exp / 1_000_000, key, corr, payload)
 
 
 def test_header_round_trips() -> None:
@@ -247,14 +250,17 @@ def test_not_a_log_is_a_format_error(log_path: Path) -> None:
         AppendLog(log_path, readonly=True)
 
 
-def test_unknown_version_is_a_format_error(new_log: Factory, log_path: Path) -> None:
+@pytest.mark.parametrize("version", [1, FORMAT_VERSION + 1])
+def test_other_versions_are_a_format_error(new_log: Factory, log_path: Path, version: int) -> None:
+    assert FORMAT_VERSION == 2
     new_log().close()
     with log_path.open("r+b") as fh:
         fh.seek(8)
-        fh.write(struct.pack("<H", FORMAT_VERSION + 1))
-    with pytest.raises(FormatVersionError) as info:
-        AppendLog(log_path)
-    assert info.value.found == FORMAT_VERSION + 1
+        fh.write(struct.pack("<H", version))
+    for opener in (AppendLog, lambda p: AppendLog(p, readonly=True), read_header):
+        with pytest.raises(FormatVersionError) as info:
+            opener(log_path)
+        assert (info.value.found, info.value.expected) == (version, FORMAT_VERSION)
 
 
 @pytest.mark.parametrize("where", [20, 30, 44])

@@ -84,7 +84,17 @@ def test_torn_tail_is_truncated_on_open_at_every_cut(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("field", "delta"),
-    [("marker", 0), ("length", 4), ("seq", 24), ("key", RECORD_HEADER_SIZE), ("payload", -20)],
+    [
+        ("length", 0),
+        ("marker", 4),
+        ("kind", 5),
+        ("key_len", 6),
+        ("payload_len", 8),
+        ("seq", 12),
+        ("key", RECORD_HEADER_SIZE),
+        ("payload", -20),
+        ("checksum", -1),
+    ],
 )
 def test_damaged_middle_record_is_corruption(tmp_path: Path, field: str, delta: int) -> None:
     path = tmp_path / "t.log"
@@ -107,7 +117,7 @@ def test_zeroed_middle_record_is_corruption(tmp_path: Path) -> None:
     assert info.value.offset == recs[1].offset
 
 
-@pytest.mark.parametrize("delta", [0, 4, 24, RECORD_HEADER_SIZE, -9, -1])
+@pytest.mark.parametrize("delta", [0, 3, 4, 5, 12, RECORD_HEADER_SIZE, -9, -1])
 def test_damaged_last_record_is_a_torn_tail(tmp_path: Path, delta: int) -> None:
     path = tmp_path / "t.log"
     recs = _fill(path)
@@ -127,7 +137,7 @@ def test_garbage_appended_after_the_slab_is_a_torn_tail(tmp_path: Path) -> None:
     path = tmp_path / "t.log"
     recs = _fill(path)
     with path.open("ab") as fh:
-        fh.write(b"\xd3\x0f\x5a\xa5partial")
+        fh.write(b"\x40\x00\x00\x00\xf5\x01partial")
     size = path.stat().st_size
     log = open_log(path)
     # the span from the last good boundary to the last non-zero byte is cut

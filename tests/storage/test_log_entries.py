@@ -18,7 +18,8 @@ from sowlib.errors import (
 )
 from sowlib.storage import AppendLog, LogRecord, RecordKind
 from sowlib.storage.format import decode_record, encode_record
-from sowlib.storage.framing import frame_batch, frame_one, frame_puts
+from sowlib.storage.framing import frame_batch, frame_one, frame_puts, framed_size
+from sowlib.storage.memory import MemoryLog
 
 from .conftest import put
 
@@ -59,14 +60,23 @@ def test_appended_record_matches_the_documented_layout(new_log: Factory) -> None
     log = new_log()
     off = log.end_offset
     log.append(RecordKind.PUT, "k", b"pay", timestamp=1.5, expiration=2.0, correlation_id=b"c")
-    body = (
-        struct.pack("<IIBBHIIIQqq", 0xA55A0FD3, 64, 1, 0, 0, 1, 1, 3, 1, 1_500_000, 2_000_000)
-        + b"kcpay"
-        + bytes(3)
+    second = log.end_offset
+    log.append(RecordKind.DELETE, "42", b"", timestamp=3.0)
+    end = log.end_offset
+    first = (
+        struct.pack("<IBBHIQq", 51, 0xF5, 0x31, 1, 3, 1, 1_500_000)
+        + struct.pack("<q", 2_000_000)
+        + struct.pack("<H", 1)
+        + b"c"
+        + b"k"
+        + b"pay"
     )
+    tomb = struct.pack("<IBBHIQq", 44, 0xF5, 0x42, 8, 0, 2, 3_000_000) + struct.pack("<Q", 42)
     log.close()
     raw = log_bytes(log)
-    assert raw[off : off + 64] == body + struct.pack("<Q", xxhash.xxh3_64_intdigest(body))
+    assert raw[off:second] == first + xxhash.xxh3_64_digest(first)
+    assert raw[second:end] == tomb + xxhash.xxh3_64_digest(tomb)
+    assert struct.unpack(">Q", raw[end - 8 : end])[0] == xxhash.xxh3_64_intdigest(tomb)
 
 
 def log_bytes(log: AppendLog) -> bytes:
@@ -84,14 +94,19 @@ def test_scan_entries_mirror_scan_without_payloads(new_log: Factory) -> None:
     for i in range(40):  # crosses slab boundaries
         put(log, f"k{i}", bytes([i]) * 150)
     entries = list(log.scan_entries())
-    assert entries == [(*rec[:7], len(rec.payload)) for rec in log.scan()]
+    records = list(log.scan())
+    ends = [rec.offset for rec in records[1:]] + [log.end_offset]
+    assert entries == [(*rec[:7], end - rec.offset) for rec, end in zip(records, ends, strict=True)]
+    assert [e[7] for e in entries] == [
+        framed_size(r.key, len(r.correlation_id), len(r.payload), r.expiration) for r in records
+    ]
     assert [e[1] for e in entries[:4]] == [
         RecordKind.PUT,
         RecordKind.PUT,
         RecordKind.DELETE,
         RecordKind.EXPIRE,
     ]
-    assert entries[1][3:] == (2.0, 9.5, "b", b"id", 2)
+    assert entries[1][3:7] == (2.0, 9.5, "b", b"id")
     assert list(log.scan_entries(entries[2][0])) == entries[2:]
     assert list(log.scan_entries(log.end_offset)) == []
 
@@ -206,4 +221,24 @@ def test_append_puts_rejects_an_oversized_record_whole(new_log: Factory) -> None
     end = log.end_offset
     with pytest.raises(RecordTooLargeError):
         log.append_puts(["a", "b"], [b"ok", bytes(5000)], 1.0, 0.0)
-    assert log.end_offset == end and log.last_seq == 0
+    assert log.end_offset == end
+    assert log.last_seq == 0
+
+
+def test_compact_by_offsets_keeps_exactly_those_records(new_log: Factory) -> None:
+    log = new_log()
+    offsets, _, _ = log.append_puts(["a", "b", "c", "d"], [b"1", b"22", b"333", b"4444"], 1.0, 0.0)
+    mapping = log.compact({offsets[3], offsets[1]})
+    assert sorted(mapping) == [offsets[1], offsets[3]]
+    assert [(r.key, r.payload) for r in log.scan()] == [("b", b"22"), ("d", b"4444")]
+    assert log.read(mapping[offsets[3]]).payload == b"4444"
+    with pytest.raises(CorruptRecordError):
+        log.compact([log.end_offset + 8])
+    assert [r.key for r in log.scan()] == ["b", "d"]
+
+
+def test_memory_log_compacts_by_offsets_too() -> None:
+    log = MemoryLog()
+    offsets, _, _ = log.append_puts(["a", "b"], [b"1", b"2"], 1.0, 0.0)
+    assert log.compact([offsets[1]]) == {offsets[1]: 0}
+    assert [r.key for r in log.scan()] == ["b"]

@@ -73,7 +73,7 @@ def test_readonly_open_does_not_modify_a_torn_file(new_log: Factory, log_path: P
     writer.close()
     with log_path.open("r+b") as fh:
         fh.seek(end)
-        fh.write(b"\xd3\x0f\x5a\xa5\x40")
+        fh.write(b"\x40\x00\x00\x00\xf5\x01")
     before = log_path.read_bytes()
     reader = new_log(readonly=True)
     assert reader.end_offset == end

@@ -1,0 +1,177 @@
+"""The per-record read hot paths: walking records for ``scan`` / ``scan_entries`` and recovery.
+
+``walk_records`` / ``walk_entries`` follow the log's live state (its map, end offset and
+epoch) over records already verified. ``verify_entries`` is the recovery walk of an open: it
+checks every record's checksum and, in the same pass, builds what ``scan_entries`` yields,
+so the first ``scan_entries`` after an open does not read the file again. Imports only
+``sowlib.errors`` and ``sowlib.storage.format`` (never ``log``: the log is duck-typed).
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, cast
+
+import xxhash
+
+from sowlib.errors import StoreClosedError
+from sowlib.storage.format import (
+    FAST_FLAGS,
+    FLAG_RESERVED,
+    FLAG_U64_KEY,
+    HEAD_U64,
+    KIND_MASK,
+    KINDS,
+    RECORD_MARKER,
+    RECORD_OVERHEAD,
+    U64,
+    Buf,
+    LogRecord,
+    RecordKind,
+    decode_fields,
+    expected_length,
+)
+
+if TYPE_CHECKING:
+    from sowlib.storage.reader import LogReader
+
+__all__ = ["EntryList", "ScanEntry", "verify_entries", "walk_entries", "walk_records"]
+
+ScanEntry = tuple[int, RecordKind, int, float, float, str, bytes, int]
+"""What ``AppendLog.scan_entries`` yields: a LogRecord's fields with the framed size last."""
+
+_new = tuple.__new__
+_FAST_OVERHEAD = RECORD_OVERHEAD + U64.size  # a PUT/DELETE/EXPIRE with only a u64 key
+
+
+class EntryList(list[ScanEntry]):
+    """The entries an open verified, kept for the first ``scan_entries`` (weak-referenceable).
+
+    The log clears it when it is closed or compacted, which ends an iterator over it.
+    """
+
+
+def walk_records(log: LogReader, off: int) -> Iterator[LogRecord]:
+    """The loop behind ``AppendLog.scan``: records from the record boundary ``off``.
+
+    The epoch is captured at the call, so closing or compacting the log before the first
+    ``next`` also raises StoreClosedError.
+    """
+    return _walk_records(log, off, log._epoch)
+
+
+def _walk_records(log: LogReader, off: int, epoch: object) -> Iterator[LogRecord]:
+    unpack = HEAD_U64.unpack_from
+    new = _new
+    kinds = cast(tuple[RecordKind, ...], KINDS)  # verified records have a valid kind
+    fields_of = decode_fields
+    while True:
+        mm, end = log._mm, log._end
+        if log._epoch is not epoch or mm is None:
+            raise StoreClosedError(f"scan of log {log.path} (closed or compacted)")
+        if off >= end:
+            return
+        while off < end:
+            length, _m, kb, k, p, seq, ts, word = unpack(mm, off)
+            if kb & FAST_FLAGS == FLAG_U64_KEY:
+                pos = off + _FAST_OVERHEAD - 8
+                fields = (off, kinds[kb & KIND_MASK], seq, ts / 1e6, 0.0, str(word), b"")
+            else:
+                exp, corr, key, pos = fields_of(mm, off, kb, k)
+                fields = (off, kinds[kb & KIND_MASK], seq, ts / 1e6, exp / 1e6, key, corr)
+            off += length
+            yield new(LogRecord, (*fields, mm[pos : pos + p]))
+            if log._epoch is not epoch:
+                break
+
+
+def walk_entries(log: LogReader, off: int, epoch: object | None = None) -> Iterator[ScanEntry]:
+    """The loop behind ``AppendLog.scan_entries``: entry tuples from ``off``.
+
+    Args:
+        log: the open log.
+        off: a record boundary.
+        epoch: the log epoch the walk belongs to (default: the current one).
+    """
+    return _walk_entries(log, off, log._epoch if epoch is None else epoch)
+
+
+def _walk_entries(log: LogReader, off: int, epoch: object) -> Iterator[ScanEntry]:
+    unpack = HEAD_U64.unpack_from
+    kinds = cast(tuple[RecordKind, ...], KINDS)
+    fields_of = decode_fields
+    while True:
+        mm, end = log._mm, log._end
+        if log._epoch is not epoch or mm is None:
+            raise StoreClosedError(f"scan of log {log.path} (closed or compacted)")
+        if off >= end:
+            return
+        while off < end:
+            length, _m, kb, k, _p, seq, ts, word = unpack(mm, off)
+            if kb & FAST_FLAGS == FLAG_U64_KEY:
+                entry = (off, kinds[kb & KIND_MASK], seq, ts / 1e6, 0.0, str(word), b"", length)
+            else:
+                exp, corr, key, _pos = fields_of(mm, off, kb, k)
+                entry = (off, kinds[kb & KIND_MASK], seq, ts / 1e6, exp / 1e6, key, corr, length)
+            off += length
+            yield entry
+            if log._epoch is not epoch:
+                break
+
+
+def verify_entries(buf: Buf, start: int, limit: int) -> tuple[int, int, EntryList]:
+    """Follow intact records from ``start``, checksums included, collecting their entries.
+
+    O(bytes), one pass. Stops at the first position that does not hold an intact record
+    (bad marker, kind byte, length or checksum, or fields that do not add up to the length).
+    The cyclic GC is paused meanwhile: the loop allocates one tuple per record and nothing
+    in it can form a cycle, but each collection would rescan the growing list.
+
+    Returns:
+        ``(offset after the last intact record, offset of the last one or 0, the entries)``.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _verify_entries(buf, start, limit)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _verify_entries(buf: Buf, start: int, limit: int) -> tuple[int, int, EntryList]:
+    unpack = HEAD_U64.unpack_from
+    digest = xxhash.xxh3_64_digest
+    kinds = KINDS
+    marker_ok = RECORD_MARKER
+    put_u64 = int(RecordKind.PUT) | FLAG_U64_KEY
+    put = RecordKind.PUT
+    fast_overhead = _FAST_OVERHEAD
+    stop = limit - RECORD_OVERHEAD
+    entries = EntryList()
+    add = entries.append
+    off = start
+    while off <= stop:
+        length, marker, kb, k, p, seq, ts, word = unpack(buf, off)
+        nxt = off + length
+        if kb == put_u64 and marker == marker_ok and length == p + fast_overhead and nxt <= limit:
+            # The common record: a PUT with a u64 key, no expiration, no correlation id.
+            end = nxt - 8
+            if k != 8 or digest(buf[off:end]) != buf[end:nxt]:
+                break
+            add((off, put, seq, ts / 1e6, 0.0, str(word), b"", length))
+            off = nxt
+            continue
+        kind = kinds[kb & KIND_MASK]
+        if marker != marker_ok or length < RECORD_OVERHEAD or nxt > limit or kind is None:
+            break
+        if kb & FLAG_RESERVED or expected_length(buf, off, length, kb, k) != length:
+            break
+        end = nxt - 8
+        if digest(buf[off:end]) != buf[end:nxt]:
+            break
+        exp, corr, key, _pos = decode_fields(buf, off, kb, k)
+        add((off, kind, seq, ts / 1e6, exp / 1e6, key, corr, length))
+        off = nxt
+    return off, entries[-1][0] if entries else 0, entries
