@@ -91,16 +91,25 @@ class ContentKeyGenerator:
     def keys_of(self, docs: Sequence[Any]) -> list[str]:
         """The keys of many documents, as calling the generator on each gives; O(total fields).
 
-        The batch publish path: one loop with its lookups hoisted.
+        Raises:
+            MissingKeyFieldError: a document lacks a key field.
+        """
+        return list(map(str, self.hashes_of(docs)))
+
+    def hashes_of(self, docs: Sequence[Any]) -> list[int]:
+        """The 64-bit hashes whose decimal text is each document's key; O(total fields).
+
+        The batch publish path: one loop with its lookups hoisted; the storage layer
+        packs these integers instead of parsing the key text back.
 
         Raises:
             MissingKeyFieldError: a document lacks a key field.
         """
         single = self._single
         if single is None:
-            return [self(doc) for doc in docs]
+            return [int(self(doc)) for doc in docs]
         getter, head, digest = single.getter, self._head, xxhash.xxh64_intdigest
-        out: list[str] = []
+        out: list[int] = []
         add = out.append
         for doc in docs:
             value = getter(doc) if type(doc) is dict else None
@@ -113,7 +122,7 @@ class ContentKeyGenerator:
                 text = canonical_text(value)
             if text is None:
                 raise MissingKeyFieldError(self.topic, single.to_text())
-            add(str(digest(head + text.encode("utf-8", "surrogateescape"))))
+            add(digest(head + text.encode("utf-8", "surrogateescape")))
         return out
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:

@@ -374,15 +374,16 @@ class TopicCore:
         decode_many = getattr(self._codec, "decode_many", None)
         try:
             docs = decode_many(payloads) if decode_many else list(map(self._codec.decode, payloads))
-            keys = content.keys_of(docs)
+            hashes = content.hashes_of(docs)
         except SowError:
             return None
+        keys = list(map(str, hashes))
         now = self._clock()
         expires = self._expires_at(expiration, now)
         # Times as the log stores them (microseconds), so a reopen reads the same values.
         stamp = round(now * 1_000_000) / 1_000_000
         expires = round(expires * 1_000_000) / 1_000_000 if expires else 0.0
-        offsets, sizes, seq = self._log.append_puts(keys, payloads, stamp, expires)
+        offsets, sizes, seq = self._log.append_puts(keys, payloads, stamp, expires, hashes)
         entries, docs_map = self._entries, self._docs
         get_entry = entries.get
         # Unindexed topics cache only Records read since their key's last write

@@ -217,6 +217,7 @@ def frame_puts(
     seq: int,
     offset: int,
     limit: int,
+    key_ints: Sequence[int] | None = None,
 ) -> tuple[bytes, list[int], list[int]]:
     """Frame PUT records that share one timestamp and expiration; O(total bytes).
 
@@ -232,6 +233,8 @@ def frame_puts(
         seq: the log's last seq before the batch (records get ``seq + 1, ...``).
         offset: where the caller will write the bytes.
         limit: the largest framed size allowed for one record.
+        key_ints: when given, ``keys[i] == str(key_ints[i])`` and each is below 2**64
+            (content keys): packed as they are, without parsing the text.
     Returns:
         ``(all record bytes, each record's offset, each record's framed size)``.
     Raises:
@@ -239,7 +242,10 @@ def frame_puts(
         UnsupportedOperationError: a key longer than 65535 bytes.
     """
     try:
-        data, sizes = _puts_fast(keys, payloads, timestamp, expiration, seq)
+        if key_ints is not None:
+            data, sizes = _puts_u64(key_ints, payloads, timestamp, expiration, seq)
+        else:
+            data, sizes = _puts_fast(keys, payloads, timestamp, expiration, seq)
     except (struct.error, ValueError):
         # A key of digits beyond the u64 range: the fast loop does not check the range
         # (the pack refuses it); frame the whole batch the general way instead.
@@ -261,6 +267,46 @@ def _puts_general(
         for seq, (key, payload) in enumerate(zip(keys, payloads, strict=True), seq + 1)
     ]
     return b"".join(parts), [len(part) for part in parts]
+
+
+def _puts_u64(
+    key_ints: Sequence[int],
+    payloads: Sequence[bytes],
+    timestamp: float,
+    expiration: float,
+    seq: int,
+) -> tuple[bytes, list[int]]:
+    digest = xxhash.xxh3_64_digest
+    marker = RECORD_MARKER
+    ts_us = round(timestamp * 1_000_000)
+    exp_us = round(expiration * 1_000_000) if expiration else 0
+    kind = int(RecordKind.PUT) | FLAG_U64_KEY
+    base = RECORD_OVERHEAD + _U64_SIZE
+    parts: list[bytes] = []
+    add = parts.append
+    sizes: list[int] = []
+    add_size = sizes.append
+    if exp_us:
+        pack = HEAD_EXP_U64.pack
+        kind |= FLAG_EXPIRATION
+        base += _EXP_SIZE
+        for key, payload in zip(key_ints, payloads, strict=True):
+            p = len(payload)
+            seq += 1
+            body = pack(base + p, marker, kind, 8, p, seq, ts_us, exp_us, key) + payload
+            add(body)
+            add(digest(body))
+            add_size(base + p)
+    else:
+        pack = HEAD_U64.pack
+        for key, payload in zip(key_ints, payloads, strict=True):
+            p = len(payload)
+            seq += 1
+            body = pack(base + p, marker, kind, 8, p, seq, ts_us, key) + payload
+            add(body)
+            add(digest(body))
+            add_size(base + p)
+    return b"".join(parts), sizes
 
 
 def _puts_fast(

@@ -308,7 +308,12 @@ class AppendLog(LogReader):
         return records
 
     def append_puts(
-        self, keys: Sequence[str], payloads: Sequence[bytes], timestamp: float, expiration: float
+        self,
+        keys: Sequence[str],
+        payloads: Sequence[bytes],
+        timestamp: float,
+        expiration: float,
+        key_ints: Sequence[int] | None = None,
     ) -> tuple[list[int], list[int], int]:
         """Append PUT records sharing a timestamp and expiration; O(total bytes).
 
@@ -319,6 +324,8 @@ class AppendLog(LogReader):
             payloads: message bytes.
             timestamp: seconds since the epoch (kept to the microsecond).
             expiration: absolute expiry in seconds, 0.0 for never.
+            key_ints: the keys as integers when every key is a content key (see
+                ``framing.frame_puts``).
         Returns:
             ``(offsets, framed sizes, seq of the first record)``; record ``i`` has seq
             ``first + i``.
@@ -328,7 +335,7 @@ class AppendLog(LogReader):
         mm = self._writable("append")
         first = self.last_seq + 1
         data, offsets, sizes = frame_puts(
-            keys, payloads, timestamp, expiration, self.last_seq, self._end, self._limit
+            keys, payloads, timestamp, expiration, self.last_seq, self._end, self._limit, key_ints
         )
         if offsets:
             self._commit(mm, data, offsets[-1], len(offsets), first + len(offsets) - 1)

@@ -81,7 +81,12 @@ class MemoryLog:
         ]
 
     def append_puts(
-        self, keys: Sequence[str], payloads: Sequence[bytes], timestamp: float, expiration: float
+        self,
+        keys: Sequence[str],
+        payloads: Sequence[bytes],
+        timestamp: float,
+        expiration: float,
+        key_ints: Sequence[int] | None = None,
     ) -> tuple[list[int], list[int], int]:
         """Like ``AppendLog.append_puts``: (offsets, sizes, first seq); sizes are estimates."""
         self._check()

@@ -242,3 +242,15 @@ def test_memory_log_compacts_by_offsets_too() -> None:
     offsets, _, _ = log.append_puts(["a", "b"], [b"1", b"2"], 1.0, 0.0)
     assert log.compact([offsets[1]]) == {offsets[1]: 0}
     assert [r.key for r in log.scan()] == ["b"]
+
+
+@settings(max_examples=30)
+@given(
+    ints=st.lists(st.integers(0, 2**64 - 1), max_size=6),
+    exp=st.sampled_from([0.0, 1234.5]),
+)
+def test_puts_with_integer_keys_equal_the_text_path(ints: list[int], exp: float) -> None:
+    keys = [str(i) for i in ints]
+    payloads = [k.encode() for k in keys]
+    by_text = frame_puts(keys, payloads, 10.0, exp, 5, 64, 1 << 20)
+    assert frame_puts(keys, payloads, 10.0, exp, 5, 64, 1 << 20, key_ints=ints) == by_text
