@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sowlib import SowStore
+from sowlib.codecs import JsonCodec
 from sowlib.errors import DecodeError, MissingKeyFieldError
 from sowlib.results import PublishResult, PublishResults
 
@@ -149,3 +150,29 @@ def test_publish_results_is_a_read_only_sequence() -> None:
         hash(results)
     with pytest.raises(ValueError):
         PublishResults(["a"], 1, [])
+
+
+json_texts = st.one_of(
+    st.builds(
+        json.dumps, st.dictionaries(st.text(max_size=3), st.integers() | st.text(max_size=3))
+    ),
+    st.sampled_from(
+        ['{"a": 12345678901234567890123}', "[1]", '{"a": ', "1", '{"a": -9223372036854775809}']
+    ),
+)
+
+
+@settings(max_examples=60)
+@given(texts=st.lists(json_texts, max_size=5))
+def test_decode_many_equals_decode_one_by_one(texts: list[str]) -> None:
+    codec = JsonCodec()
+    payloads = [t.encode() for t in texts]
+    try:
+        expected: Any = [codec.decode(p) for p in payloads]
+    except DecodeError as exc:
+        expected = (type(exc), exc.offset)
+    try:
+        got: Any = codec.decode_many(payloads)
+    except DecodeError as exc:
+        got = (type(exc), exc.offset)
+    assert got == expected
