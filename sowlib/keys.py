@@ -11,6 +11,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Sequence
+from operator import itemgetter, methodcaller
 from typing import Any, Protocol, runtime_checkable
 
 import xxhash
@@ -33,6 +34,7 @@ __all__ = [
 _SEP = "\x1e"
 _SEP_BYTES = _SEP.encode()
 _BASE64 = re.compile(r"[A-Za-z0-9+/=]+\Z")
+_ENCODE = methodcaller("encode", "utf-8", "surrogateescape")
 
 
 @runtime_checkable
@@ -65,6 +67,8 @@ class ContentKeyGenerator:
         self._prefix = domain.encode("utf-8", "surrogateescape")
         self._head = self._prefix + _SEP_BYTES
         self._single = self.fields[0] if len(self.fields) == 1 else None
+        steps = self._single.steps if self._single is not None else ()
+        self._top = steps[0].name if len(steps) == 1 and steps[0].index is None else None
 
     def __call__(self, doc: Any) -> str:
         if self._single is not None:
@@ -108,7 +112,27 @@ class ContentKeyGenerator:
         single = self._single
         if single is None:
             return [int(self(doc)) for doc in docs]
-        getter, head, digest = single.getter, self._head, xxhash.xxh64_intdigest
+        head, digest = self._head, xxhash.xxh64_intdigest
+        if self._top is not None:
+            # One top-level field holding ints or non-empty strings in every document:
+            # the whole batch in C-level maps. Anything else takes the loop below.
+            try:
+                values = list(map(itemgetter(self._top), docs))
+            except (KeyError, TypeError, IndexError):
+                values = None
+            if values is not None:
+                kinds = set(map(type, values))
+                texts = (
+                    map(str, values)
+                    if kinds <= {int}
+                    else values
+                    if kinds <= {str} and all(values)
+                    else None
+                )
+                if texts is not None:
+                    encoded = map(_ENCODE, texts)
+                    return list(map(digest, map(head.__add__, encoded)))
+        getter = single.getter
         out: list[int] = []
         add = out.append
         for doc in docs:

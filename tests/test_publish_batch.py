@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from sowlib import SowStore
 from sowlib.codecs import JsonCodec
 from sowlib.errors import DecodeError, MissingKeyFieldError
+from sowlib.keys import ContentKeyGenerator
 from sowlib.results import PublishResult, PublishResults
 
 from .conftest import FakeClock
@@ -176,3 +177,25 @@ def test_decode_many_equals_decode_one_by_one(texts: list[str]) -> None:
     except DecodeError as exc:
         got = (type(exc), exc.offset)
     assert got == expected
+
+
+key_values = st.one_of(
+    st.integers(), st.text(max_size=4), st.booleans(), st.none(), st.floats(allow_nan=False)
+)
+
+
+@settings(max_examples=80)
+@given(docs=st.lists(st.dictionaries(st.sampled_from(["id", "x"]), key_values), max_size=5))
+def test_hashes_of_equal_the_generator_one_by_one(docs: list[dict[str, Any]]) -> None:
+    gen = ContentKeyGenerator(["/id"], domain="d", topic="t")
+    try:
+        expected: Any = [int(gen(d)) for d in docs]
+    except MissingKeyFieldError:
+        expected = MissingKeyFieldError
+    try:
+        got: Any = gen.hashes_of(docs)
+    except MissingKeyFieldError:
+        got = MissingKeyFieldError
+    assert got == expected
+    if expected is not MissingKeyFieldError:
+        assert gen.keys_of(docs) == [gen(d) for d in docs]
