@@ -10,7 +10,7 @@ import importlib
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter, methodcaller
 from typing import Any, Protocol, runtime_checkable
 
@@ -114,24 +114,13 @@ class ContentKeyGenerator:
             return [int(self(doc)) for doc in docs]
         head, digest = self._head, xxhash.xxh64_intdigest
         if self._top is not None:
-            # One top-level field holding ints or non-empty strings in every document:
-            # the whole batch in C-level maps. Anything else takes the loop below.
             try:
                 values = list(map(itemgetter(self._top), docs))
             except (KeyError, TypeError, IndexError):
                 values = None
-            if values is not None:
-                kinds = set(map(type, values))
-                texts = (
-                    map(str, values)
-                    if kinds <= {int}
-                    else values
-                    if kinds <= {str} and all(values)
-                    else None
-                )
-                if texts is not None:
-                    encoded = map(_ENCODE, texts)
-                    return list(map(digest, map(head.__add__, encoded)))
+            hashes = None if values is None else self.hashes_of_values(values)
+            if hashes is not None:
+                return hashes
         getter = single.getter
         out: list[int] = []
         add = out.append
@@ -148,6 +137,25 @@ class ContentKeyGenerator:
                 raise MissingKeyFieldError(self.topic, single.to_text())
             add(digest(head + text.encode("utf-8", "surrogateescape")))
         return out
+
+    @property
+    def top_field(self) -> str | None:
+        """The field name when the key is one top-level field (``/orderId``), else None."""
+        return self._top
+
+    def hashes_of_values(self, values: Sequence[Any]) -> list[int] | None:
+        """:meth:`hashes_of` from the key field's values when every one is an int or
+        non-empty text (the whole batch in C-level maps); None for anything else."""
+        if self._single is None:
+            return None
+        kinds = set(map(type, values))
+        if kinds <= {int}:
+            texts: Iterable[str] = map(str, values)
+        elif kinds <= {str} and all(values):
+            texts = values
+        else:
+            return None
+        return list(map(xxhash.xxh64_intdigest, map(self._head.__add__, map(_ENCODE, texts))))
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:
         """The key of a message whose key fields hold ``values``; None if one is NULL."""

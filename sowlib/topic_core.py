@@ -11,6 +11,7 @@ import heapq
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
+from itertools import repeat
 from typing import Any, cast
 
 from sowlib.codecs import Codec, get_codec
@@ -371,12 +372,22 @@ class TopicCore:
             payloads = [m.encode() for m in cast(Sequence[str], messages)]
         else:
             return None
-        decode_many = getattr(self._codec, "decode_many", None)
-        try:
-            docs = decode_many(payloads) if decode_many else list(map(self._codec.decode, payloads))
-            hashes = content.hashes_of(docs)
-        except SowError:
-            return None
+        hashes = None
+        docs: list[Any] | None = None
+        top_values = getattr(self._codec, "top_values", None)
+        if not self._indexed and content.top_field is not None and top_values is not None:
+            # No document is kept: parse, take the key field and let each go at once.
+            values = top_values(payloads, content.top_field)
+            hashes = None if values is None else content.hashes_of_values(values)
+        if hashes is None:
+            decode_many = getattr(self._codec, "decode_many", None)
+            try:
+                docs = (
+                    decode_many(payloads) if decode_many else [*map(self._codec.decode, payloads)]
+                )
+                hashes = content.hashes_of(docs)
+            except SowError:
+                return None
         keys = list(map(str, hashes))
         now = self._clock()
         expires = self._expires_at(expiration, now)
@@ -402,7 +413,7 @@ class TopicCore:
         live = self._live_bytes
         first = seq
         for key, payload, doc, offset, size in zip(
-            keys, payloads, docs, offsets, sizes, strict=True
+            keys, payloads, repeat(None) if docs is None else docs, offsets, sizes, strict=False
         ):
             old = get_entry(key)
             entries[key] = make_entry((offset, seq, stamp, expires, b"", size, payload))

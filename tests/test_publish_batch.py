@@ -199,3 +199,28 @@ def test_hashes_of_equal_the_generator_one_by_one(docs: list[dict[str, Any]]) ->
     assert got == expected
     if expected is not MissingKeyFieldError:
         assert gen.keys_of(docs) == [gen(d) for d in docs]
+
+
+@settings(max_examples=60)
+@given(texts=st.lists(json_texts, max_size=5))
+def test_top_values_are_none_or_what_decoding_gives(texts: list[str]) -> None:
+    codec = JsonCodec()
+    payloads = [t.encode() for t in texts]
+    values = codec.top_values(payloads, "a")
+    try:
+        docs = [codec.decode(p) for p in payloads]
+    except DecodeError:
+        assert values is None
+        return
+    if all("a" in d for d in docs):
+        assert values is None or values == [d["a"] for d in docs]
+    else:
+        assert values is None
+
+
+def test_a_batch_with_a_missing_key_field_falls_back_and_names_the_message(any_store: Any) -> None:
+    t = any_store.create_topic("t", keys=["/id"])
+    with pytest.raises(MissingKeyFieldError) as info:
+        t.publish_many([b'{"id": 1}', b'{"idx": 2}'])
+    assert info.value.data == b'{"idx": 2}'  # type: ignore[attr-defined]
+    assert len(t) == 0

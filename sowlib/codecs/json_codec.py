@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
+from operator import itemgetter
 from typing import Any, Final
 
 import attrs
@@ -165,6 +166,21 @@ class JsonCodec:
         if not set(map(type, docs)) <= {dict}:
             return [self.decode(p) for p in payloads]  # raises: not an object
         return docs
+
+    def top_values(self, payloads: Sequence[bytes], field: str) -> list[Any] | None:
+        """The value of top-level ``field`` in each message, or None when any message
+        is not a plain JSON object holding it (then decode them one by one to learn
+        why). Documents are dropped as soon as the value is taken; O(total bytes)."""
+        if (
+            not self.use_orjson
+            or not set(map(type, payloads)) <= {bytes}
+            or _LONG_RUN in b"\n".join(payloads).translate(_DIGITS_ONLY)
+        ):
+            return None
+        try:
+            return list(map(itemgetter(field), map(orjson.loads, payloads)))
+        except (orjson.JSONDecodeError, KeyError, TypeError, IndexError):
+            return None
 
     def encode(self, doc: Any) -> bytes:
         """Serialise a document as compact UTF-8 JSON; NaN and infinity become ``null``.
