@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from sowlib.errors import UnsupportedOperationError
@@ -32,6 +33,7 @@ from sowlib.topic_entries import checkpoint_blob
 __all__ = ["Change", "DeleteResult", "PublishResult", "Topic"]
 
 _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
+_new_record = partial(tuple.__new__, Record)
 
 
 class Topic(TopicCore):
@@ -149,7 +151,8 @@ class Topic(TopicCore):
         # just before or after a concurrent write. Topics with pending
         # expirations take the locked path, which expires due records first.
         if not self._expiry and not self._closed:
-            cached = self._records.get(sow_key)
+            records = self._records
+            cached = records.get(sow_key)
             if cached is not None:
                 return cached
             # A payload this process published is in memory: build the Record
@@ -157,15 +160,26 @@ class Topic(TopicCore):
             # its document decoded on first access, and cache it. Writers swap
             # the entry first and then drop the cached Record; re-checking the
             # entry after caching drops a Record that a concurrent write made stale.
-            entry = self._entries.get(sow_key)
-            if entry is not None and type(entry.body) is bytes:
-                decode, body = self._lazy_decode, entry.body
-                rec = self._record_with(
-                    sow_key, entry, body, body if decode is None else DeferredDoc(decode, body)
+            entries = self._entries
+            entry = entries.get(sow_key)
+            if entry is not None and type(body := entry.body) is bytes:
+                decode = self._lazy_decode
+                rec = _new_record(
+                    (
+                        sow_key,
+                        body,
+                        entry.seq,
+                        entry.timestamp,
+                        entry.expiration or None,
+                        self.name,
+                        self.message_type,
+                        entry.corr,
+                        body if decode is None else DeferredDoc(decode, body),
+                    )
                 )
-                self._records[sow_key] = rec
-                if self._entries.get(sow_key) is not entry:
-                    self._records.pop(sow_key, None)
+                records[sow_key] = rec
+                if entries.get(sow_key) is not entry:
+                    records.pop(sow_key, None)
                 return rec
         with self._lock:
             self._check_open()
