@@ -11,8 +11,7 @@ import heapq
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
-from itertools import repeat
-from typing import Any, cast
+from typing import Any
 
 from sowlib.codecs import Codec, get_codec
 from sowlib.config import TopicConfig
@@ -22,7 +21,6 @@ from sowlib.errors import (
     MissingKeyFieldError,
     QueryOptionError,
     ReadOnlyError,
-    SowError,
     StoreClosedError,
     UnsupportedOperationError,
 )
@@ -37,6 +35,7 @@ from sowlib.results import PublishResult, PublishResults
 from sowlib.storage import LogRecord, RecordKind
 from sowlib.storage.framing import framed_size
 from sowlib.subscriptions import SubscriptionManager
+from sowlib.topic_batch import publish_batch
 from sowlib.topic_entries import (
     Entry,
     entries_from_checkpoint,
@@ -347,106 +346,8 @@ class TopicCore:
     def _publish_batch(
         self, messages: Sequence[object], expiration: float | None
     ) -> PublishResults | None:
-        """publish_many's fast path: one pass per stage over the whole batch.
-
-        Decode, key, frame and install without per-message method calls. Returns
-        None, having changed nothing, when the batch needs the general path (a
-        history topic, active subscribers, a message that is not str/bytes, a
-        generator other than content keys, or any error, which the general path
-        then raises with its full context).
-        """
-        content = self._content_keys
-        if (
-            self._history is not None
-            or self._subs.active
-            or content is None
-            or self._keygen is not content
-            or not self._codec.supports_filter
-        ):
-            return None
-        kinds = set(map(type, messages))
-        payloads: list[bytes]
-        if kinds <= {bytes}:
-            payloads = list(cast(Sequence[bytes], messages))
-        elif kinds <= {str}:
-            payloads = [m.encode() for m in cast(Sequence[str], messages)]
-        else:
-            return None
-        hashes = None
-        docs: list[Any] | None = None
-        top_values = getattr(self._codec, "top_values", None)
-        if not self._indexed and content.top_field is not None and top_values is not None:
-            # No document is kept: parse, take the key field and let each go at once.
-            values = top_values(payloads, content.top_field)
-            hashes = None if values is None else content.hashes_of_values(values)
-        if hashes is None:
-            decode_many = getattr(self._codec, "decode_many", None)
-            try:
-                docs = (
-                    decode_many(payloads) if decode_many else [*map(self._codec.decode, payloads)]
-                )
-                hashes = content.hashes_of(docs)
-            except SowError:
-                return None
-        keys = list(map(str, hashes))
-        now = self._clock()
-        expires = self._expires_at(expiration, now)
-        # Times as the log stores them (microseconds), so a reopen reads the same values.
-        stamp = round(now * 1_000_000) / 1_000_000
-        expires = round(expires * 1_000_000) / 1_000_000 if expires else 0.0
-        offsets, sizes, seq = self._log.append_puts(keys, payloads, stamp, expires, hashes)
-        entries, docs_map = self._entries, self._docs
-        get_entry = entries.get
-        # Unindexed topics cache only Records read since their key's last write
-        # (lock-free readers may add one at any time, so always drop it).
-        forget = None if self._indexed else self._records.pop
-        make_entry = new_entry
-        # Decoded documents are kept once queries need them (the first content
-        # query builds the indexes); until then a publish-only topic keeps none.
-        on_put = self.indexes.on_put if self._indexed else None
-        drop_doc = docs_map.pop if docs_map else None
-        # Indexed topics keep a Record per key: queries return them as they are.
-        records, make_record = self._records, _new_record
-        name, mtype, shown_exp = self.name, self.message_type, expires or None
-        inserted: list[bool] = []
-        flag = inserted.append
-        live = self._live_bytes
-        first = seq
-        for key, payload, doc, offset, size in zip(
-            keys, payloads, repeat(None) if docs is None else docs, offsets, sizes, strict=False
-        ):
-            old = get_entry(key)
-            entries[key] = make_entry((offset, seq, stamp, expires, b"", size, payload))
-            if old is None:
-                live += size
-                flag(True)
-            else:
-                live += size - old[5]
-                flag(False)
-                if forget is not None:
-                    forget(key, None)
-            if on_put is not None:
-                on_put(key, docs_map.get(key) if old is not None else None, doc)
-                docs_map[key] = doc
-                records[key] = make_record(
-                    (key, payload, seq, stamp, shown_exp, name, mtype, b"", doc)
-                )
-            elif drop_doc is not None:
-                drop_doc(key, None)
-            seq += 1
-        self._live_bytes = live
-        results = PublishResults(keys, first, inserted)
-        counts = self._counts
-        inserts = inserted.count(True)
-        counts["inserts"] += inserts
-        counts["updates"] += len(keys) - inserts
-        counts["publishes"] += len(keys)
-        if expires and self.config.expiration_enabled:
-            push, heap = heapq.heappush, self._expiry
-            for i, key in enumerate(keys):
-                push(heap, (expires, first + i, key))
-        self._maybe_compact()
-        return results
+        """publish_many's fast path (see :func:`sowlib.topic_batch.publish_batch`)."""
+        return publish_batch(self, messages, expiration)
 
     def _install(self, key: str, doc: Any, rec: LogRecord, delta_doc: Any = None) -> PublishResult:
         """Point ``key`` at the appended record ``rec``; indexes, expiry, history, subscribers."""
