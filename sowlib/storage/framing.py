@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
-from itertools import accumulate
+from itertools import accumulate, chain, repeat
 
 import xxhash
 
@@ -276,37 +276,38 @@ def _puts_u64(
     expiration: float,
     seq: int,
 ) -> tuple[bytes, list[int]]:
-    digest = xxhash.xxh3_64_digest
-    marker = RECORD_MARKER
+    # Every stage is a C-level map: header packs, header + payload, checksums, and one
+    # join of body, checksum, body, checksum...
+    if len(key_ints) != len(payloads):
+        raise ValueError("one key per payload")
     ts_us = round(timestamp * 1_000_000)
     exp_us = round(expiration * 1_000_000) if expiration else 0
     kind = int(RecordKind.PUT) | FLAG_U64_KEY
     base = RECORD_OVERHEAD + _U64_SIZE
-    parts: list[bytes] = []
-    add = parts.append
-    sizes: list[int] = []
-    add_size = sizes.append
+    sizes = list(map(len, payloads))
+    seqs = range(seq + 1, seq + 1 + len(sizes))
+    common = (repeat(RECORD_MARKER), repeat(kind | FLAG_EXPIRATION if exp_us else kind), repeat(8))
     if exp_us:
-        pack = HEAD_EXP_U64.pack
-        kind |= FLAG_EXPIRATION
         base += _EXP_SIZE
-        for key, payload in zip(key_ints, payloads, strict=True):
-            p = len(payload)
-            seq += 1
-            body = pack(base + p, marker, kind, 8, p, seq, ts_us, exp_us, key) + payload
-            add(body)
-            add(digest(body))
-            add_size(base + p)
+        lengths = list(map(base.__add__, sizes))
+        heads = map(
+            HEAD_EXP_U64.pack,
+            lengths,
+            *common,
+            sizes,
+            seqs,
+            repeat(ts_us),
+            repeat(exp_us),
+            key_ints,
+        )
     else:
-        pack = HEAD_U64.pack
-        for key, payload in zip(key_ints, payloads, strict=True):
-            p = len(payload)
-            seq += 1
-            body = pack(base + p, marker, kind, 8, p, seq, ts_us, key) + payload
-            add(body)
-            add(digest(body))
-            add_size(base + p)
-    return b"".join(parts), sizes
+        lengths = list(map(base.__add__, sizes))
+        heads = map(HEAD_U64.pack, lengths, *common, sizes, seqs, repeat(ts_us), key_ints)
+    bodies = list(map(bytes.__add__, heads, payloads))
+    data = b"".join(
+        chain.from_iterable(zip(bodies, map(xxhash.xxh3_64_digest, bodies), strict=True))
+    )
+    return data, lengths
 
 
 def _puts_fast(
