@@ -1,17 +1,25 @@
 """SowSink: a ``foreachBatch`` sink that applies each micro-batch to a SOW topic exactly once.
 
-Runs in the driver process and holds the store's writer lock. Imports pyspark,
-``sowlib.store``, ``sowlib.state`` and ``sowlib.errors``; never ``storage`` internals.
+Runs in the driver process and holds the store's writer lock. Rows leave the JVM as
+Arrow record batches, one partition at a time (see :func:`_arrow_batches`). Imports
+pyspark, pyarrow, ``sowlib.store``, ``sowlib.state`` and ``sowlib.errors``; never
+``storage`` internals.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+import pyarrow as pa
+from py4j.protocol import Py4JError  # type: ignore[import-untyped]
+from pyspark.serializers import NoOpSerializer
 from pyspark.sql import DataFrame
-from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.util import _local_iterator_from_socket
 
 from sowlib.errors import ConfigError, StoreClosedError
 from sowlib.state import StateStore
@@ -34,8 +42,14 @@ class SowSink:
     ``delete_column``; NULL fields are left out), or the value of
     ``message_column`` (str or bytes, in the topic's message type). A row whose
     ``delete_column`` is true deletes the record with its key instead
-    (``sow_delete_by_data``). Rows are applied in the order the batch yields them,
-    streamed to the driver chunk by chunk (``toLocalIterator``), never collected whole.
+    (``sow_delete_by_data``). Spark renders the JSON (``to_json``: timestamps as
+    ISO-8601 text in the session time zone, dates as ``yyyy-MM-dd``, binary as
+    base64, nested structs as objects with their NULL fields left out too, NULL
+    array elements kept as ``null``) and the topic receives it as bytes. Rows are
+    applied in the order the batch yields them, streamed to the driver one partition
+    at a time as Arrow record batches, never collected whole: the driver holds at
+    most the partition being applied and the next one (prefetched while this one is
+    published).
 
     Exactly once: after a batch is applied, its id is stored (with the data, in
     the same store) under ``query_name`` in the :data:`PROGRESS_TOPIC` topic and the
@@ -55,6 +69,7 @@ class SowSink:
             each streaming query writing to the same store its own name.
         create_kwargs: extra :meth:`SowStore.create_topic` arguments (indexes, ...).
         chunk_rows: publish in batches of at most this many messages.
+
     Raises:
         StoreLockedError: another process holds the store's writer lock.
         ConfigError: a bad argument.
@@ -75,7 +90,7 @@ class SowSink:
         delete_column: str | None = None,
         query_name: str | None = None,
         create_kwargs: Mapping[str, Any] | None = None,
-        chunk_rows: int = 5_000,
+        chunk_rows: int = 10_000,
     ) -> None:
         if chunk_rows < 1:
             raise ConfigError("chunk_rows", f"{chunk_rows!r} is not a positive number of rows")
@@ -109,6 +124,8 @@ class SowSink:
 
         Raises:
             StoreClosedError: the sink was closed.
+            ConfigError: ``message_column`` or ``delete_column`` is not a column,
+                ``message_column`` is neither string nor binary, or a message is NULL.
             SowError: a row is not a valid message (the batch stays unrecorded, so
                 Spark's retry of the same batch applies it again).
         """
@@ -128,39 +145,55 @@ class SowSink:
         self.store.flush()
 
     def _messages(self, batch_df: DataFrame) -> DataFrame:
+        """``batch_df`` as two columns: the message (str or bytes) and the delete flag.
+
+        One ``selectExpr`` call (a single round trip to the JVM, where building the
+        same projection from ``Column`` objects takes one per column).
+        """
         cols = batch_df.columns
         for name in (self.message_column, self.delete_column):
             if name is not None and name not in cols:
                 raise ConfigError("column", f"{name!r} is not among the columns {cols!r}")
         if self.message_column is not None:
-            message = F.col(f"`{self.message_column}`")
+            kind = batch_df.schema[self.message_column].dataType
+            if not isinstance(kind, T.StringType | T.BinaryType):
+                raise ConfigError(
+                    self.message_column, f"a message column must be string or binary, not {kind}"
+                )
+            message = _quoted(self.message_column)
         else:
-            payload = [F.col(f"`{c}`") for c in cols if c != self.delete_column]
-            message = F.to_json(F.struct(*payload))
+            payload = ", ".join(_quoted(c) for c in cols if c != self.delete_column)
+            # NULL fields are left out whatever spark.sql.jsonGenerator.ignoreNullFields says
+            message = f"CAST(to_json(struct({payload}), map('ignoreNullFields', 'true')) AS BINARY)"
         deleted = (
-            F.coalesce(F.col(f"`{self.delete_column}`").cast("boolean"), F.lit(False))
+            f"coalesce(CAST({_quoted(self.delete_column)} AS BOOLEAN), false)"
             if self.delete_column is not None
-            else F.lit(False)
+            else "false"
         )
-        return batch_df.select(message.alias(_MSG), deleted.alias(_DEL))
+        return batch_df.selectExpr(f"{message} AS {_MSG}", f"{deleted} AS {_DEL}")
 
     def _runs(self, batch_df: DataFrame) -> Iterator[tuple[str, list[Any]]]:
         """Consecutive rows of one kind (publish/delete), at most ``chunk_rows`` each."""
         kind, run = "publish", list[Any]()
-        for row in self._messages(batch_df).toLocalIterator():
-            message = row[_MSG]
-            if message is None:
+        for messages, deleted in _chunks(self._messages(batch_df), self.chunk_rows):
+            if None in messages:
                 raise ConfigError(
                     self.message_column or "row", "a row has no message (NULL message column)"
                 )
-            if isinstance(message, bytearray):
-                message = bytes(message)
-            row_kind = "delete" if row[_DEL] else "publish"
-            if run and (row_kind != kind or len(run) >= self.chunk_rows):
-                yield kind, run
-                run = []
-            kind = row_kind
-            run.append(message)
+            for flag, start, end in _segments(deleted, len(messages)):
+                row_kind = "delete" if flag else "publish"
+                if run and row_kind != kind:
+                    yield kind, run
+                    run = []
+                kind = row_kind
+                pos = start
+                while pos < end:
+                    take = min(end - pos, self.chunk_rows - len(run))
+                    run.extend(messages[pos : pos + take])
+                    pos += take
+                    if len(run) == self.chunk_rows:
+                        yield kind, run
+                        run = []
         if run:
             yield kind, run
 
@@ -178,3 +211,72 @@ class SowSink:
 
     def __repr__(self) -> str:
         return f"SowSink({self.path!r}, {self.topic.name!r}, query_name={self.query_name!r})"
+
+
+def _quoted(column: str) -> str:
+    """``column`` as a SQL identifier (backquoted, inner backquotes doubled)."""
+    return "`" + column.replace("`", "``") + "`"
+
+
+def _segments(flags: list[bool], rows: int) -> Iterator[tuple[bool, int, int]]:
+    """``(flag, start, end)`` of each run of equal ``flags``; one all-False run when empty."""
+    if not flags:
+        yield False, 0, rows
+        return
+    start = 0
+    for flag, group in itertools.groupby(flags):
+        end = start + sum(1 for _ in group)
+        yield flag, start, end
+        start = end
+
+
+def _chunks(selected: DataFrame, rows: int) -> Iterator[tuple[list[Any], list[bool]]]:
+    """``(messages, delete flags)`` of :meth:`SowSink._messages`' frame, chunk by chunk.
+
+    ``delete flags`` is empty when no row of the chunk is a delete. Uses
+    :func:`_arrow_batches` when the frame is backed by a JVM Dataset, else (Spark
+    Connect) ``toLocalIterator`` in chunks of ``rows`` Row objects.
+    """
+    batches = _arrow_batches(selected)
+    if batches is not None:
+        for batch in batches:
+            flags = batch.column(1)
+            any_deleted = flags.true_count > 0
+            yield batch.column(0).to_pylist(), flags.to_pylist() if any_deleted else []
+        return
+    rows_iter = selected.toLocalIterator()
+    while chunk := list(itertools.islice(rows_iter, rows)):
+        messages = [bytes(r[0]) if isinstance(r[0], bytearray) else r[0] for r in chunk]
+        flags = [bool(r[1]) for r in chunk]
+        yield messages, flags if any(flags) else []
+
+
+def _arrow_batches(df: DataFrame) -> Iterator[pa.RecordBatch] | None:
+    """The rows of ``df`` as Arrow record batches, one partition at a time; O(rows).
+
+    Spark serialises each partition to Arrow IPC record batches in the JVM
+    (``Dataset.toArrowBatchRdd``, at most ``spark.sql.execution.arrow.maxRecordsPerBatch``
+    rows each) and serves them partition by partition, the way ``toLocalIterator``
+    serves pickled rows, computing the next partition while this one is consumed.
+    Unlike ``toArrow``/``collect``, which gather every partition in the driver first,
+    memory stays bounded by two partitions. None when ``df`` has no JVM Dataset
+    (Spark Connect) or the JVM lacks that method.
+    """
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return None
+    try:
+        jrdd = jdf.toArrowBatchRdd()
+    except Py4JError:
+        return None
+    session = df.sparkSession
+    large = session.conf.get("spark.sql.execution.arrow.useLargeVarTypes", "false")
+    schema = to_arrow_schema(df.schema, prefers_large_types=str(large).lower() == "true")
+    jvm = session.sparkContext._jvm
+    if jvm is None:
+        return None
+    sock_info = jvm.PythonRDD.toLocalIteratorAndServe(jrdd, True)
+    return (
+        pa.ipc.read_record_batch(pa.py_buffer(payload), schema)
+        for payload in _local_iterator_from_socket(sock_info, NoOpSerializer())
+    )

@@ -1,9 +1,10 @@
 """Measure the Spark integration in one local SparkSession and print a markdown table.
 
-Usage: ``python3 tests/bench/spark_report.py [--quick]``. Three measurements: the
-``SowSink`` foreachBatch callback next to ``Topic.publish_many`` on the same rows, a
-``sow`` data-source read with a pushed-down filter of stores with 1, 2 and 4 shards, and
-the lookup UDF next to a broadcast join. ``--quick`` uses 1/10 sizes. The functions are
+Usage: ``python3 tests/bench/spark_report.py [--quick] [--only sink|read|lookup]...``.
+Three measurements: the ``SowSink`` foreachBatch callback next to ``Topic.publish_many``
+on the same rows, a ``sow`` data-source read with a pushed-down filter of stores with 1,
+2 and 4 shards, and the lookup UDF next to a broadcast join. ``--quick`` uses 1/10
+sizes; ``--only NAME`` (repeatable) runs just those measurements. The functions are
 shared with ``bench_spark.py``. Imports sowlib, pyspark and the bench helpers; nothing
 imports this module except the benchmarks.
 """
@@ -220,9 +221,17 @@ def main(argv: list[str] | None = None) -> int:
     """Run the three measurements and print the command, the machine and the table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1/10 sizes (a smoke run)")
+    parser.add_argument(
+        "--only",
+        choices=("sink", "read", "lookup"),
+        action="append",
+        help="run only this measurement (repeatable; default: all three)",
+    )
     args = parser.parse_args(argv)
     n, m, samples = (20_000, 100_000, 2) if args.quick else (200_000, 1_000_000, 3)
+    only = set(args.only or ("sink", "read", "lookup"))
     command = "python3 tests/bench/spark_report.py" + (" --quick" if args.quick else "")
+    command += "".join(f" --only {name}" for name in sorted(args.only or ()))
     started = time.perf_counter()
     spark = session()
     rows: list[Row] = []
@@ -233,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                 ("read", lambda: read_rows(spark, n, tmp, samples)),
                 ("lookup", lambda: lookup_rows(spark, m, tmp, samples)),
             ):
+                if name not in only:
+                    continue
                 t0 = time.perf_counter()
                 rows.extend(fn())
                 print(f"  {name}: {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
