@@ -6,8 +6,7 @@ Imports nothing from sowlib.
 from __future__ import annotations
 
 import enum
-
-import attrs
+from typing import NamedTuple
 
 __all__ = ["KEYWORDS", "Kind", "Token"]
 
@@ -49,9 +48,11 @@ KEYWORDS = frozenset(
 )
 
 
-@attrs.frozen
-class Token:
+class Token(NamedTuple):
     """One token: its kind, the source ``text`` and a cooked ``value``.
+
+    A named tuple: a filter of 20 clauses makes about 90 of them, and compile
+    time is a target (a tuple is built several times faster than a frozen class).
 
     ``value`` is the number for NUMBER, the unescaped string for STRING and
     RAW_STRING (the raw body for RAW_STRING), the upper-cased word for WORD,
