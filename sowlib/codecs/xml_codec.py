@@ -6,7 +6,9 @@ Mapping and rendering rules are in ``docs/codecs.md``. Imports only ``errors``,
 
 from __future__ import annotations
 
+import re
 import threading
+from operator import itemgetter
 from typing import Any, Final
 
 import attrs
@@ -133,6 +135,59 @@ def _element_value(el: Any) -> Any:
     return Element(node, infer_scalar(joined.strip() if len(el) else joined))
 
 
+# A flat document: a root element holding only text-only child elements, no attributes,
+# no whitespace between tags, no entity or character references, no CDATA, comments or
+# declarations. Such documents (record-shaped messages) are read with two regular
+# expressions instead of building an lxml tree; anything else takes the full parser.
+_NAME = rb"[A-Za-z_][A-Za-z0-9_.\-]*"
+_FLAT = re.compile(rb"<(" + _NAME + rb")>((?:<(" + _NAME + rb")>[^<&]*</\3>)*)</\1>")
+# Children of a document ``_FLAT`` accepted (close tags already known to match).
+# Children of a document ``_FLAT`` accepted (close tags already known to match).
+_CHILD = re.compile(r"<([^>]*)>([^<]*)</[^>]*>")
+# Bytes the full parser rejects in text (control characters) or normalises (carriage
+# returns); "]]>" and the non-characters U+FFFE/U+FFFF are checked separately.
+_CONTROL = bytes(c for c in range(32) if c not in (9, 10))
+
+
+class _Repeated(list[Any]):
+    """Marks the lists ``_flat_value`` builds for repeated children (values may be lists)."""
+
+
+def _flat_value(raw: bytes) -> dict[str, Any] | None:
+    """``decode``'s result for a flat document (see ``_FLAT``), or None for any other."""
+    m = _FLAT.fullmatch(raw)
+    if (
+        m is None
+        or len(raw.translate(None, _CONTROL)) != len(raw)
+        or b"]]>" in raw
+        or b"\xef\xbf\xbe" in raw
+        or b"\xef\xbf\xbf" in raw
+    ):
+        return None
+    root = m.group(1).decode("ascii")
+    try:
+        pairs = _CHILD.findall(m.group(2).decode("utf-8"))
+    except UnicodeDecodeError:
+        return None  # the full parser reports where
+    if not pairs:
+        return {root: None}
+    node: dict[str, Any] = dict(
+        zip(map(itemgetter(0), pairs), map(infer_scalar, map(itemgetter(1), pairs)), strict=True)
+    )
+    if len(node) != len(pairs):  # a repeated child: a list, in document order
+        node = {}
+        for tag, text in pairs:
+            value = infer_scalar(text)
+            if tag not in node:
+                node[tag] = value
+            elif type(node[tag]) is _Repeated:
+                node[tag].append(value)
+            else:
+                node[tag] = _Repeated((node[tag], value))
+        node = {k: list(v) if type(v) is _Repeated else v for k, v in node.items()}
+    return {root: node}
+
+
 def _byte_offset(data: bytes, line: int, column: int) -> int:
     start = 0
     for _ in range(max(line, 1) - 1):
@@ -178,6 +233,9 @@ class XmlCodec:
         if not isinstance(data, bytes | bytearray | memoryview):
             raise DecodeError("xml", data, f"expected bytes, got {type(data).__name__}")
         raw = bytes(data)
+        flat = _flat_value(raw)
+        if flat is not None:
+            return flat
         prolog = _scan_prolog(raw)
         if prolog is not None and prolog >= 0:
             raise DecodeError(

@@ -6,8 +6,11 @@ import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from sowlib.codecs import get_codec
+from sowlib.codecs import XmlCodec, get_codec
+from sowlib.codecs.xml_codec import _flat_value
 from sowlib.document import Element
 from sowlib.errors import DecodeError, EncodeError
 from sowlib.paths import parse_path
@@ -168,3 +171,58 @@ def test_encode_escapes_markup_and_whitespace_in_attributes() -> None:
 def test_encode_user_dict_with_booleans_and_bytes() -> None:
     data = XML.encode({"Order": {"@id": 7, "ok": True, "raw": b"abc", "e": ""}})
     assert data == b'<Order id="7"><ok>true</ok><raw>abc</raw><e/></Order>'
+
+
+_flat_names = st.sampled_from(["a", "b", "Px", "x_1", "n.m", "q-r"])
+_flat_texts = st.one_of(
+    st.sampled_from(["", "0", "007", "-5", "+5", "1.5", "1e3", ".5", "5.", "inf", " 7 ", "a>b"]),
+    st.integers().map(str),
+    st.text(alphabet=st.characters(blacklist_characters="<&\r", blacklist_categories=("Cs",))),
+)
+
+
+@settings(max_examples=150)
+@given(
+    root=_flat_names,
+    children=st.lists(st.tuples(_flat_names, _flat_texts), max_size=6),
+)
+def test_flat_documents_read_without_a_tree_equal_the_full_parser(
+    root: str, children: list[tuple[str, str]]
+) -> None:
+    body = "".join(f"<{tag}>{text}</{tag}>" for tag, text in children)
+    flat = f"<{root}>{body}</{root}>".encode()
+    full = f"<{root} >{body}</{root}>".encode()  # the space keeps it off the fast path
+    codec = XmlCodec()
+    try:
+        expected: object = codec.decode(full)
+    except DecodeError:
+        assert _flat_value(flat) is None
+        with pytest.raises(DecodeError):
+            codec.decode(flat)
+        return
+    assert codec.decode(flat) == expected
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"<R><a>x\x01y</a></R>",  # control character: the parser rejects it
+        b"<R><a>x\r\ny</a></R>",  # line ends are normalised by the parser
+        b"<R><a>x]]>y</a></R>",  # not allowed in text
+        b"<R><a>\xef\xbf\xbe</a></R>",  # U+FFFE is not an XML character
+        b"<R><a>\xff</a></R>",  # not UTF-8
+        b"<R><a>1</b></R>",  # mismatched tags
+        b"<R><a/></R>",  # not the flat shape
+    ],
+)
+def test_documents_off_the_fast_path_behave_as_the_parser_says(raw: bytes) -> None:
+    assert _flat_value(raw) is None
+    codec = XmlCodec()
+    spaced = raw.replace(b"<R>", b"<R >", 1)
+    try:
+        expected: object = codec.decode(spaced)
+    except DecodeError:
+        with pytest.raises(DecodeError):
+            codec.decode(raw)
+    else:
+        assert codec.decode(raw) == expected
