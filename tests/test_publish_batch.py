@@ -80,7 +80,9 @@ def test_batch_survives_reopen(tmp_path: Path) -> None:
     with SowStore(tmp_path) as again:
         t = again.topic("t")
         assert state(t) == before
-        assert t.get(results[49].sow_key).expiration == before[0][4]
+        rec = t.get(results[49].sow_key)
+        assert rec is not None
+        assert rec.expiration == before[0][4]
 
 
 def test_batch_expiration_is_processed(any_store: Any, clock: FakeClock) -> None:

@@ -80,7 +80,9 @@ def test_records_after_reopen_are_read_from_the_file(tmp_path: Path) -> None:
     with SowStore(tmp_path) as store:
         t = store.topic("t")
         assert t.get(key) == before
-        assert t.get(key).doc == {"id": 1, "v": "a"}
+        rec = t.get(key)
+        assert rec is not None
+        assert rec.doc == {"id": 1, "v": "a"}
         assert [r.doc for r in t.sow("/id = 1")] == [{"id": 1, "v": "a"}]
 
 
@@ -147,4 +149,5 @@ def test_concurrent_readers_never_see_a_stale_record_after_writes_stop(tmp_path:
         for th in threads:
             th.join()
         assert errors == []
-        assert {t.get(k).doc["v"] for k in keys} == {199}
+        assert {r.doc["v"] for k in keys if (r := t.get(k)) is not None} == {199}
+        assert all(t.get(k) is not None for k in keys)
