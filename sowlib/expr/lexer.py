@@ -24,6 +24,10 @@ _PATH = re.compile(r"(?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[[0-9]+\])?)+")
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPS = ("==", "!=", "<>", "<=", ">=", "=", "<", ">", "+", "-", "*", "/", "%")
+_FAST = re.compile(
+    r"[ \t\n\r\f\v]*(?:(?![rR]['\"])([A-Za-z_][A-Za-z0-9_]*)|(==|!=|<>|<=|>=|[=<>+*%-])|([(),]))"
+)
+_PUNCT = {"(": Kind.LPAREN, ")": Kind.RPAREN, ",": Kind.COMMA}
 _CANON = {"==": "=", "<>": "!="}
 _SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r"}
 _DIGITS = frozenset("0123456789")
@@ -49,7 +53,23 @@ def tokenize(text: str) -> list[Token]:
     """
     out: list[Token] = []
     pos, n = 0, len(text)
+    fast = _FAST.match
     while True:
+        # Words, operators other than "/", parentheses and commas in one match; every
+        # other token (and any error) goes through the character dispatch below.
+        m = fast(text, pos)
+        if m is not None:
+            group = m.lastindex or 0  # one group always matched
+            start, end = m.start(group), m.end()
+            body = m.group(group)
+            if group == 1:
+                out.append(Token(Kind.WORD, body, body.upper(), start, end))
+            elif group == 2:
+                out.append(Token(Kind.OP, body, _CANON.get(body, body), start, end))
+            else:
+                out.append(Token(_PUNCT[body], body, body, start, end))
+            pos = end
+            continue
         while pos < n and text[pos] in _WS:
             pos += 1
         if pos >= n:
