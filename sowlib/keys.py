@@ -37,6 +37,16 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/=]+\Z")
 _ENCODE = methodcaller("encode", "utf-8", "surrogateescape")
 
 
+def _key_text(value: Any) -> str | None:
+    """A key value's canonical text; ints and non-empty text without the general rules."""
+    kind = type(value)
+    if kind is int:
+        return str(value)
+    if kind is str and value:
+        return str(value)
+    return canonical_text(value)
+
+
 @runtime_checkable
 class KeyGenerator(Protocol):
     """Computes the SOW key of a decoded message; any matching callable works."""
@@ -73,14 +83,7 @@ class ContentKeyGenerator:
     def __call__(self, doc: Any) -> str:
         if self._single is not None:
             # Hot path (one key field, int or text value): skip the generic loop.
-            value = self._single.resolve(doc) if type(doc) is dict else None
-            kind = type(value)
-            if kind is int:
-                text: str | None = str(value)
-            elif kind is str and value:
-                text = value
-            else:
-                text = canonical_text(value)
+            text = _key_text(self._single.resolve(doc) if type(doc) is dict else None)
             if text is None:
                 raise MissingKeyFieldError(self.topic, self._single.to_text())
             return str(xxhash.xxh64_intdigest(self._head + text.encode("utf-8", "surrogateescape")))
@@ -125,14 +128,7 @@ class ContentKeyGenerator:
         out: list[int] = []
         add = out.append
         for doc in docs:
-            value = getter(doc) if type(doc) is dict else None
-            kind = type(value)
-            if kind is int:
-                text: str | None = str(value)
-            elif kind is str and value:
-                text = value
-            else:
-                text = canonical_text(value)
+            text = _key_text(getter(doc) if type(doc) is dict else None)
             if text is None:
                 raise MissingKeyFieldError(self.topic, single.to_text())
             add(digest(head + text.encode("utf-8", "surrogateescape")))
