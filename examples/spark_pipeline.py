@@ -10,19 +10,14 @@ exactly once; afterwards the latest state is queried from Python and through the
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 import time
 from pathlib import Path
-
-os.environ["PYSPARK_PYTHON"] = sys.executable
-os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from sowlib.spark.datasource import register
+from sowlib.spark import local_session
 from sowlib.spark.sink import SowSink
 
 VAR = Path("var")
@@ -57,20 +52,7 @@ def main() -> None:
     for path in (STORE, CHECKPOINT):
         shutil.rmtree(path, ignore_errors=True)  # every run starts from nothing
     VAR.mkdir(exist_ok=True)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .appName("sowlib-spark-pipeline")
-        .config("spark.ui.enabled", "false")
-        # Local Spark talks to itself only: keep the driver on the loopback interface.
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
+    spark = local_session(2, app_name="sowlib-spark-pipeline")
 
     sink = SowSink(STORE, "orders", keys=["/orderId"], create_kwargs={"indexes": ["/price"]})
     query = (

@@ -44,27 +44,16 @@ PRICE_FLOOR = 150.0
 
 def session(cores: int = 2) -> Any:
     """A ``local[cores]`` SparkSession set up as the Spark tests do, with ``sow`` registered."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from sowlib.spark import local_session
 
-    from sowlib.spark import register
-
-    spark = (
-        SparkSession.builder.master(f"local[{cores}]")
-        .appName("sowlib-bench")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", str(cores))
-        .config("spark.default.parallelism", str(cores))
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.driver.memory", "2g")
-        .getOrCreate()
+    spark = local_session(
+        cores,
+        app_name="sowlib-bench",
+        conf={
+            "spark.sql.execution.arrow.pyspark.enabled": "true",
+            "spark.driver.memory": "2g",
+        },
     )
-    spark.sparkContext.setLogLevel("ERROR")
-    register(spark)
     return spark
 
 

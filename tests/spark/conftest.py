@@ -49,26 +49,9 @@ def spark() -> Iterator[Any]:
         pytest.skip(reason)
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    from pyspark.sql import SparkSession
+    from sowlib.spark import local_session
 
-    session = (
-        SparkSession.builder.master("local[2]")
-        .appName("sowlib-tests")
-        .config("spark.ui.enabled", "false")
-        # Local Spark talks to itself only: keep the driver on the loopback interface.
-        .config("spark.driver.host", "127.0.0.1")
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.sql.python.filterPushdown.enabled", "true")
-        .config("spark.python.worker.reuse", "true")
-        .config("spark.driver.memory", "1g")
-        .getOrCreate()
-    )
-    session.sparkContext.setLogLevel("ERROR")
-    from sowlib.spark import register
-
-    register(session)
+    session = local_session(2, app_name="sowlib-tests", conf={"spark.driver.memory": "1g"})
     yield session
     session.stop()
 
