@@ -160,8 +160,7 @@ class Topic(TopicCore):
             # its document decoded on first access, and cache it. Writers swap
             # the entry first and then drop the cached Record; re-checking the
             # entry after caching drops a Record that a concurrent write made stale.
-            entries = self._entries
-            entry = entries.get(sow_key)
+            entry = self._entries.get(sow_key)
             if entry is not None and type(body := entry.body) is bytes:
                 decode = self._lazy_decode
                 rec = _new_record(
@@ -178,7 +177,8 @@ class Topic(TopicCore):
                     )
                 )
                 records[sow_key] = rec
-                if entries.get(sow_key) is not entry:
+                # Read the attribute again: compaction swaps in a new key map.
+                if self._entries.get(sow_key) is not entry:
                     records.pop(sow_key, None)
                 return rec
         with self._lock:
