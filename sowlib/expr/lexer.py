@@ -14,7 +14,7 @@ from sowlib.errors import FieldPathError, FilterSyntaxError
 from sowlib.expr.tokens import Kind, Token
 from sowlib.paths import parse_path
 
-__all__ = ["U64_MAX", "pattern_body", "tokenize", "unescape"]
+__all__ = ["U64_MAX", "pattern_body", "tokenize", "tokenize_general", "unescape"]
 
 #: Largest integer literal (values above the signed maximum are unsigned 64-bit).
 U64_MAX = 2**64 - 1
@@ -24,8 +24,20 @@ _PATH = re.compile(r"(?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[[0-9]+\])?)+")
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPS = ("==", "!=", "<>", "<=", ">=", "=", "<", ">", "+", "-", "*", "/", "%")
+# One match per common token, after optional whitespace; the groups are numbered by
+# _GROUP_KIND. Only text the dispatch in _token() reads the same way matches here: a
+# number followed by a letter, digit, '_', '.', '@' or any non-ASCII character, a
+# string with a backslash, '.5', '[/...]' and every error go through _token().
 _FAST = re.compile(
-    r"[ \t\n\r\f\v]*(?:(?![rR]['\"])([A-Za-z_][A-Za-z0-9_]*)|(==|!=|<>|<=|>=|[=<>+*%-])|([(),]))"
+    r"[ \t\n\r\f\v]*(?:"
+    r"((?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[[0-9]+\])?)+)"  # 1 field path
+    r"|(?![rR]['\"])([A-Za-z_][A-Za-z0-9_]*)"  # 2 word
+    r"|(==|!=|<>|<=|>=|[=<>+*%-]|/(?![0-9_@A-Za-z]))"  # 3 operator
+    r"|([(),])"  # 4 punctuation
+    r"|([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.@]|[^\x00-\x7f])"  # 5 number
+    r"|('[^'\\]*'|\"[^\"\\]*\")"  # 6 string without escapes
+    r"|([rR](?:'[^']*'|\"[^\"]*\"))"  # 7 raw string
+    r")"
 )
 _PUNCT = {"(": Kind.LPAREN, ")": Kind.RPAREN, ",": Kind.COMMA}
 _CANON = {"==": "=", "<>": "!="}
@@ -52,62 +64,90 @@ def tokenize(text: str) -> list[Token]:
             malformed number or field path; ``offset`` points at it.
     """
     out: list[Token] = []
-    pos, n = 0, len(text)
-    fast = _FAST.match
+    append = out.append
+    new = tuple.__new__  # a Token without its Python-level __new__ (compile time)
+    match = _FAST.match
+    pos = start = 0
+    body = ""
     while True:
-        # Words, operators other than "/", parentheses and commas in one match; every
-        # other token (and any error) goes through the character dispatch below.
-        m = fast(text, pos)
-        if m is not None:
-            group = m.lastindex or 0  # one group always matched
-            start, end = m.start(group), m.end()
-            body = m.group(group)
-            if group == 1:
-                out.append(Token(Kind.WORD, body, body.upper(), start, end))
-            elif group == 2:
-                out.append(Token(Kind.OP, body, _CANON.get(body, body), start, end))
-            else:
-                out.append(Token(_PUNCT[body], body, body, start, end))
-            pos = end
-            continue
-        while pos < n and text[pos] in _WS:
-            pos += 1
-        if pos >= n:
-            out.append(Token(Kind.EOF, "", None, n, n))
+        # the common tokens in one match each (until one does not match); the rest,
+        # and every error, one at a time through _token()
+        try:
+            while (m := match(text, pos)) is not None:
+                group = m.lastindex or 0  # exactly one group matched
+                body = m.group(group)
+                start, pos = m.span(group)
+                if group == 1:
+                    tok = new(Token, (Kind.PATH, body, parse_path(body), start, pos))
+                elif group == 2:
+                    tok = new(Token, (Kind.WORD, body, body.upper(), start, pos))
+                elif group == 3:
+                    tok = new(Token, (Kind.OP, body, _CANON.get(body, body), start, pos))
+                elif group == 6:
+                    tok = new(Token, (Kind.STRING, body, body[1:-1], start, pos))
+                elif group == 5:
+                    value = _number_value(text, body, start)
+                    tok = new(Token, (Kind.NUMBER, body, value, start, pos))
+                elif group == 4:
+                    tok = new(Token, (_PUNCT[body], body, body, start, pos))
+                else:
+                    tok = new(Token, (Kind.RAW_STRING, body, body[2:-1], start, pos))
+                append(tok)
+        except FieldPathError as exc:  # only parse_path raises it
+            raise _error(text, start + exc.offset, "a field path", repr(body)) from None
+        tok = _token(text, pos)
+        append(tok)
+        if tok.kind is Kind.EOF:
             return out
-        ch = text[pos]
-        if ch == "/" and pos + 1 < n and (text[pos + 1] in _STEP_START):
-            m = _PATH.match(text, pos)
-            if m is None:  # e.g. '/@' followed by a non-name character
-                raise _error(text, pos + 1, "a field name", _found(text, pos + 1))
-            tok = _path_token(text, m.group(), pos, m.end())
-        elif ch == "[":
-            tok = _bracketed(text, pos)
-        elif ch in _DIGITS or (ch == "." and pos + 1 < n and text[pos + 1] in _DIGITS):
-            tok = _number(text, pos)
-        elif ch in "'\"":
-            tok = _string(text, pos, pos + 1, Kind.STRING)
-        elif ch in "rR" and pos + 1 < n and text[pos + 1] in "'\"":
-            tok = _string(text, pos, pos + 2, Kind.RAW_STRING)
-        elif ch.isascii() and (ch.isalpha() or ch == "_"):
-            m = _WORD.match(text, pos)
-            assert m is not None
-            tok = Token(Kind.WORD, m.group(), m.group().upper(), pos, m.end())
-        elif ch == "(":
-            tok = Token(Kind.LPAREN, ch, ch, pos, pos + 1)
-        elif ch == ")":
-            tok = Token(Kind.RPAREN, ch, ch, pos, pos + 1)
-        elif ch == ",":
-            tok = Token(Kind.COMMA, ch, ch, pos, pos + 1)
-        else:
-            for op in _OPS:
-                if text.startswith(op, pos):
-                    tok = Token(Kind.OP, op, _CANON.get(op, op), pos, pos + len(op))
-                    break
-            else:
-                raise _error(text, pos, "an operator or a value", repr(ch))
-        out.append(tok)
         pos = tok.end
+
+
+def tokenize_general(text: str) -> list[Token]:
+    """:func:`tokenize` without its fast path: one token at a time through the dispatch.
+
+    The reference the fast path is tested against; same tokens, same errors.
+    """
+    out: list[Token] = []
+    pos = 0
+    while True:
+        tok = _token(text, pos)
+        out.append(tok)
+        if tok.kind is Kind.EOF:
+            return out
+        pos = tok.end
+
+
+def _token(text: str, pos: int) -> Token:
+    """The token at ``pos`` after any whitespace (EOF at the end)."""
+    n = len(text)
+    while pos < n and text[pos] in _WS:
+        pos += 1
+    if pos >= n:
+        return Token(Kind.EOF, "", None, n, n)
+    ch = text[pos]
+    if ch == "/" and pos + 1 < n and (text[pos + 1] in _STEP_START):
+        m = _PATH.match(text, pos)
+        if m is None:  # e.g. '/@' followed by a non-name character
+            raise _error(text, pos + 1, "a field name", _found(text, pos + 1))
+        return _path_token(text, m.group(), pos, m.end())
+    if ch == "[":
+        return _bracketed(text, pos)
+    if ch in _DIGITS or (ch == "." and pos + 1 < n and text[pos + 1] in _DIGITS):
+        return _number(text, pos)
+    if ch in "'\"":
+        return _string(text, pos, pos + 1, Kind.STRING)
+    if ch in "rR" and pos + 1 < n and text[pos + 1] in "'\"":
+        return _string(text, pos, pos + 2, Kind.RAW_STRING)
+    if ch.isascii() and (ch.isalpha() or ch == "_"):
+        m = _WORD.match(text, pos)
+        assert m is not None
+        return Token(Kind.WORD, m.group(), m.group().upper(), pos, m.end())
+    if ch in _PUNCT:
+        return Token(_PUNCT[ch], ch, ch, pos, pos + 1)
+    for op in _OPS:
+        if text.startswith(op, pos):
+            return Token(Kind.OP, op, _CANON.get(op, op), pos, pos + len(op))
+    raise _error(text, pos, "an operator or a value", repr(ch))
 
 
 def _path_token(text: str, body: str, start: int, end: int) -> Token:
@@ -142,16 +182,17 @@ def _number(text: str, start: int) -> Token:
     if end < len(text) and (text[end].isalnum() or text[end] in "_.@"):  # '5abc', '1.2.3'
         raise _error(text, end, "an operator after the number", repr(text[end]))
     body = m.group()
-    value: int | float
+    return Token(Kind.NUMBER, body, _number_value(text, body, start), start, end)
+
+
+def _number_value(text: str, body: str, start: int) -> int | float:
     if "." in body or "e" in body or "E" in body:
         value = float(body)
         if value in (float("inf"), float("-inf")):
             raise _error(text, start, "a finite number", repr(body))
-    else:
-        value = int(body)
-        if value > U64_MAX:
-            value = float(value)
-    return Token(Kind.NUMBER, body, value, start, end)
+        return value
+    value_int = int(body)
+    return float(value_int) if value_int > U64_MAX else value_int
 
 
 def _string(text: str, start: int, body_start: int, kind: Kind) -> Token:
