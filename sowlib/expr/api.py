@@ -18,7 +18,7 @@ from sowlib.expr.context import EvalContext
 from sowlib.expr.functions import FUNCTIONS
 from sowlib.expr.nodes import Call, Field, Node, walk
 from sowlib.expr.parser import parse
-from sowlib.expr.to_python import Compiled, boolean_nodes, compile_node
+from sowlib.expr.to_python import Compiled, compile_tree
 from sowlib.expr.to_text import to_text
 from sowlib.paths import FieldPath
 
@@ -116,9 +116,8 @@ class Filter:
     @classmethod
     def from_node(cls, node: Node, text: str | None = None) -> Filter:
         """Compile an AST (``text`` defaults to its canonical text); O(size of the tree)."""
-        booleans = boolean_nodes(node)
-        fn = compile_node(node, booleans)
-        state = _lazy(node, fn, booleans[id(node)])
+        fn, boolean = compile_tree(node)
+        state = _lazy(node, fn, boolean)
         return cls(to_text(node) if text is None else text, node, fn, state)
 
     def matches(self, doc: Any, ctx: EvalContext | None = None) -> bool:

@@ -35,10 +35,16 @@ from sowlib.paths import FieldPath
 
 __all__ = ["parse"]
 
+# Kind members as module globals: ``Kind.WORD`` is an attribute lookup through the enum
+# metaclass (~40 ns) and parsing a filter tests kinds a few hundred times
+_WORD, _OP, _PATH, _NUMBER = Kind.WORD, Kind.OP, Kind.PATH, Kind.NUMBER
+_STRING, _RAW_STRING, _EOF = Kind.STRING, Kind.RAW_STRING, Kind.EOF
+_LPAREN, _RPAREN, _COMMA = Kind.LPAREN, Kind.RPAREN, Kind.COMMA
 _COMPARE = frozenset({"=", "!=", "<", "<=", ">", ">="})
 _NEGATABLE = frozenset({"BETWEEN", "IN", "LIKE", "BEGINS", "ENDS"})
 _VALUE_WORDS = frozenset({"NULL", "TRUE", "FALSE"})
 _I64_MIN = -(2**63)
+_ARITH = frozenset({"+", "-", "*", "/", "%"})
 
 
 def parse(text: str) -> Node:
@@ -68,14 +74,14 @@ class _Parser:
 
     def advance(self) -> Token:
         tok = self.tok
-        if tok.kind is not Kind.EOF:
+        if tok.kind is not _EOF:
             self.i += 1
             self.tok = self.tokens[self.i]
         return tok
 
     def is_word(self, word: str) -> bool:
         tok = self.tok
-        return tok.kind is Kind.WORD and tok.value == word
+        return tok.kind is _WORD and tok.value == word
 
     def fail(self, expected: str, tok: Token | None = None) -> FilterSyntaxError:
         tok = tok or self.tok
@@ -94,22 +100,26 @@ class _Parser:
     # -- grammar -------------------------------------------------------------
     def parse(self) -> Node:
         node = self.or_expr()
-        if self.tok.kind is not Kind.EOF:
+        if self.tok.kind is not _EOF:
             raise self.fail("an operator or end of input")
         return node
 
+    # The hot loops below step over a token they have just checked (never EOF) with
+    # ``self.i += 1; self.tok = ...`` instead of advance(): compile time is a target.
     def or_expr(self) -> Node:
         left = self.and_expr()
-        while self.is_word("OR"):
-            self.advance()
+        while (tok := self.tok).value == "OR" and tok.kind is _WORD:
+            self.i += 1
+            self.tok = self.tokens[self.i]
             right = self.and_expr()
             left = Or(left, right, start=left.start, end=right.end)
         return left
 
     def and_expr(self) -> Node:
         left = self.not_expr()
-        while self.is_word("AND"):
-            self.advance()
+        while (tok := self.tok).value == "AND" and tok.kind is _WORD:
+            self.i += 1
+            self.tok = self.tokens[self.i]
             right = self.not_expr()
             left = And(left, right, start=left.start, end=right.end)
         return left
@@ -124,16 +134,17 @@ class _Parser:
     def predicate(self) -> Node:
         left = self.additive()
         tok = self.tok
-        if tok.kind is Kind.OP and tok.value in _COMPARE:
-            self.advance()
+        if tok.kind is _OP and tok.value in _COMPARE:
+            self.i += 1
+            self.tok = self.tokens[self.i]
             right = self.additive()
             return Compare(str(tok.value), left, right, start=left.start, end=right.end)
-        if tok.kind is not Kind.WORD:
+        if tok.kind is not _WORD:
             return left
         negated = False
         if tok.value == "NOT":
             nxt = self.peek()
-            if nxt.kind is not Kind.WORD or nxt.value not in _NEGATABLE:
+            if nxt.kind is not _WORD or nxt.value not in _NEGATABLE:
                 raise self.fail("BETWEEN, IN, LIKE, BEGINS WITH or ENDS WITH after NOT", nxt)
             self.advance()
             negated = True
@@ -174,10 +185,10 @@ class _Parser:
 
     def like(self, value: Node, negated: bool) -> Node:
         tok = self.tok
-        if tok.kind not in (Kind.STRING, Kind.RAW_STRING):
+        if tok.kind not in (_STRING, _RAW_STRING):
             raise self.fail("a string literal pattern after LIKE")
         self.advance()
-        raw = tok.kind is Kind.RAW_STRING
+        raw = tok.kind is _RAW_STRING
         body = str(tok.value)
         pattern = body if raw else pattern_body(body, tok.text[-1])
         if not raw:
@@ -185,17 +196,32 @@ class _Parser:
         return Like(value, pattern, raw, negated, start=value.start, end=tok.end)
 
     def paren_list(self) -> tuple[tuple[Node, ...], int]:
-        self.expect(Kind.LPAREN, "'('")
+        self.expect(_LPAREN, "'('")
         items = [self.additive()]
-        while self.tok.kind is Kind.COMMA:
+        while self.tok.kind is _COMMA:
             self.advance()
             items.append(self.additive())
-        end = self.expect(Kind.RPAREN, "',' or ')'").end
+        end = self.expect(_RPAREN, "',' or ')'").end
         return tuple(items), end
 
     def additive(self) -> Node:
+        tok = self.tok
+        kind = tok.kind
+        if kind is _PATH or kind is _NUMBER or kind is _STRING or kind is _RAW_STRING:
+            # a value alone (no arithmetic after it): skip the four levels below
+            nxt = self.tokens[self.i + 1]
+            if nxt.kind is _OP:
+                alone = nxt.value not in _ARITH
+            else:
+                alone = nxt.kind is not _WORD or nxt.value != "MOD"
+            if alone:
+                return self.primary()
+        return self.arithmetic()
+
+    def arithmetic(self) -> Node:
+        """The general rule of :meth:`additive` (its fast path is tested against it)."""
         left = self.multiplicative()
-        while self.tok.kind is Kind.OP and self.tok.value in ("+", "-"):
+        while self.tok.kind is _OP and self.tok.value in ("+", "-"):
             op = str(self.advance().value)
             right = self.multiplicative()
             left = Arith(op, left, right, start=left.start, end=right.end)
@@ -203,20 +229,18 @@ class _Parser:
 
     def multiplicative(self) -> Node:
         left = self.unary()
-        while (self.tok.kind is Kind.OP and self.tok.value in ("*", "/", "%")) or self.is_word(
-            "MOD"
-        ):
+        while (self.tok.kind is _OP and self.tok.value in ("*", "/", "%")) or self.is_word("MOD"):
             tok = self.advance()
-            op = "%" if tok.kind is Kind.WORD else str(tok.value)
+            op = "%" if tok.kind is _WORD else str(tok.value)
             right = self.unary()
             left = Arith(op, left, right, start=left.start, end=right.end)
         return left
 
     def unary(self) -> Node:
-        if self.tok.kind is Kind.OP and self.tok.value == "-":
+        if self.tok.kind is _OP and self.tok.value == "-":
             start = self.advance().start
             num = self.tok
-            if num.kind is Kind.NUMBER:
+            if num.kind is _NUMBER:
                 self.advance()
                 value = num.value
                 assert isinstance(value, int | float)
@@ -230,26 +254,30 @@ class _Parser:
 
     def primary(self) -> Node:
         tok = self.tok
-        if tok.kind is Kind.NUMBER:
-            self.advance()
-            assert isinstance(tok.value, int | float)
-            return Literal(tok.value, start=tok.start, end=tok.end)
-        if tok.kind in (Kind.STRING, Kind.RAW_STRING):
-            self.advance()
-            body = str(tok.value)
-            if tok.kind is Kind.STRING:
-                body = unescape(body, self.text, tok.start + 1)
-            return Literal(body or None, start=tok.start, end=tok.end)
-        if tok.kind is Kind.PATH:
-            self.advance()
+        kind = tok.kind
+        if kind is _PATH:
+            self.i += 1
+            self.tok = self.tokens[self.i]
             assert isinstance(tok.value, FieldPath)
             return Field(tok.value, start=tok.start, end=tok.end)
-        if tok.kind is Kind.LPAREN:
+        if kind is _NUMBER:
+            self.i += 1
+            self.tok = self.tokens[self.i]
+            assert isinstance(tok.value, int | float)
+            return Literal(tok.value, start=tok.start, end=tok.end)
+        if kind is _STRING or kind is _RAW_STRING:
+            self.i += 1
+            self.tok = self.tokens[self.i]
+            body = str(tok.value)
+            if kind is _STRING:
+                body = unescape(body, self.text, tok.start + 1)
+            return Literal(body or None, start=tok.start, end=tok.end)
+        if tok.kind is _LPAREN:
             self.advance()
             node = self.or_expr()
-            self.expect(Kind.RPAREN, "')'")
+            self.expect(_RPAREN, "')'")
             return node
-        if tok.kind is Kind.WORD:
+        if tok.kind is _WORD:
             return self.word()
         raise self.fail("a value")
 
@@ -263,7 +291,7 @@ class _Parser:
             fn = "TRUE_VALUE" if name == "TRUE" else "FALSE_VALUE"
             return Call(fn, (), start=tok.start, end=tok.end)
         nxt = self.peek()
-        if nxt.kind is not Kind.LPAREN or name in ("AND", "OR", "NOT", "IS", "MOD", "WITH"):
+        if nxt.kind is not _LPAREN or name in ("AND", "OR", "NOT", "IS", "MOD", "WITH"):
             raise self.fail("a value")
         spec = FUNCTIONS.get(name)
         if spec is None:
@@ -271,12 +299,12 @@ class _Parser:
         self.advance()
         self.advance()
         args: list[Node] = []
-        if self.tok.kind is not Kind.RPAREN:
+        if self.tok.kind is not _RPAREN:
             args.append(self.argument(name, 0))
-            while self.tok.kind is Kind.COMMA:
+            while self.tok.kind is _COMMA:
                 self.advance()
                 args.append(self.argument(name, len(args)))
-        end = self.expect(Kind.RPAREN, "',' or ')'").end
+        end = self.expect(_RPAREN, "',' or ')'").end
         if not spec.min_args <= len(args) <= (spec.max_args if spec.max_args >= 0 else 1 << 30):
             raise FilterArityError(self.text, tok.start, name, spec.arity_text(), len(args))
         return Call(name, tuple(args), start=tok.start, end=end)
@@ -287,13 +315,13 @@ class _Parser:
         if (
             name == "REGEXP_REPLACE"
             and index == 1
-            and tok.kind in (Kind.STRING, Kind.RAW_STRING)
-            and nxt.kind in (Kind.COMMA, Kind.RPAREN)
+            and (tok.kind is _STRING or tok.kind is _RAW_STRING)
+            and nxt.kind in (_COMMA, _RPAREN)
         ):
             # the pattern argument reaches the regex engine like a LIKE pattern (§1.2 [R])
             self.advance()
             body = str(tok.value)
-            pattern = body if tok.kind is Kind.RAW_STRING else pattern_body(body, tok.text[-1])
+            pattern = body if tok.kind is _RAW_STRING else pattern_body(body, tok.text[-1])
             if pattern:
                 like.check_pattern(pattern, self.text, tok.start)
             return Literal(pattern or None, start=tok.start, end=tok.end)

@@ -35,7 +35,7 @@ from sowlib.expr.nodes import (
 )
 from sowlib.paths import FieldPath
 
-__all__ = ["Compiled", "boolean_nodes", "compile_node", "is_boolean"]
+__all__ = ["Compiled", "boolean_nodes", "compile_node", "compile_tree", "is_boolean"]
 
 Compiled = Callable[[Any, EvalContext | None], Any]
 
@@ -82,74 +82,80 @@ def _getter(path: FieldPath) -> Callable[[Any], Any]:
     return path.getter
 
 
-def compile_node(node: Node, booleans: dict[int, bool] | None = None) -> Compiled:
-    """Compile ``node`` to a closure; O(size of the tree).
+def compile_node(node: Node) -> Compiled:
+    """Compile ``node`` to a closure; O(size of the tree)."""
+    return _compile(node)[0]
 
-    Args:
-        node: the tree.
-        booleans: :func:`boolean_nodes` of ``node`` when the caller has it already.
+
+def compile_tree(node: Node) -> tuple[Compiled, bool]:
+    """Compile ``node`` to a closure; also :func:`is_boolean` of ``node``, found on the way.
+
+    O(size of the tree), one pass: no :func:`boolean_nodes` table is built.
     """
-    if booleans is None:
-        booleans = boolean_nodes(node) if isinstance(node, _LOGIC) else {}
-    return _compile(node, booleans)
+    return _compile(node)
 
 
-def _compile(node: Node, booleans: dict[int, bool]) -> Compiled:
-    """:func:`compile_node` for a node whose subtree is described by ``booleans``."""
+def _compile(node: Node) -> tuple[Compiled, bool]:
+    """The closure for ``node`` and whether it is boolean (as :func:`boolean_nodes` says)."""
+    # the commonest nodes of a filter (AND/OR over comparisons) are matched first
     match node:
+        case And(left=a, right=b):
+            return _and(a, b)
+        case Or(left=a, right=b):
+            return _or(a, b)
+        case Compare(op=op, left=a, right=b):
+            return _compare(op, a, b), True
+        case InList(value=v, items=items, negated=neg):
+            return _in_list(v, items, neg), True
+        case Like(value=v, pattern=pat, raw=raw, negated=neg):
+            return _like(v, like.like_matcher(pat, raw), neg), True
+        case Not(operand=o):
+            f, boolean = _compile(o)
+            if boolean:
+                return (lambda d, c: not f(d, c)), True
+            return (lambda d, c: runtime.logic_not(f(d, c))), False
         case Literal(value=v):
-            return lambda d, c: v
+            return (lambda d, c: v), False
         case Field(path=p):
             get = _getter(p)
-            return lambda d, c: get(d)
+            return (lambda d, c: get(d)), False
         case Neg(operand=o):
             f = compile_node(o)
-            return lambda d, c: runtime.negate(f(d, c))
+            return (lambda d, c: runtime.negate(f(d, c))), False
         case Arith(op=op, left=a, right=b):
             fa, fb = compile_node(a), compile_node(b)
             arith = runtime.arith
-            return lambda d, c: arith(op, fa(d, c), fb(d, c))
-        case Compare(op=op, left=a, right=b):
-            return _compare(op, a, b)
+            return (lambda d, c: arith(op, fa(d, c), fb(d, c))), False
         case Between(value=v, low=lo, high=hi, negated=neg):
             fv, flo, fhi = compile_node(v), compile_node(lo), compile_node(hi)
-            return lambda d, c: runtime.between(fv(d, c), flo(d, c), fhi(d, c), neg)
-        case InList(value=v, items=items, negated=neg):
-            return _in_list(v, items, neg)
-        case Like(value=v, pattern=pat, raw=raw, negated=neg):
-            return _like(v, like.like_matcher(pat, raw), neg)
+            return (lambda d, c: runtime.between(fv(d, c), flo(d, c), fhi(d, c), neg)), True
         case BeginsWith(value=v, items=items, negated=neg):
-            return _affix(v, items, neg, False)
+            return _affix(v, items, neg, False), True
         case EndsWith(value=v, items=items, negated=neg):
-            return _affix(v, items, neg, True)
+            return _affix(v, items, neg, True), True
         case IsNull(value=v, negated=neg):
-            f = compile_node(v)
-            is_null = runtime.is_null
-            if neg:
-                return lambda d, c: not is_null(f(d, c))
-            return lambda d, c: is_null(f(d, c))
+            return _is_null(v, neg), True
         case IsNaN(value=v, negated=neg):
             f = compile_node(v)
-            return lambda d, c: runtime.is_nan(f(d, c)) != neg
-        case Not(operand=o):
-            f = _compile(o, booleans)
-            if booleans.get(id(o), False):
-                return lambda d, c: not f(d, c)
-            return lambda d, c: runtime.logic_not(f(d, c))
-        case And(left=a, right=b):
-            return _and(a, b, booleans)
-        case Or(left=a, right=b):
-            return _or(a, b, booleans)
+            return (lambda d, c: runtime.is_nan(f(d, c)) != neg), True
         case Call(name=name, args=args):
-            return _call(FUNCTIONS[name], args)
+            return _call(FUNCTIONS[name], args), False
         case _:
             assert_never(node)
 
 
-def _and(a: Node, b: Node, booleans: dict[int, bool]) -> Compiled:
-    fa, fb = _compile(a, booleans), _compile(b, booleans)
-    if booleans.get(id(a), False) and booleans.get(id(b), False):
-        return lambda d, c: fa(d, c) and fb(d, c)
+def _is_null(v: Node, neg: bool) -> Compiled:
+    f = compile_node(v)
+    is_null = runtime.is_null
+    if neg:
+        return lambda d, c: not is_null(f(d, c))
+    return lambda d, c: is_null(f(d, c))
+
+
+def _and(a: Node, b: Node) -> tuple[Compiled, bool]:
+    (fa, bool_a), (fb, bool_b) = _compile(a), _compile(b)
+    if bool_a and bool_b:
+        return (lambda d, c: fa(d, c) and fb(d, c)), True
     to_logic = runtime.to_logic
 
     def and3(d: Any, c: EvalContext | None) -> bool | None:
@@ -158,13 +164,13 @@ def _and(a: Node, b: Node, booleans: dict[int, bool]) -> Compiled:
             return left  # FALSE, or NULL ending the evaluation (spec §2.5 table)
         return to_logic(fb(d, c))
 
-    return and3
+    return and3, False
 
 
-def _or(a: Node, b: Node, booleans: dict[int, bool]) -> Compiled:
-    fa, fb = _compile(a, booleans), _compile(b, booleans)
-    if booleans.get(id(a), False) and booleans.get(id(b), False):
-        return lambda d, c: fa(d, c) or fb(d, c)
+def _or(a: Node, b: Node) -> tuple[Compiled, bool]:
+    (fa, bool_a), (fb, bool_b) = _compile(a), _compile(b)
+    if bool_a and bool_b:
+        return (lambda d, c: fa(d, c) or fb(d, c)), True
     to_logic = runtime.to_logic
 
     def or3(d: Any, c: EvalContext | None) -> bool | None:
@@ -173,7 +179,7 @@ def _or(a: Node, b: Node, booleans: dict[int, bool]) -> Compiled:
             return left
         return to_logic(fb(d, c))
 
-    return or3
+    return or3, False
 
 
 def _compare(op: str, a: Node, b: Node) -> Compiled:

@@ -7,7 +7,13 @@ from hypothesis import strategies as st
 
 from sowlib.errors import FilterError
 from sowlib.expr.lexer import tokenize, tokenize_general
+from sowlib.expr.nodes import Node, walk
+from sowlib.expr.parser import _Parser
+from sowlib.expr.to_python import compile_tree, is_boolean
+from sowlib.expr.to_text import to_text
 from sowlib.expr.tokens import Token
+from tests.expr.strategies import nodes
+from tests.expr.test_properties import GRAMMAR
 
 # fragments that sit on the edges of the fast lexer's patterns (numbers followed by
 # letters or dots, escapes, raw strings, '/' as division or path, non-ASCII)
@@ -38,3 +44,42 @@ def test_fast_lexer_equals_the_general_one_on_fragment_soup(text: str) -> None:
 @given(st.text(max_size=30))
 def test_fast_lexer_equals_the_general_one_on_any_text(text: str) -> None:
     assert _lex(tokenize, text) == _lex(tokenize_general, text)
+
+
+class _GeneralParser(_Parser):
+    """The parser without the lone-value shortcut of ``additive``."""
+
+    def additive(self) -> Node:
+        return self.arithmetic()
+
+
+def _positions(node: Node) -> list[tuple[str, int, int]]:
+    return [(type(n).__name__, n.start, n.end) for n in walk(node)]
+
+
+def _parsed(parser: type[_Parser], text: str) -> object:
+    try:
+        node = parser(text).parse()
+    except FilterError as exc:
+        return type(exc).__name__, int(getattr(exc, "offset", -1))
+    return node, _positions(node)
+
+
+@settings(max_examples=300)
+@given(nodes)
+def test_fast_parser_equals_the_general_one_on_generated_filters(node: Node) -> None:
+    text = to_text(node)
+    assert _parsed(_Parser, text) == _parsed(_GeneralParser, text)
+
+
+@settings(max_examples=500)
+@given(st.lists(GRAMMAR, max_size=12).map(" ".join))
+def test_fast_parser_equals_the_general_one_on_grammar_soup(text: str) -> None:
+    assert _parsed(_Parser, text) == _parsed(_GeneralParser, text)
+
+
+@settings(max_examples=200)
+@given(nodes)
+def test_compile_tree_finds_the_same_boolean_flag_as_is_boolean(node: Node) -> None:
+    _, boolean = compile_tree(node)
+    assert boolean is is_boolean(node)
