@@ -5,6 +5,7 @@ Imports only ``errors``, ``paths``, ``document`` and ``expr`` modules.
 
 from __future__ import annotations
 
+import gc
 from collections import OrderedDict
 from threading import Lock
 from typing import Any
@@ -198,7 +199,16 @@ def compile_filter(text: str | Filter) -> Filter:
             if text in _cache:
                 _cache.move_to_end(text)
         return hit
-    f = Filter.from_node(parse(text), text)
+    # Compiling allocates about a thousand tokens, nodes and closures: the cyclic GC
+    # would scan them once or twice per filter (~15% of the time, measured) although
+    # nothing built here is garbage yet; the tokens are freed before the next pass.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        f = Filter.from_node(parse(text), text)
+    finally:
+        if was_enabled:
+            gc.enable()
     _remember(text, f)
     return f
 

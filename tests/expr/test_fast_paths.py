@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sowlib.errors import FilterError
+from sowlib.expr import clear_cache, compile_filter
 from sowlib.expr.lexer import tokenize, tokenize_general
 from sowlib.expr.nodes import Node, walk
 from sowlib.expr.parser import _Parser
@@ -83,3 +88,17 @@ def test_fast_parser_equals_the_general_one_on_grammar_soup(text: str) -> None:
 def test_compile_tree_finds_the_same_boolean_flag_as_is_boolean(node: Node) -> None:
     _, boolean = compile_tree(node)
     assert boolean is is_boolean(node)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+@pytest.mark.parametrize("text", ["/a = 1 AND /b LIKE 'x'", "/a = (1"])
+def test_compile_leaves_the_cyclic_gc_as_it_found_it(enabled: bool, text: str) -> None:
+    clear_cache()
+    was = gc.isenabled()
+    (gc.enable if enabled else gc.disable)()
+    try:
+        with contextlib.suppress(FilterError):
+            compile_filter(text)
+        assert gc.isenabled() is enabled
+    finally:
+        (gc.enable if was else gc.disable)()
