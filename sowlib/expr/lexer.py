@@ -9,6 +9,7 @@ the closing-quote escape, for LIKE and REGEXP_REPLACE patterns. Imports only
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from sowlib.errors import FieldPathError, FilterSyntaxError
 from sowlib.expr.tokens import Kind, Token
@@ -24,21 +25,24 @@ _PATH = re.compile(r"(?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[[0-9]+\])?)+")
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPS = ("==", "!=", "<>", "<=", ">=", "=", "<", ">", "+", "-", "*", "/", "%")
-# One match per common token, after optional whitespace; the groups are numbered by
-# _GROUP_KIND. Only text the dispatch in _token() reads the same way matches here: a
-# number followed by a letter, digit, '_', '.', '@' or any non-ASCII character, a
-# string with a backslash, '.5', '[/...]' and every error go through _token().
-_FAST = re.compile(
-    r"[ \t\n\r\f\v]*(?:"
-    r"((?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[[0-9]+\])?)+)"  # 1 field path
-    r"|(?![rR]['\"])([A-Za-z_][A-Za-z0-9_]*)"  # 2 word
-    r"|(==|!=|<>|<=|>=|[=<>+*%-]|/(?![0-9_@A-Za-z]))"  # 3 operator
-    r"|([(),])"  # 4 punctuation
-    r"|([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.@]|[^\x00-\x7f])"  # 5 number
-    r"|('[^'\\]*'|\"[^\"\\]*\")"  # 6 string without escapes
-    r"|([rR](?:'[^']*'|\"[^\"]*\"))"  # 7 raw string
-    r")"
+# The common tokens, one group each. Only text that the dispatch in _token() reads the
+# same way matches here: a number followed by a letter, digit, '_', '.', '@' or any
+# non-ASCII character, a string with a backslash, '.5', '[/...]' and every error go
+# through _token().
+_COMMON = (
+    r"((?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[[0-9]+\])?)+)"  # field path
+    r"|(?![rR]['\"])([A-Za-z_][A-Za-z0-9_]*)"  # word
+    r"|(==|!=|<>|<=|>=|[=<>+*%-]|/(?![0-9_@A-Za-z]))"  # operator
+    r"|([(),])"  # punctuation
+    r"|([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.@]|[^\x00-\x7f])"  # number
+    r"|('[^'\\]*'|\"[^\"\\]*\")"  # string without escapes
+    r"|([rR](?:'[^']*'|\"[^\"]*\"))"  # raw string
 )
+# Whitespace, then a common token or any one character (where _token() takes over):
+# every position matches, so findall() returns the tokens in order with nothing skipped.
+_SCAN = re.compile(r"([ \t\n\r\f\v]*)(?:" + _COMMON + r"|([\s\S]))")
+_K_PATH, _K_WORD, _K_OP, _K_NUMBER = Kind.PATH, Kind.WORD, Kind.OP, Kind.NUMBER
+_K_STRING, _K_RAW_STRING, _K_EOF = Kind.STRING, Kind.RAW_STRING, Kind.EOF
 _PUNCT = {"(": Kind.LPAREN, ")": Kind.RPAREN, ",": Kind.COMMA}
 _CANON = {"==": "=", "<>": "!="}
 _SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r"}
@@ -66,40 +70,49 @@ def tokenize(text: str) -> list[Token]:
     out: list[Token] = []
     append = out.append
     new = tuple.__new__  # a Token without its Python-level __new__ (compile time)
-    match = _FAST.match
+    # one findall() for the whole text (no method call per token); after a token that
+    # needs _token(), the rest is read lazily (finditer) so that many such tokens
+    # cost linear time
+    rows: Iterable[tuple[str, ...]] = _SCAN.findall(text)
     pos = start = 0
     body = ""
     while True:
-        # the common tokens in one match each (until one does not match); the rest,
-        # and every error, one at a time through _token()
         try:
-            while (m := match(text, pos)) is not None:
-                group = m.lastindex or 0  # exactly one group matched
-                body = m.group(group)
-                start, pos = m.span(group)
-                if group == 1:
-                    tok = new(Token, (Kind.PATH, body, parse_path(body), start, pos))
-                elif group == 2:
-                    tok = new(Token, (Kind.WORD, body, body.upper(), start, pos))
-                elif group == 3:
-                    tok = new(Token, (Kind.OP, body, _CANON.get(body, body), start, pos))
-                elif group == 6:
-                    tok = new(Token, (Kind.STRING, body, body[1:-1], start, pos))
-                elif group == 5:
-                    value = _number_value(text, body, start)
-                    tok = new(Token, (Kind.NUMBER, body, value, start, pos))
-                elif group == 4:
-                    tok = new(Token, (_PUNCT[body], body, body, start, pos))
-                else:
-                    tok = new(Token, (Kind.RAW_STRING, body, body[2:-1], start, pos))
+            for ws, path, word, op, punct, number, string, raw, _ in rows:
+                start = pos + len(ws)
+                if path:
+                    pos = start + len(body := path)
+                    tok = new(Token, (_K_PATH, path, parse_path(path), start, pos))
+                elif word:
+                    pos = start + len(word)
+                    tok = new(Token, (_K_WORD, word, word.upper(), start, pos))
+                elif op:
+                    pos = start + len(op)
+                    tok = new(Token, (_K_OP, op, _CANON.get(op, op), start, pos))
+                elif string:
+                    pos = start + len(string)
+                    tok = new(Token, (_K_STRING, string, string[1:-1], start, pos))
+                elif number:
+                    pos = start + len(number)
+                    value = _number_value(text, number, start)
+                    tok = new(Token, (_K_NUMBER, number, value, start, pos))
+                elif punct:
+                    pos = start + 1
+                    tok = new(Token, (_PUNCT[punct], punct, punct, start, pos))
+                elif raw:
+                    pos = start + len(raw)
+                    tok = new(Token, (_K_RAW_STRING, raw, raw[2:-1], start, pos))
+                else:  # any other character: _token() reads from before the whitespace
+                    break
                 append(tok)
         except FieldPathError as exc:  # only parse_path raises it
             raise _error(text, start + exc.offset, "a field path", repr(body)) from None
         tok = _token(text, pos)
         append(tok)
-        if tok.kind is Kind.EOF:
+        if tok.kind is _K_EOF:
             return out
         pos = tok.end
+        rows = map(re.Match.groups, _SCAN.finditer(text, pos))
 
 
 def tokenize_general(text: str) -> list[Token]:
