@@ -28,7 +28,7 @@ from sowlib.results import (
 from sowlib.storage import RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic_core import TopicCore
-from sowlib.topic_entries import checkpoint_blob
+from sowlib.topic_entries import Entry, checkpoint_blob
 
 __all__ = ["Change", "DeleteResult", "PublishResult", "Topic"]
 
@@ -133,7 +133,7 @@ class Topic(TopicCore):
                 )
             payload, delta = self._decode_input(data)
             key = self._key(delta, sow_key, data)
-            entry = self._entries.get(key)
+            entry = self._entry(key)
             corr = to_corr(correlation_id)
             if entry is not None:
                 doc = self._codec.merge(self.doc(key), delta)
@@ -160,8 +160,10 @@ class Topic(TopicCore):
             # its document decoded on first access, and cache it. Writers swap
             # the entry first and then drop the cached Record; re-checking the
             # entry after caching drops a Record that a concurrent write made stale.
+            # (A bare offset, a record loaded from a checkpoint and not read
+            # since, takes the locked path.)
             entry = self._entries.get(sow_key)
-            if entry is not None and type(body := entry.body) is bytes:
+            if type(entry) is Entry and type(body := entry.body) is bytes:
                 decode = self._lazy_decode
                 rec = _new_record(
                     (
@@ -271,7 +273,9 @@ class Topic(TopicCore):
             examined = len(self._entries)
             matched = [r.sow_key for r in run_query(self, flt, QueryOptions())]
             for key in matched:
-                self._remove(key, self._entries[key], _DELETE)
+                entry = self._entry(key)
+                assert entry is not None  # matched under the lock
+                self._remove(key, entry, _DELETE)
             return DeleteResult(len(matched), len(matched), examined)
 
     def sow_delete_by_keys(self, sow_keys: Sequence[str] | str) -> DeleteResult:
@@ -290,7 +294,7 @@ class Topic(TopicCore):
             self._tick()
             done = 0
             for key in dict.fromkeys(keys):
-                entry = self._entries.get(key)
+                entry = self._entry(key)
                 if entry is not None:
                     self._remove(key, entry, _DELETE)
                     done += 1
@@ -312,7 +316,7 @@ class Topic(TopicCore):
                 )
             _, doc = self._decode_input(data)
             key = self._key(doc, None, data)
-            entry = self._entries.get(key)
+            entry = self._entry(key)
             if entry is None:
                 return DeleteResult(0, 0, 1)
             self._remove(key, entry, _DELETE)
@@ -451,11 +455,15 @@ class Topic(TopicCore):
         with self._lock:
             self._check_open()
             self._log.check()
-            for key, entry in self._entries.items():
-                rec = self._log.read(entry.offset)
+            for key, slot in self._entries.items():
+                rec = self._log.read(slot if isinstance(slot, int) else slot.offset)
                 assert rec.key == key, f"entry {key!r} points at {rec!r}"
                 assert rec.kind == _PUT, f"entry {key!r} points at a tombstone"
-                assert rec.seq == entry.seq, f"entry {key!r} seq {entry.seq} != {rec.seq}"
+                if not isinstance(slot, int):
+                    assert rec.seq == slot.seq, f"entry {key!r} seq {slot.seq} != {rec.seq}"
+            if self._history is None:
+                live = sum(map(self._slot_size, self._entries.values()))
+                assert live == self._live_bytes, f"live bytes {self._live_bytes} != {live}"
 
     def close(self) -> None:
         """Write a checkpoint (writers) and close the log; idempotent."""
@@ -465,7 +473,7 @@ class Topic(TopicCore):
             self._closed = True
             checkpoint = None
             if not self._readonly and self._history is None:
-                checkpoint = checkpoint_blob(self._entries)
+                checkpoint = checkpoint_blob(self._entries, self._live_bytes)
             self._log.close(checkpoint)
             self._docs.clear()
             self._records.clear()
@@ -492,7 +500,7 @@ class Topic(TopicCore):
         with self._lock:
             self._check_open()
             self._tick()
-            return iter([self._record(k, e) for k, e in self._entries.items()])
+            return iter([self._record(k, e) for k in list(self._entries) if (e := self._entry(k))])
 
     def __repr__(self) -> str:
         return f"<Topic {self.name!r} ({self.message_type}) records={len(self._entries)}>"

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sowlib.errors import SowError
 from sowlib.record import Record
 from sowlib.results import PublishResults
-from sowlib.topic_entries import new_entry
+from sowlib.topic_entries import Entry, Slot, new_entry
 
 if TYPE_CHECKING:
     from sowlib.topic_core import TopicCore
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["publish_batch"]
 
 _new_record = partial(tuple.__new__, Record)
+_SIZE = itemgetter(5)  # Entry.size
 
 
 def publish_batch(
@@ -133,7 +134,7 @@ def _install_each(
             live += size
             flag(True)
         else:
-            live += size - old[5]
+            live += size - (core._size_at(old) if isinstance(old, int) else old.size)
             flag(False)
             if forget is not None:
                 forget(key, None)
@@ -183,6 +184,10 @@ def _install_all(
     # Lock-free readers may have cached a Record of an old version: drop them.
     records = core._records
     deque(map(records.pop, keys, repeat(None)), maxlen=0)
-    replaced = list(filter(None, olds))
-    core._live_bytes += sum(sizes) - sum(map(itemgetter(5), replaced))
+    replaced = cast(list[Slot], list(filter(None, olds)))
+    try:
+        old_bytes = sum(map(_SIZE, cast(list[Entry], replaced)))
+    except TypeError:  # a bare offset (a key not touched since a checkpoint load)
+        old_bytes = sum(map(core._slot_size, replaced))
+    core._live_bytes += sum(sizes) - old_bytes
     return list(map(is_, olds, repeat(None)))

@@ -38,6 +38,7 @@ from sowlib.subscriptions import SubscriptionManager
 from sowlib.topic_batch import publish_batch
 from sowlib.topic_entries import (
     Entry,
+    Slot,
     entries_from_checkpoint,
     new_entry,
     replay_entries,
@@ -80,7 +81,9 @@ class TopicCore:
             else None
         )
         self._keygen: Callable[[Any], str] | None = key_generator or self._content_keys
-        self._entries: dict[str, Entry] = {}
+        # sow_key -> Entry, or a bare log offset for a record loaded from a
+        # checkpoint and not touched since (see _entry).
+        self._entries: dict[str, Slot] = {}
         self._docs: dict[str, Any] = {}
         # Records built for queries, kept until the key changes: a Record is
         # immutable, and rebuilding one per result dominated indexed queries.
@@ -120,16 +123,23 @@ class TopicCore:
         checkpoint = None if self._history is not None else self._log.load_checkpoint()
         start = None
         if checkpoint is not None:
-            blob, start = checkpoint
-            self._entries, self._live_bytes = entries_from_checkpoint(blob)
+            blob, end = checkpoint
+            loaded = entries_from_checkpoint(blob)
+            if loaded is not None:
+                (self._entries, self._live_bytes), start = loaded, end
         if self._history is None:
-            self._live_bytes += replay_entries(self._entries, self._log.scan_entries(start))
+            scan = self._log.scan_entries(start)
+            self._live_bytes += replay_entries(self._entries, scan, self._size_at)
         else:
             for rec in self._log.scan(start):
                 self._apply(rec)
         if self.config.expiration_enabled:
+            # Bare offsets never expire: a checkpoint keeps records with an
+            # expiration as entries, and replay builds entries.
             self._expiry = [
-                (e.expiration, e.seq, k) for k, e in self._entries.items() if e.expiration > 0
+                (e.expiration, e.seq, k)
+                for k, e in self._entries.items()
+                if not isinstance(e, int) and e.expiration > 0
             ]
             heapq.heapify(self._expiry)
             self._tick()
@@ -137,7 +147,7 @@ class TopicCore:
     def _apply(self, rec: LogRecord) -> None:
         """Replay one log record into memory (open and refresh)."""
         key = rec.key
-        old = self._entries.get(key)
+        old = self._entry(key)
         if old is not None:
             self._live_bytes -= old.size
         old_doc = self._docs.pop(key, None) if old is not None else None
@@ -176,6 +186,25 @@ class TopicCore:
         self._check_open()
         if self._readonly:
             raise ReadOnlyError(f"topic {self.name!r}", operation)
+
+    def _entry(self, key: str) -> Entry | None:
+        """The entry of ``key`` (None when absent), reading a bare offset's header
+        fields from the log and keeping the entry; O(1). Callers hold the lock."""
+        slot = self._entries.get(key)
+        if not isinstance(slot, int):
+            return slot
+        seq, stamp, expires, corr, size = self._log.read_entry(slot)
+        entry: Entry = new_entry((slot, seq, stamp, expires, corr, size, False))
+        self._entries[key] = entry
+        return entry
+
+    def _size_at(self, offset: int) -> int:
+        """Bytes the record at ``offset`` occupies in the log (a bare offset's size)."""
+        return self._log.read_entry(offset)[4]  # type: ignore[no-any-return]
+
+    def _slot_size(self, slot: Slot) -> int:
+        """Bytes the live record of a key map slot occupies in the log."""
+        return self._size_at(slot) if isinstance(slot, int) else slot.size
 
     def _payload(self, key: str, entry: Entry) -> bytes:
         """The stored bytes of a live entry; verifies the checksum on first read."""
@@ -281,7 +310,7 @@ class TopicCore:
         count = 0
         while self._expiry and self._expiry[0][0] <= now:
             when, seq, key = heapq.heappop(self._expiry)
-            entry = self._entries.get(key)
+            entry = self._entry(key)
             if entry is None or entry.seq != seq or entry.expiration != when:
                 continue  # superseded by a later publish or already deleted
             if self._readonly:
@@ -351,7 +380,7 @@ class TopicCore:
 
     def _install(self, key: str, doc: Any, rec: LogRecord, delta_doc: Any = None) -> PublishResult:
         """Point ``key`` at the appended record ``rec``; indexes, expiry, history, subscribers."""
-        old = self._entries.get(key)
+        old = self._entry(key)
         subs = self._subs.active
         # The old version is still readable: the log is append-only.
         old_rec = self._record(key, old) if subs and old is not None else None
@@ -409,7 +438,9 @@ class TopicCore:
         if self._indexed:
             return
         docs, records = self._docs, self._records
-        for key, entry in list(self._entries.items()):
+        for key in list(self._entries):
+            entry = self._entry(key)
+            assert entry is not None
             payload = self._payload(key, entry)
             doc = docs.get(key, MISSING)
             if doc is MISSING:
@@ -442,7 +473,7 @@ class TopicCore:
         """The live record stored under ``key`` (QuerySource), or None; cached per key."""
         rec = self._records.get(key)
         if rec is None:
-            entry = self._entries.get(key)
+            entry = self._entry(key)
             if entry is None:
                 return None
             rec = self._records[key] = self._record(key, entry)
@@ -452,7 +483,9 @@ class TopicCore:
         """The decoded document of a live key (QuerySource); cached after the first decode."""
         doc = self._docs.get(key, MISSING)
         if doc is MISSING:
-            entry = self._entries[key]
+            entry = self._entry(key)
+            if entry is None:
+                raise KeyError(key)
             doc = self._docs[key] = self._decode_payload(self._payload(key, entry))
         return doc
 
@@ -492,7 +525,12 @@ class TopicCore:
 
             mapping = self._log.compact(keep)
         else:
-            mapping = self._log.compact([e[0] for e in self._entries.values()])
-        self._entries = {k: new_entry((mapping[e[0]], *e[1:])) for k, e in self._entries.items()}
+            mapping = self._log.compact(
+                [e if isinstance(e, int) else e.offset for e in self._entries.values()]
+            )
+        self._entries = {
+            k: mapping[e] if isinstance(e, int) else new_entry((mapping[e.offset], *e[1:]))
+            for k, e in self._entries.items()
+        }
         if self._history is not None:
             self._history.remap(mapping)

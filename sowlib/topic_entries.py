@@ -6,7 +6,8 @@ never ``topic``, ``query`` or ``expr``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import array
+from collections.abc import Callable, Iterable
 from functools import partial
 from itertools import repeat
 from typing import NamedTuple
@@ -17,6 +18,7 @@ from sowlib.storage import RecordKind
 
 __all__ = [
     "Entry",
+    "Slot",
     "checkpoint_blob",
     "entries_from_checkpoint",
     "new_entry",
@@ -50,38 +52,89 @@ class Entry(NamedTuple):
 new_entry = partial(tuple.__new__, Entry)
 
 
-def entries_from_checkpoint(blob: bytes) -> tuple[dict[str, Entry], int]:
+#: A key map value: the entry, or the offset of a record loaded from a checkpoint
+#: and not read since (its header fields are read from the log on first use).
+Slot = Entry | int
+
+# The blob's layout version (the first item of the msgpack list).
+_BLOB_VERSION = 2
+
+
+def entries_from_checkpoint(blob: bytes) -> tuple[dict[str, Slot], int] | None:
     """The key map a clean close saved, and its live bytes; O(records), C-level loops.
 
-    Entries come back unverified (``body=False``): the first read checks the record.
+    Records without an expiration come back as bare offsets (one int per key is
+    what makes a reopen of millions of records fast: no tuple and no header
+    fields per record); the rest as unverified entries (``body=False``). The
+    first read of either checks the record. None when the blob has another layout.
     """
-    keys, offsets, seqs, stamps, exps, corrs, sizes = msgpack.unpackb(blob)
-    columns = zip(offsets, seqs, stamps, exps, corrs, sizes, repeat(False))
-    return dict(zip(keys, map(new_entry, columns), strict=True)), sum(sizes)
+    try:
+        version, keys, offsets, live, full = msgpack.unpackb(blob)
+    except (ValueError, TypeError, msgpack.UnpackException):
+        return None
+    if version != _BLOB_VERSION:
+        return None
+    column = array.array("q")
+    column.frombytes(offsets)
+    slots: dict[str, Slot] = dict(zip(keys, column.tolist(), strict=True))
+    f_keys, f_offsets, seqs, stamps, exps, corrs, sizes = full
+    rows = zip(f_offsets, seqs, stamps, exps, corrs, sizes, repeat(False))
+    slots.update(zip(f_keys, map(new_entry, rows), strict=True))
+    return slots, int(live)
 
 
-def checkpoint_blob(entries: dict[str, Entry]) -> bytes:
-    """The columns :func:`entries_from_checkpoint` reads back; O(records)."""
-    items = list(entries.items())
+def checkpoint_blob(entries: dict[str, Slot], live_bytes: int) -> bytes:
+    """The layout :func:`entries_from_checkpoint` reads back; O(records).
+
+    Keys whose record has no expiration are stored as (key, offset) only: a
+    reopen reads their other header fields from the log when it first needs
+    them. Records with an expiration keep every field, so a reopen can rebuild
+    the expiration queue without reading the log.
+    """
+    keys: list[str] = []
+    offsets = array.array("q")
+    full: list[tuple[str, Entry]] = []
+    add_key, add_offset, add_full = keys.append, offsets.append, full.append
+    for key, slot in entries.items():
+        if isinstance(slot, int):
+            add_key(key)
+            add_offset(slot)
+        elif slot.expiration > 0:
+            add_full((key, slot))
+        else:
+            add_key(key)
+            add_offset(slot.offset)
     blob: bytes = msgpack.packb(
         [
-            [k for k, _ in items],
-            [e.offset for _, e in items],
-            [e.seq for _, e in items],
-            [e.timestamp for _, e in items],
-            [e.expiration for _, e in items],
-            [e.corr for _, e in items],
-            [e.size for _, e in items],
+            _BLOB_VERSION,
+            keys,
+            offsets.tobytes(),
+            live_bytes,
+            [
+                [k for k, _ in full],
+                [e.offset for _, e in full],
+                [e.seq for _, e in full],
+                [e.timestamp for _, e in full],
+                [e.expiration for _, e in full],
+                [e.corr for _, e in full],
+                [e.size for _, e in full],
+            ],
         ]
     )
     return blob
 
 
 def replay_entries(
-    entries: dict[str, Entry],
+    entries: dict[str, Slot],
     scan: Iterable[tuple[int, RecordKind, int, float, float, str, bytes, int]],
+    size_at: Callable[[int], int],
 ) -> int:
     """Apply ``scan_entries`` tuples to ``entries`` (the tight loop of recovery).
+
+    Args:
+        entries: the key map.
+        scan: what ``scan_entries`` yields.
+        size_at: the framed size of the record at an offset (for bare-offset slots).
 
     Returns:
         The change in live bytes.
@@ -91,7 +144,7 @@ def replay_entries(
     for offset, kind, seq, stamp, expires, key, corr, size in scan:
         old = get(key)
         if old is not None:
-            live -= old[5]
+            live -= size_at(old) if isinstance(old, int) else old.size
         if kind == _PUT:
             # Recovery verified every record's checksum when the log opened;
             # ``size`` is the bytes the record occupies in the log.

@@ -109,6 +109,24 @@ class LogReader:
                     return mm[start : start + p]
         raise CorruptRecordError(self.path, offset, "not a record boundary")
 
+    def read_entry(self, offset: int) -> tuple[int, float, float, bytes, int]:
+        """The header fields of the record at ``offset``, without the checksum; O(1).
+
+        Returns:
+            ``(seq, timestamp, expiration, correlation_id, length)``; times in seconds
+            (expiration 0.0: none), ``length`` the bytes the record occupies.
+
+        Raises:
+            CorruptRecordError: ``offset`` is not a record boundary.
+        """
+        mm = self._live()
+        if self._header_len <= offset <= self._end - RECORD_OVERHEAD:
+            (n, marker, kind_byte, k, _p, seq, ts) = RECORD_HEADER.unpack_from(mm, offset)
+            if marker == RECORD_MARKER and offset + n <= self._end:
+                exp, corr, _key, _pos = decode_fields(mm, offset, kind_byte, k)
+                return seq, ts / 1e6, exp / 1e6, corr, n
+        raise CorruptRecordError(self.path, offset, "not a record boundary")
+
     def _start(self, start: int | None) -> int:
         mm = self._live()
         off = self._header_len if start is None else start
