@@ -12,14 +12,11 @@ from sowlib.expr import like
 from sowlib.expr.functions import FUNCTIONS
 from sowlib.expr.lexer import pattern_body, tokenize, unescape
 from sowlib.expr.nodes import (
-    And,
     Arith,
     BeginsWith,
     Between,
     Call,
-    Compare,
     EndsWith,
-    Field,
     InList,
     IsNaN,
     IsNull,
@@ -28,7 +25,11 @@ from sowlib.expr.nodes import (
     Neg,
     Node,
     Not,
-    Or,
+    new_and,
+    new_compare,
+    new_field,
+    new_literal,
+    new_or,
 )
 from sowlib.expr.tokens import Kind, Token
 from sowlib.paths import FieldPath
@@ -112,7 +113,7 @@ class _Parser:
             self.i += 1
             self.tok = self.tokens[self.i]
             right = self.and_expr()
-            left = Or(left, right, start=left.start, end=right.end)
+            left = new_or(left, right)
         return left
 
     def and_expr(self) -> Node:
@@ -121,7 +122,7 @@ class _Parser:
             self.i += 1
             self.tok = self.tokens[self.i]
             right = self.not_expr()
-            left = And(left, right, start=left.start, end=right.end)
+            left = new_and(left, right)
         return left
 
     def not_expr(self) -> Node:
@@ -138,7 +139,7 @@ class _Parser:
             self.i += 1
             self.tok = self.tokens[self.i]
             right = self.additive()
-            return Compare(str(tok.value), left, right, start=left.start, end=right.end)
+            return new_compare(str(tok.value), left, right)
         if tok.kind is not _WORD:
             return left
         negated = False
@@ -259,19 +260,19 @@ class _Parser:
             self.i += 1
             self.tok = self.tokens[self.i]
             assert isinstance(tok.value, FieldPath)
-            return Field(tok.value, start=tok.start, end=tok.end)
+            return new_field(tok.value, tok.start, tok.end)
         if kind is _NUMBER:
             self.i += 1
             self.tok = self.tokens[self.i]
             assert isinstance(tok.value, int | float)
-            return Literal(tok.value, start=tok.start, end=tok.end)
+            return new_literal(tok.value, tok.start, tok.end)
         if kind is _STRING or kind is _RAW_STRING:
             self.i += 1
             self.tok = self.tokens[self.i]
             body = str(tok.value)
             if kind is _STRING:
                 body = unescape(body, self.text, tok.start + 1)
-            return Literal(body or None, start=tok.start, end=tok.end)
+            return new_literal(body or None, tok.start, tok.end)
         if tok.kind is _LPAREN:
             self.advance()
             node = self.or_expr()

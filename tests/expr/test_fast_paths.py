@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import gc
 
+import attrs
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,7 +13,20 @@ from hypothesis import strategies as st
 from sowlib.errors import FilterError
 from sowlib.expr import clear_cache, compile_filter
 from sowlib.expr.lexer import tokenize, tokenize_general
-from sowlib.expr.nodes import Node, walk
+from sowlib.expr.nodes import (
+    And,
+    Compare,
+    Field,
+    Literal,
+    Node,
+    Or,
+    new_and,
+    new_compare,
+    new_field,
+    new_literal,
+    new_or,
+    walk,
+)
 from sowlib.expr.parser import _Parser
 from sowlib.expr.to_python import compile_tree, is_boolean
 from sowlib.expr.to_text import to_text
@@ -102,3 +116,36 @@ def test_compile_leaves_the_cyclic_gc_as_it_found_it(enabled: bool, text: str) -
         assert gc.isenabled() is enabled
     finally:
         (gc.enable if was else gc.disable)()
+
+
+def _fields(node: Node) -> tuple[object, ...]:
+    return (type(node), *attrs.astuple(node, recurse=False))
+
+
+@given(nodes)
+def test_node_builders_equal_the_attrs_constructors(node: Node) -> None:
+    for n in walk(node):
+        if isinstance(n, Literal):
+            built: Node = new_literal(n.value, n.start, n.end)
+            want: Node = Literal(n.value, start=n.start, end=n.end)
+        elif isinstance(n, Field):
+            built, want = new_field(n.path, n.start, n.end), Field(n.path, start=n.start, end=n.end)
+        elif isinstance(n, Compare):
+            built = new_compare(n.op, n.left, n.right)
+            want = Compare(n.op, n.left, n.right, start=n.left.start, end=n.right.end)
+        elif isinstance(n, And):
+            built, want = (
+                new_and(n.left, n.right),
+                And(n.left, n.right, start=n.left.start, end=n.right.end),
+            )
+        elif isinstance(n, Or):
+            built, want = (
+                new_or(n.left, n.right),
+                Or(n.left, n.right, start=n.left.start, end=n.right.end),
+            )
+        else:
+            continue
+        assert built == want
+        assert hash(built) == hash(want)
+        assert repr(built) == repr(want)
+        assert _fields(built) == _fields(want)
