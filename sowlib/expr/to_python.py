@@ -271,18 +271,30 @@ _FLOAT_CMP = {op: _float_lit(op) for op in _FLIP}
 def _in_list(v: Node, items: tuple[Node, ...], neg: bool) -> Compiled:
     fv = compile_node(v)
     in_list = runtime.in_list
-    if not all(isinstance(i, Literal) for i in items):
-        fitems = [compile_node(i) for i in items]
-        return lambda d, c: in_list(fv(d, c), [f(d, c) for f in fitems], neg)
-    values = [i.value for i in items if isinstance(i, Literal) and i.value is not None]
-    strs = frozenset(x for x in values if isinstance(x, str))
-    nums = frozenset(x for x in values if not isinstance(x, str))
-    # a string member that reads as a number could equal a numeric value, and
-    # huge ints compare through float: those cases take the general rule
-    numeric_strs = any(runtime.parse_number(s) is not None for s in strs)
-    unsafe = any(isinstance(x, int) and abs(x) >= _SAFE_INT for x in nums)
-    if numeric_strs or unsafe or not isinstance(v, Field):
+    # one loop, no generator per property (compile time): a string member that reads
+    # as a number could equal a numeric value, and huge ints compare through float;
+    # both take the general rule
+    values: list[Any] = []
+    str_values: list[str] = []
+    num_values: list[int | float] = []
+    general = False
+    for item in items:
+        if not isinstance(item, Literal):
+            fitems = [compile_node(i) for i in items]
+            return lambda d, c: in_list(fv(d, c), [f(d, c) for f in fitems], neg)
+        x = item.value
+        if x is None:
+            continue
+        values.append(x)
+        if isinstance(x, str):
+            str_values.append(x)
+            general = general or runtime.parse_number(x) is not None
+        else:
+            num_values.append(x)
+            general = general or (isinstance(x, int) and abs(x) >= _SAFE_INT)
+    if general or not isinstance(v, Field):
         return lambda d, c: in_list(fv(d, c), values, neg)
+    strs, nums = frozenset(str_values), frozenset(num_values)
     get = _getter(v.path)
     has_nums = bool(nums)
 
