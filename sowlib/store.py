@@ -32,6 +32,7 @@ from sowlib.expr import Filter
 from sowlib.keys import describe_generator, load_key_generator
 from sowlib.query import Record
 from sowlib.storage import AppendLog, WriterLock
+from sowlib.storage.gcpause import paused_gc
 from sowlib.storage.memory import MemoryLog
 from sowlib.storage.recovery import read_header
 from sowlib.topic import Topic
@@ -147,17 +148,20 @@ class SowStore:
             config = TopicConfig.from_dict(json.loads(read_header(full).meta))
         except (ValueError, TypeError) as exc:
             raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from exc
-        log = AppendLog(
-            full,
-            readonly=self.readonly,
-            sync=config.durability == "sync" and not self.readonly,
-            slab_size=config.slab_size,
-            fs=self._fs,
-        )
         generator = self._generator_from_options(config)
-        topic = Topic(
-            config, log, clock=self.clock, readonly=self.readonly, key_generator=generator
-        )
+        # One pause for the recovery walk and the key map built from it: the
+        # walk's tuples are dropped before the collector could look at them.
+        with paused_gc():
+            log = AppendLog(
+                full,
+                readonly=self.readonly,
+                sync=config.durability == "sync" and not self.readonly,
+                slab_size=config.slab_size,
+                fs=self._fs,
+            )
+            topic = Topic(
+                config, log, clock=self.clock, readonly=self.readonly, key_generator=generator
+            )
         self._topics[(config.name, config.message_type)] = topic
         self._files.add(full)
         return topic

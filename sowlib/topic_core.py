@@ -6,7 +6,6 @@ and the QuerySource methods the query engine calls. Callers hold the lock.
 
 from __future__ import annotations
 
-import gc
 import heapq
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -34,6 +33,7 @@ from sowlib.record import DeferredDoc
 from sowlib.results import PublishResult, PublishResults
 from sowlib.storage import LogRecord, RecordKind
 from sowlib.storage.framing import framed_size
+from sowlib.storage.gcpause import paused_gc
 from sowlib.subscriptions import SubscriptionManager
 from sowlib.topic_batch import publish_batch
 from sowlib.topic_entries import (
@@ -109,15 +109,10 @@ class TopicCore:
     # ------------------------------------------------------------------ loading
 
     def _load(self) -> None:
-        # Reopening builds one tuple per record; the cyclic GC would rescan the
+        # Reopening allocates per record; the cyclic GC would rescan the
         # growing heap again and again while nothing here can form a cycle.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        with paused_gc():
             self._load_entries()
-        finally:
-            if was_enabled:
-                gc.enable()
 
     def _load_entries(self) -> None:
         checkpoint = None if self._history is not None else self._log.load_checkpoint()

@@ -146,9 +146,15 @@ def replay_entries(
         if old is not None:
             live -= size_at(old) if isinstance(old, int) else old.size
         if kind == _PUT:
-            # Recovery verified every record's checksum when the log opened;
-            # ``size`` is the bytes the record occupies in the log.
-            entries[key] = new_entry((offset, seq, stamp, expires, corr, size, True))
+            # ``size`` is the bytes the record occupies in the log. A record
+            # without expiration or correlation id is kept as its bare offset, as
+            # a checkpoint load does: no tuple per record (its header fields are
+            # read again when the key is first touched, and its checksum, which
+            # recovery verified, when its payload is first read).
+            if expires or corr:
+                entries[key] = new_entry((offset, seq, stamp, expires, corr, size, True))
+            else:
+                entries[key] = offset
             live += size
         elif old is not None:
             pop(key)

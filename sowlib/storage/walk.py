@@ -9,7 +9,6 @@ so the first ``scan_entries`` after an open does not read the file again. Import
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, cast
 
@@ -32,6 +31,7 @@ from sowlib.storage.format import (
     decode_fields,
     expected_length,
 )
+from sowlib.storage.gcpause import paused_gc
 
 if TYPE_CHECKING:
     from sowlib.storage.reader import LogReader
@@ -131,13 +131,8 @@ def verify_entries(buf: Buf, start: int, limit: int) -> tuple[int, int, EntryLis
     Returns:
         ``(offset after the last intact record, offset of the last one or 0, the entries)``.
     """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         return _verify_entries(buf, start, limit)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _verify_entries(buf: Buf, start: int, limit: int) -> tuple[int, int, EntryList]:
