@@ -185,64 +185,90 @@ def _or(a: Node, b: Node) -> tuple[Compiled, bool]:
 def _compare(op: str, a: Node, b: Node) -> Compiled:
     if isinstance(b, Field) and isinstance(a, Literal):
         a, b, op = b, a, _FLIP[op]
-    compare_any = runtime.compare_any
     if isinstance(a, Field) and isinstance(b, Literal):
         lit = b.value
         if lit is None:
-            return lambda d, c: False  # a NULL side is never TRUE (spec §2.4 row 1)
+            return _never  # a NULL side is never TRUE (spec §2.4 row 1)
         get = _getter(a.path)
-
-        def slow(v: Any) -> bool:
-            return compare_any(op, v, lit)
-
         if isinstance(lit, str):
-            return _STR_CMP[op](get, lit, slow)
+            return _STR_CMP[op](get, lit, op)
         if isinstance(lit, int) and abs(lit) < _SAFE_INT:
-            return _INT_CMP[op](get, lit, float(lit), slow)
+            return _INT_CMP[op](get, lit, float(lit), op)
         if isinstance(lit, float):
-            return _FLOAT_CMP[op](get, lit, slow)
-    fa, fb = compile_node(a), compile_node(b)
+            return _FLOAT_CMP[op](get, lit, op)
+    return _compare_general(op, compile_node(a), compile_node(b))
+
+
+def _compare_general(op: str, fa: Compiled, fb: Compiled) -> Compiled:
+    compare_any = runtime.compare_any
     return lambda d, c: compare_any(op, fa(d, c), fb(d, c))
+
+
+def _never(d: Any, c: EvalContext | None) -> bool:
+    return False
 
 
 # Field-vs-literal comparisons, one closure per operator (an ``operator.lt``
 # call per evaluation costs more than the comparison itself). Fast path: a
 # non-empty string against a string literal, an int/float against a number
-# literal; anything else (NULL, arrays, mixed types, booleans) takes ``slow``.
+# literal; anything else (NULL, arrays, mixed types, booleans) takes the general
+# rule, ``_slow(op, value, literal)``. The closures hold only what they read: every
+# captured variable is one more object to allocate (and for the GC to scan).
+_slow = runtime.compare_any
 _STR_CMP: dict[str, Callable[..., Compiled]] = {
-    "=": lambda g, s, slow: lambda d, c: v == s if type(v := g(d)) is str and v else slow(v),
-    "!=": lambda g, s, slow: lambda d, c: v != s if type(v := g(d)) is str and v else slow(v),
-    "<": lambda g, s, slow: lambda d, c: v < s if type(v := g(d)) is str and v else slow(v),
-    "<=": lambda g, s, slow: lambda d, c: v <= s if type(v := g(d)) is str and v else slow(v),
-    ">": lambda g, s, slow: lambda d, c: v > s if type(v := g(d)) is str and v else slow(v),
-    ">=": lambda g, s, slow: lambda d, c: v >= s if type(v := g(d)) is str and v else slow(v),
+    "=": lambda g, s, op: lambda d, c: v == s if type(v := g(d)) is str and v else _slow(op, v, s),
+    "!=": lambda g, s, op: lambda d, c: v != s if type(v := g(d)) is str and v else _slow(op, v, s),
+    "<": lambda g, s, op: lambda d, c: v < s if type(v := g(d)) is str and v else _slow(op, v, s),
+    "<=": lambda g, s, op: lambda d, c: v <= s if type(v := g(d)) is str and v else _slow(op, v, s),
+    ">": lambda g, s, op: lambda d, c: v > s if type(v := g(d)) is str and v else _slow(op, v, s),
+    ">=": lambda g, s, op: lambda d, c: v >= s if type(v := g(d)) is str and v else _slow(op, v, s),
 }
 
 
 def _num(op: str) -> Callable[..., Compiled]:
-    def make(g: Any, n: Any, nf: float, slow: Any) -> Compiled:
+    def make(g: Any, n: Any, nf: float, op: str) -> Compiled:
         if op == "=":
             return lambda d, c: (
-                v == n if (t := type(v := g(d))) is int else v == nf if t is float else slow(v)
+                v == n
+                if (t := type(v := g(d))) is int
+                else v == nf
+                if t is float
+                else _slow(op, v, n)
             )
         if op == "!=":
             return lambda d, c: (
-                v != n if (t := type(v := g(d))) is int else v != nf if t is float else slow(v)
+                v != n
+                if (t := type(v := g(d))) is int
+                else v != nf
+                if t is float
+                else _slow(op, v, n)
             )
         if op == "<":
             return lambda d, c: (
-                v < n if (t := type(v := g(d))) is int else v < nf if t is float else slow(v)
+                v < n
+                if (t := type(v := g(d))) is int
+                else v < nf
+                if t is float
+                else _slow(op, v, n)
             )
         if op == "<=":
             return lambda d, c: (
-                v <= n if (t := type(v := g(d))) is int else v <= nf if t is float else slow(v)
+                v <= n
+                if (t := type(v := g(d))) is int
+                else v <= nf
+                if t is float
+                else _slow(op, v, n)
             )
         if op == ">":
             return lambda d, c: (
-                v > n if (t := type(v := g(d))) is int else v > nf if t is float else slow(v)
+                v > n
+                if (t := type(v := g(d))) is int
+                else v > nf
+                if t is float
+                else _slow(op, v, n)
             )
         return lambda d, c: (
-            v >= n if (t := type(v := g(d))) is int else v >= nf if t is float else slow(v)
+            v >= n if (t := type(v := g(d))) is int else v >= nf if t is float else _slow(op, v, n)
         )
 
     return make
@@ -255,12 +281,12 @@ def _float_lit(op: str) -> Callable[..., Compiled]:
     # against a float literal an int value is promoted to float (spec §2.4 row 3)
     inner = _num(op)
 
-    def make(g: Any, f: float, slow: Any) -> Compiled:
+    def make(g: Any, f: float, op: str) -> Compiled:
         def get(d: Any) -> Any:
             v = g(d)
             return float(v) if type(v) is int else v
 
-        return inner(get, f, f, slow)
+        return inner(get, f, f, op)
 
     return make
 
