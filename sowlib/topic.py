@@ -28,7 +28,7 @@ from sowlib.results import (
 from sowlib.storage import RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic_core import TopicCore
-from sowlib.topic_entries import Entry, checkpoint_blob
+from sowlib.topic_entries import BODY, CORR, EXPIRES, OFFSET, SEQ, STAMP, checkpoint_blob
 
 __all__ = ["Change", "DeleteResult", "PublishResult", "Topic"]
 
@@ -138,7 +138,7 @@ class Topic(TopicCore):
             if entry is not None:
                 doc = self._codec.merge(self.doc(key), delta)
                 payload = self._codec.encode(doc)
-                corr = corr or entry.corr
+                corr = corr or entry[CORR]
             else:
                 doc = delta
             return self._write(key, payload, doc, expiration, corr, delta)
@@ -163,18 +163,18 @@ class Topic(TopicCore):
             # (A bare offset, a record loaded from a checkpoint and not read
             # since, takes the locked path.)
             entry = self._entries.get(sow_key)
-            if type(entry) is Entry and type(body := entry.body) is bytes:
+            if type(entry) is tuple and type(body := entry[BODY]) is bytes:
                 decode = self._lazy_decode
                 rec = _new_record(
                     (
                         sow_key,
                         body,
-                        entry.seq,
-                        entry.timestamp,
-                        entry.expiration or None,
+                        entry[SEQ],
+                        entry[STAMP],
+                        entry[EXPIRES] or None,
                         self.name,
                         self.message_type,
-                        entry.corr,
+                        entry[CORR],
                         body if decode is None else DeferredDoc(decode, body),
                     )
                 )
@@ -456,11 +456,11 @@ class Topic(TopicCore):
             self._check_open()
             self._log.check()
             for key, slot in self._entries.items():
-                rec = self._log.read(slot if isinstance(slot, int) else slot.offset)
+                rec = self._log.read(slot if isinstance(slot, int) else slot[OFFSET])
                 assert rec.key == key, f"entry {key!r} points at {rec!r}"
                 assert rec.kind == _PUT, f"entry {key!r} points at a tombstone"
                 if not isinstance(slot, int):
-                    assert rec.seq == slot.seq, f"entry {key!r} seq {slot.seq} != {rec.seq}"
+                    assert rec.seq == slot[SEQ], f"entry {key!r} seq {slot[SEQ]} != {rec.seq}"
             if self._history is None:
                 live = sum(map(self._slot_size, self._entries.values()))
                 assert live == self._live_bytes, f"live bytes {self._live_bytes} != {live}"

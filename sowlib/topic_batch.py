@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from functools import partial
 from itertools import repeat
 from operator import is_, itemgetter
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 from sowlib.errors import SowError
 from sowlib.record import Record
 from sowlib.results import PublishResults
-from sowlib.topic_entries import Entry, Slot, new_entry
+from sowlib.topic_entries import SIZE, Entry, Slot
 
 if TYPE_CHECKING:
     from sowlib.topic_core import TopicCore
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 __all__ = ["publish_batch"]
 
 _new_record = partial(tuple.__new__, Record)
-_SIZE = itemgetter(5)  # Entry.size
+_SIZE = itemgetter(SIZE)
 
 
 def publish_batch(
@@ -114,7 +114,6 @@ def _install_each(
     # Unindexed topics cache only Records read since their key's last write
     # (lock-free readers may add one at any time, so always drop it).
     forget = None if core._indexed else core._records.pop
-    make_entry = new_entry
     # Decoded documents are kept once queries need them (the first content
     # query builds the indexes); until then a publish-only topic keeps none.
     on_put = core.indexes.on_put if core._indexed else None
@@ -129,12 +128,12 @@ def _install_each(
         keys, payloads, repeat(None) if docs is None else docs, offsets, sizes, strict=False
     ):
         old = get_entry(key)
-        entries[key] = make_entry((offset, seq, stamp, expires, b"", size, payload))
+        entries[key] = (offset, seq, stamp, expires, b"", size, payload)
         if old is None:
             live += size
             flag(True)
         else:
-            live += size - (core._size_at(old) if isinstance(old, int) else old.size)
+            live += size - (core._size_at(old) if isinstance(old, int) else old[SIZE])
             flag(False)
             if forget is not None:
                 forget(key, None)
@@ -165,8 +164,10 @@ def _install_all(
     entries.update(
         zip(
             keys,
-            map(
-                new_entry,
+            # zip's tuples are the entries (a tuple zip has handed out and that
+            # is still referenced is never reused).
+            cast(
+                "Iterator[Entry]",
                 zip(
                     offsets,
                     range(seq, seq + len(keys)),

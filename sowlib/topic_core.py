@@ -37,10 +37,16 @@ from sowlib.storage.gcpause import paused_gc
 from sowlib.subscriptions import SubscriptionManager
 from sowlib.topic_batch import publish_batch
 from sowlib.topic_entries import (
+    BODY,
+    CORR,
+    EXPIRES,
+    OFFSET,
+    SEQ,
+    SIZE,
+    STAMP,
     Entry,
     Slot,
     entries_from_checkpoint,
-    new_entry,
     replay_entries,
 )
 
@@ -132,9 +138,9 @@ class TopicCore:
             # Bare offsets never expire: a checkpoint keeps records with an
             # expiration as entries, and replay builds entries.
             self._expiry = [
-                (e.expiration, e.seq, k)
+                (e[EXPIRES], e[SEQ], k)
                 for k, e in self._entries.items()
-                if not isinstance(e, int) and e.expiration > 0
+                if not isinstance(e, int) and e[EXPIRES] > 0
             ]
             heapq.heapify(self._expiry)
             self._tick()
@@ -144,13 +150,19 @@ class TopicCore:
         key = rec.key
         old = self._entry(key)
         if old is not None:
-            self._live_bytes -= old.size
+            self._live_bytes -= old[SIZE]
         old_doc = self._docs.pop(key, None) if old is not None else None
         self._records.pop(key, None)
         if rec.kind == _PUT:
             size = framed_size(key, len(rec.correlation_id), len(rec.payload), rec.expiration)
-            entry = Entry(
-                rec.offset, rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size
+            entry: Entry = (
+                rec.offset,
+                rec.seq,
+                rec.timestamp,
+                rec.expiration,
+                rec.correlation_id,
+                size,
+                True,
             )
             self._entries[key] = entry
             self._live_bytes += size
@@ -189,7 +201,7 @@ class TopicCore:
         if not isinstance(slot, int):
             return slot
         seq, stamp, expires, corr, size = self._log.read_entry(slot)
-        entry: Entry = new_entry((slot, seq, stamp, expires, corr, size, False))
+        entry: Entry = (slot, seq, stamp, expires, corr, size, False)
         self._entries[key] = entry
         return entry
 
@@ -199,17 +211,17 @@ class TopicCore:
 
     def _slot_size(self, slot: Slot) -> int:
         """Bytes the live record of a key map slot occupies in the log."""
-        return self._size_at(slot) if isinstance(slot, int) else slot.size
+        return self._size_at(slot) if isinstance(slot, int) else slot[SIZE]
 
     def _payload(self, key: str, entry: Entry) -> bytes:
         """The stored bytes of a live entry; verifies the checksum on first read."""
-        body = entry.body
+        body = entry[BODY]
         if type(body) is bytes:
             return body
         if body:
-            return self._log.read_payload(entry.offset)  # type: ignore[no-any-return]
-        payload: bytes = self._log.read(entry.offset).payload
-        self._entries[key] = entry._replace(body=True)
+            return self._log.read_payload(entry[OFFSET])  # type: ignore[no-any-return]
+        payload: bytes = self._log.read(entry[OFFSET]).payload
+        self._entries[key] = (*entry[:BODY], True)
         return payload
 
     def _decode_payload(self, payload: bytes) -> Any:
@@ -256,7 +268,7 @@ class TopicCore:
         return now + float(ttl)
 
     def _record(self, key: str, entry: Entry, doc: Any = MISSING) -> Record:
-        body = entry.body
+        body = entry[BODY]
         payload = body if type(body) is bytes else self._payload(key, entry)
         return self._record_with(key, entry, payload, doc)
 
@@ -272,12 +284,12 @@ class TopicCore:
             (
                 key,
                 payload,
-                entry.seq,
-                entry.timestamp,
-                entry.expiration or None,
+                entry[SEQ],
+                entry[STAMP],
+                entry[EXPIRES] or None,
                 self.name,
                 self.message_type,
-                entry.corr,
+                entry[CORR],
                 doc,
             )
         )
@@ -306,7 +318,7 @@ class TopicCore:
         while self._expiry and self._expiry[0][0] <= now:
             when, seq, key = heapq.heappop(self._expiry)
             entry = self._entry(key)
-            if entry is None or entry.seq != seq or entry.expiration != when:
+            if entry is None or entry[SEQ] != seq or entry[EXPIRES] != when:
                 continue  # superseded by a later publish or already deleted
             if self._readonly:
                 self._forget(key, entry)  # readers hide it; the writer writes the tombstone
@@ -317,7 +329,7 @@ class TopicCore:
 
     def _forget(self, key: str, entry: Entry) -> None:
         del self._entries[key]
-        self._live_bytes -= entry.size
+        self._live_bytes -= entry[SIZE]
         doc = self._docs.pop(key, None)
         self._records.pop(key, None)
         if self._indexed and doc is not None:
@@ -380,7 +392,7 @@ class TopicCore:
         # The old version is still readable: the log is append-only.
         old_rec = self._record(key, old) if subs and old is not None else None
         size = framed_size(key, len(rec.correlation_id), len(rec.payload), rec.expiration)
-        entry = Entry(
+        entry: Entry = (
             rec.offset,
             rec.seq,
             rec.timestamp,
@@ -393,7 +405,7 @@ class TopicCore:
         self._records.pop(key, None)
         counts = self._counts
         if old is not None:
-            self._live_bytes += size - old.size
+            self._live_bytes += size - old[SIZE]
             counts["updates"] += 1
         else:
             self._live_bytes += size
@@ -521,10 +533,10 @@ class TopicCore:
             mapping = self._log.compact(keep)
         else:
             mapping = self._log.compact(
-                [e if isinstance(e, int) else e.offset for e in self._entries.values()]
+                [e if isinstance(e, int) else e[OFFSET] for e in self._entries.values()]
             )
         self._entries = {
-            k: mapping[e] if isinstance(e, int) else new_entry((mapping[e.offset], *e[1:]))
+            k: mapping[e] if isinstance(e, int) else (mapping[e[OFFSET]], *e[SEQ:])
             for k, e in self._entries.items()
         }
         if self._history is not None:

@@ -8,48 +8,54 @@ from __future__ import annotations
 
 import array
 from collections.abc import Callable, Iterable
-from functools import partial
 from itertools import repeat
-from typing import NamedTuple
+from typing import Final, cast
 
 import msgpack
 
 from sowlib.storage import RecordKind
 
 __all__ = [
+    "BODY",
+    "CORR",
+    "EXPIRES",
+    "OFFSET",
+    "SEQ",
+    "SIZE",
+    "STAMP",
     "Entry",
     "Slot",
     "checkpoint_blob",
     "entries_from_checkpoint",
-    "new_entry",
     "replay_entries",
 ]
 
 _PUT = RecordKind.PUT
 
 
-class Entry(NamedTuple):
-    """Where the live version of a key sits in the log, and its header fields.
+Entry = tuple[int, int, float, float, bytes, int, "bool | bytes"]
+"""Where the live version of a key sits in the log, and its header fields.
 
-    A tuple: a reopen builds one per record straight from the checkpoint
-    columns with C-level calls, and replacing one costs less than mutating.
-    """
+``(offset, seq, timestamp, expiration, correlation_id, size, body)``, read with
+the index constants below. ``size`` is the bytes the record occupies in the log;
+``body`` is the payload itself when this process published it (reads never touch
+the file), True when it is only in the log and its checksum has been verified,
+False when its checksum has not been checked yet (the first read goes through
+the checked path).
 
-    offset: int
-    seq: int
-    timestamp: float
-    expiration: float
-    corr: bytes
-    size: int
-    # The payload itself when this process published it (reads never touch the
-    # file); True when it is only in the log and its checksum has been verified
-    # (replayed at open); False when loaded from a checkpoint and not verified
-    # yet, so the first read goes through the checked path.
-    body: bool | bytes = True
+A plain tuple, not a named tuple: CPython's cyclic collector stops tracking an
+exact tuple that holds only atomic values, so a key map of millions of entries
+adds nothing to a full collection (a named tuple is a class instance, tracked
+for good, and a big cache made every full collection walk all of it).
+"""
 
-
-#: ``new_entry((offset, seq, ...))``: an Entry without the keyword-argument machinery.
-new_entry = partial(tuple.__new__, Entry)
+OFFSET: Final = 0
+SEQ: Final = 1
+STAMP: Final = 2
+EXPIRES: Final = 3
+CORR: Final = 4
+SIZE: Final = 5
+BODY: Final = 6
 
 
 #: A key map value: the entry, or the offset of a record loaded from a checkpoint
@@ -79,7 +85,7 @@ def entries_from_checkpoint(blob: bytes) -> tuple[dict[str, Slot], int] | None:
     slots: dict[str, Slot] = dict(zip(keys, column.tolist(), strict=True))
     f_keys, f_offsets, seqs, stamps, exps, corrs, sizes = full
     rows = zip(f_offsets, seqs, stamps, exps, corrs, sizes, repeat(False))
-    slots.update(zip(f_keys, map(new_entry, rows), strict=True))
+    slots.update(zip(f_keys, cast("Iterable[Entry]", rows), strict=True))
     return slots, int(live)
 
 
@@ -99,11 +105,11 @@ def checkpoint_blob(entries: dict[str, Slot], live_bytes: int) -> bytes:
         if isinstance(slot, int):
             add_key(key)
             add_offset(slot)
-        elif slot.expiration > 0:
+        elif slot[EXPIRES] > 0:
             add_full((key, slot))
         else:
             add_key(key)
-            add_offset(slot.offset)
+            add_offset(slot[OFFSET])
     blob: bytes = msgpack.packb(
         [
             _BLOB_VERSION,
@@ -112,12 +118,12 @@ def checkpoint_blob(entries: dict[str, Slot], live_bytes: int) -> bytes:
             live_bytes,
             [
                 [k for k, _ in full],
-                [e.offset for _, e in full],
-                [e.seq for _, e in full],
-                [e.timestamp for _, e in full],
-                [e.expiration for _, e in full],
-                [e.corr for _, e in full],
-                [e.size for _, e in full],
+                [e[OFFSET] for _, e in full],
+                [e[SEQ] for _, e in full],
+                [e[STAMP] for _, e in full],
+                [e[EXPIRES] for _, e in full],
+                [e[CORR] for _, e in full],
+                [e[SIZE] for _, e in full],
             ],
         ]
     )
@@ -144,7 +150,7 @@ def replay_entries(
     for offset, kind, seq, stamp, expires, key, corr, size in scan:
         old = get(key)
         if old is not None:
-            live -= size_at(old) if isinstance(old, int) else old.size
+            live -= size_at(old) if isinstance(old, int) else old[SIZE]
         if kind == _PUT:
             # ``size`` is the bytes the record occupies in the log. A record
             # without expiration or correlation id is kept as its bare offset, as
@@ -152,7 +158,7 @@ def replay_entries(
             # read again when the key is first touched, and its checksum, which
             # recovery verified, when its payload is first read).
             if expires or corr:
-                entries[key] = new_entry((offset, seq, stamp, expires, corr, size, True))
+                entries[key] = (offset, seq, stamp, expires, corr, size, True)
             else:
                 entries[key] = offset
             live += size

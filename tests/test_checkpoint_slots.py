@@ -25,7 +25,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from sowlib import SowStore
 from sowlib.errors import CorruptRecordError
 from sowlib.storage.checkpoint import decode_checkpoint, encode_checkpoint
-from sowlib.topic_entries import Entry
+from sowlib.topic_entries import OFFSET
 
 from .conftest import FakeClock
 
@@ -148,7 +148,7 @@ def test_a_clean_reopen_loads_bare_offsets_and_reads_them_from_the_log(tmp_path:
         assert _bare(t) == 50
         assert t.stats()["live_bytes"] == stats["live_bytes"]
         assert {k: t.get(k) for k in keys} == before  # equal records: seq, times, data
-        assert isinstance(t._entries[keys[0]], Entry)  # read once, kept as an entry
+        assert isinstance(t._entries[keys[0]], tuple)  # read once, kept as an entry
         assert [r.doc["px"] for r in t.sow("/px >= 480", order_by="/px")] == [480, 490]
 
 
@@ -214,8 +214,8 @@ def test_the_first_read_of_a_bare_offset_checks_the_record(tmp_path: Path) -> No
         t = store.create_topic("t", keys=["/id"])
         keys = [r.sow_key for r in t.publish_many(_orders(3))]
         entry = t._entries[keys[1]]
-        assert isinstance(entry, Entry)
-        offset, path = entry.offset, t._log.path
+        assert isinstance(entry, tuple)
+        offset, path = entry[OFFSET], t._log.path
     with open(path, "r+b") as fh:  # damage the payload of the second record
         fh.seek(offset + 40)
         byte = fh.read(1)
