@@ -25,6 +25,13 @@ WRITER = textwrap.dedent(
     path, done = sys.argv[1], sys.argv[2]
     with SowStore(path) as store:
         topic = store.create_topic("ticks", keys=["/id"], auto_compact=None)
+        store.flush()
+        # Start publishing once the reader has opened the store and refreshed once,
+        # so it follows the writer however slowly its interpreter starts.
+        import os, time
+        deadline = time.monotonic() + 60
+        while not os.path.exists(done + ".ready") and time.monotonic() < deadline:
+            time.sleep(0.01)
         for i in range(4_000):
             pad = "x" * (i % 300)
             topic.publish({"id": i % 60, "v": i, "pad": pad, "sum": i * 1000 + len(pad)})
@@ -56,6 +63,8 @@ READER = textwrap.dedent(
         finished = os.path.exists(done)
         store.refresh()
         loops += 1
+        if loops == 1:
+            open(done + ".ready", "w").close()
         try:
             records = store.topic("ticks").sow()
         except UnknownTopicError:
