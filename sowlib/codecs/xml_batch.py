@@ -1,9 +1,10 @@
-"""``XmlCodec.decode_many``'s fast path: a batch of flat documents that share one shape.
+"""Flat XML documents of a known shape: ``decode_many``'s fast path, and ``decode``'s.
 
 Record-shaped messages (``<Order><id>1</id><px>2.5</px></Order>``) usually repeat the
 same elements in the same order, so one regular expression built for that shape checks
-and reads a whole batch, and each element's values are typed column by column. Any
-other batch returns None and is decoded message by message. Imports only ``codecs.infer``.
+and reads a whole batch, and each element's values are typed column by column; a single
+document is tried against the last shape decoded. Anything else returns None and takes
+the general path. Imports only ``codecs.infer``.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 
 from sowlib.codecs.infer import infer_scalar
 
-__all__ = ["decode_flat_batch"]
+__all__ = ["decode_flat_batch", "decode_last_shape", "remember_shape"]
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _TAG = re.compile(rb"<(/?" + _NAME.encode() + rb")>")
@@ -43,10 +44,36 @@ _isfinite = math.isfinite
 
 
 @functools.lru_cache(maxsize=64)
-def _shape_pattern(root: str, children: tuple[str, ...]) -> re.Pattern[str]:
-    """One message of this shape, the children's texts captured, then the separator."""
+def _shape_pattern(root: str, children: tuple[str, ...], end: str = "&") -> re.Pattern[str]:
+    """One message of this shape, the children's texts captured, then ``end``."""
     body = "".join(f"<{re.escape(c)}>{_TEXT}</{re.escape(c)}>" for c in children)
-    return re.compile(f"<{re.escape(root)}>{body}</{re.escape(root)}>&")
+    return re.compile(f"<{re.escape(root)}>{body}</{re.escape(root)}>{re.escape(end)}")
+
+
+# The shape of the last flat document decoded the general way: (pattern, root, children).
+# Replaced whole, never changed in place, so a thread reads one consistent shape.
+_last: tuple[re.Pattern[str], str, tuple[str, ...]] | None = None
+
+
+def remember_shape(root: str, children: tuple[str, ...]) -> None:
+    """Make ``root`` with these distinct text-only ``children`` the shape to try first."""
+    global _last
+    _last = (_shape_pattern(root, children, ""), root, children)
+
+
+def decode_last_shape(raw: bytes) -> dict[str, Any] | None:
+    """``XmlCodec.decode(raw)`` when ``raw`` has the remembered shape, else None."""
+    shape = _last
+    if shape is None:
+        return None
+    pattern, root, children = shape
+    try:
+        m = pattern.fullmatch(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None
+    if m is None:
+        return None
+    return {root: dict(zip(children, map(infer_scalar, m.groups()), strict=True))}
 
 
 def _shape(first: bytes) -> tuple[str, tuple[str, ...]] | None:

@@ -17,7 +17,7 @@ from lxml import etree
 
 from sowlib.codecs.infer import infer_scalar
 from sowlib.codecs.merge import merge_documents
-from sowlib.codecs.xml_batch import decode_flat_batch
+from sowlib.codecs.xml_batch import decode_flat_batch, decode_last_shape, remember_shape
 from sowlib.codecs.xml_render import render_document
 from sowlib.document import Element
 from sowlib.errors import DecodeError, UnsupportedOperationError
@@ -157,6 +157,9 @@ class _Repeated(list[Any]):
 
 def _flat_value(raw: bytes) -> dict[str, Any] | None:
     """``decode``'s result for a flat document (see ``_FLAT``), or None for any other."""
+    known = decode_last_shape(raw)
+    if known is not None:
+        return known
     m = _FLAT.fullmatch(raw)
     if m is None:
         return None
@@ -174,7 +177,9 @@ def _flat_value(raw: bytes) -> dict[str, Any] | None:
     node: dict[str, Any] = dict(
         zip(map(itemgetter(0), pairs), map(infer_scalar, map(itemgetter(1), pairs)), strict=True)
     )
-    if len(node) != len(pairs):  # a repeated child: a list, in document order
+    if len(node) == len(pairs):
+        remember_shape(root, tuple(node))  # the next message likely has the same shape
+    else:  # a repeated child: a list, in document order
         node = {}
         for tag, text in pairs:
             value = infer_scalar(text)

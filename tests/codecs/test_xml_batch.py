@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from sowlib import SowStore
 from sowlib.codecs import XmlCodec
 from sowlib.codecs.infer import infer_scalar
-from sowlib.codecs.xml_batch import _typed, decode_flat_batch
+from sowlib.codecs.xml_batch import _typed, decode_flat_batch, decode_last_shape
 from sowlib.errors import DecodeError
 
 XML = XmlCodec()
@@ -74,6 +74,37 @@ def test_same_shaped_batches_decode_as_one_by_one(payloads: list[bytes]) -> None
     assert _outcome(XML.decode_many, payloads) == expected
     fast = decode_flat_batch(payloads)
     assert fast is None or fast == expected  # None only means "not sure": decode each
+
+
+def _doc_or_error(data: bytes) -> Any:
+    try:
+        return XML.decode(data)
+    except DecodeError:
+        return DecodeError
+
+
+@settings(max_examples=300, deadline=None)
+@given(payloads=_batches())
+def test_documents_of_the_last_shape_decode_as_the_full_parser_does(
+    payloads: list[bytes],
+) -> None:
+    for data in payloads:  # the first one decoded sets the shape the others are tried with
+        spaced = data.replace(b">", b" >", 1)  # "<R >": off every fast path
+        assert _doc_or_error(data) == _doc_or_error(spaced)
+
+
+def test_a_remembered_shape_reads_only_its_own_documents() -> None:
+    assert XML.decode(b"<R><a>1</a><b>x</b></R>") == {"R": {"a": 1, "b": "x"}}
+    assert decode_last_shape(b"<R><a>007</a><b></b></R>") == {"R": {"a": "007", "b": None}}
+    for other in (
+        b"<R><a>1</a></R>",
+        b"<R><b>x</b><a>1</a></R>",
+        b"<S><a>1</a><b>x</b></S>",
+        b"<R><a>1</a><b>x>y</b></R>",
+        b"<R><a>1</a><b>x\x01</b></R>",
+        b"<R><a>1</a><b>\xff</b></R>",
+    ):
+        assert decode_last_shape(other) is None
 
 
 def test_record_shaped_batches_take_the_fast_path() -> None:
