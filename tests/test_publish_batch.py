@@ -226,3 +226,37 @@ def test_a_batch_with_a_missing_key_field_falls_back_and_names_the_message(any_s
         t.publish_many([b'{"id": 1}', b'{"idx": 2}'])
     assert info.value.data == b'{"idx": 2}'  # type: ignore[attr-defined]
     assert len(t) == 0
+
+
+@settings(max_examples=40, deadline=None)
+@given(batches=st.lists(messages, max_size=5), reopen_after=st.integers(0, 5))
+def test_unindexed_batches_with_repeated_keys_equal_one_publish_per_message(
+    tmp_path_factory: pytest.TempPathFactory, batches: list[list[str]], reopen_after: int
+) -> None:
+    # No query runs before the end: the topic stays unindexed (the install that keeps
+    # no documents); a clean reopen midway makes the replaced versions bare offsets.
+    clock = FakeClock()
+    path = tmp_path_factory.mktemp("many")
+    one = SowStore(clock=clock)
+    many = SowStore(path, clock=clock)
+    try:
+        a = one.create_topic("t", keys=["/id"])
+        b = many.create_topic("t", keys=["/id"])
+        for n, batch in enumerate(batches):
+            if n == reopen_after:
+                many.close()
+                many = SowStore(path, clock=clock)
+                b = many.topic("t")
+            assert b.publish_many(batch) == [a.publish(m) for m in batch]
+            for key in {a.key_for(m) for m in batch}:
+                assert b.get(key) == a.get(key)
+            if n < reopen_after:  # the counters start again at a reopen
+                assert b.stats()["inserts"] == a.stats()["inserts"]
+                assert b.stats()["updates"] == a.stats()["updates"]
+            assert b.stats()["live_bytes"] == a.stats()["live_bytes"]
+            b.check()
+            clock.advance(1.0)
+        assert state(a) == state(b)
+    finally:
+        one.close()
+        many.close()
