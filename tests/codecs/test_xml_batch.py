@@ -188,6 +188,18 @@ def test_documents_of_other_shapes_in_a_batch_decode_as_one_by_one(odd: bytes) -
         assert XML.decode_many(payloads) == [XML.decode(p) for p in payloads]
 
 
+@pytest.mark.parametrize("at", [0, 1, 6, 7, 50, 98, 99])
+@pytest.mark.parametrize(
+    "odd",
+    [b"<R><a>1</a><b>x</b><c/></R>", b"<S><a>1</a><b>x</b></S>", b"<R><a>1</a><b>\x01</b></R>"],
+)
+def test_one_odd_message_in_a_big_batch(at: int, odd: bytes) -> None:
+    payloads = [b"<R><a>%d</a><b>x%d</b></R>" % (i, i) for i in range(100)]
+    payloads[at] = odd
+    assert _outcome(XML.decode_many, payloads) == _one_by_one(payloads)
+    assert decode_flat_batch(payloads) is None
+
+
 def test_empty_batch() -> None:
     assert XML.decode_many([]) == []
 
