@@ -9,7 +9,6 @@ the general path. Imports only ``codecs.infer``.
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 from collections.abc import Sequence
@@ -23,10 +22,11 @@ __all__ = ["decode_flat_batch", "decode_last_shape", "remember_shape"]
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _TAG = re.compile(rb"<(/?" + _NAME.encode() + rb")>")
 # Element text the full parser reads as it stands: no markup, no entity or character
-# reference, no control character (rejected) or carriage return (normalised), no
-# non-character. No ">" either, so no "]]>" (not allowed in text) and no scan for it:
-# producers write "&gt;" anyway. Bigger sets cost nothing in the matcher (measured).
-_TEXT = "([^<&>\x00-\x08\x0b-\x1f\ufffe\uffff]*)"
+# reference, no control character (rejected) or carriage return (normalised). No ">"
+# either, so no "]]>" (not allowed in text) and no scan for it: producers write "&gt;"
+# anyway. The non-characters U+FFFE/U+FFFF are looked for in the decoded text (O(1) in
+# ASCII text): in the set, they make compiling a pattern four times slower (measured).
+_TEXT = "([^<&>\x00-\x08\x0b-\x1f]*)"
 # The separator between messages: "&" cannot occur in a flat document's text or tags.
 _SEP = b"&"
 
@@ -44,23 +44,47 @@ _isfinite = math.isfinite
 #: Messages of a big batch checked against the first one's shape before the whole batch.
 _SAMPLES = 16
 
-
-@functools.lru_cache(maxsize=64)
-def _shape_pattern(root: str, children: tuple[str, ...], end: str = "&") -> re.Pattern[str]:
-    """One message of this shape, the children's texts captured, then ``end``."""
-    body = "".join(f"<{re.escape(c)}>{_TEXT}</{re.escape(c)}>" for c in children)
-    return re.compile(f"<{re.escape(root)}>{body}</{re.escape(root)}>{re.escape(end)}")
-
-
+# Compiling a shape's pattern costs about as much as decoding a few dozen messages
+# the general way (measured), so it is done for a shape that recurs: a batch at least
+# _BATCH_COMPILES long, or a shape decoded one by one _COMPILE_AFTER times. Both
+# tables are bounded and only ever replaced or added to whole, so threads may race.
+_BATCH_COMPILES = 128
+_COMPILE_AFTER = 4
+_MAX_SHAPES = 64
+_MAX_CHILDREN = 256
+Shape = tuple[str, tuple[str, ...]]
+_patterns: dict[Shape, re.Pattern[str]] = {}
+_seen: dict[Shape, int] = {}
 # The shape of the last flat document decoded the general way: (pattern, root, children).
-# Replaced whole, never changed in place, so a thread reads one consistent shape.
 _last: tuple[re.Pattern[str], str, tuple[str, ...]] | None = None
 
 
+def _compile(shape: Shape) -> re.Pattern[str]:
+    """One message of this shape, the children's texts captured, then the separator."""
+    root, children = shape
+    body = "".join(f"<{re.escape(c)}>{_TEXT}</{re.escape(c)}>" for c in children)
+    pattern = re.compile(f"<{re.escape(root)}>{body}</{re.escape(root)}>&")
+    if len(_patterns) >= _MAX_SHAPES:
+        _patterns.clear()
+    _patterns[shape] = pattern
+    return pattern
+
+
 def remember_shape(root: str, children: tuple[str, ...]) -> None:
-    """Make ``root`` with these distinct text-only ``children`` the shape to try first."""
+    """Note a flat document with distinct text-only ``children`` was decoded; once its
+    shape recurs, :func:`decode_last_shape` tries that shape first."""
     global _last
-    _last = (_shape_pattern(root, children, ""), root, children)
+    shape = (root, children)
+    pattern = _patterns.get(shape)
+    if pattern is None:
+        seen = _seen.get(shape, 0) + 1
+        if seen < _COMPILE_AFTER or len(children) > _MAX_CHILDREN:
+            if len(_seen) >= 4 * _MAX_SHAPES:
+                _seen.clear()
+            _seen[shape] = seen
+            return
+        pattern = _compile(shape)
+    _last = (pattern, root, children)
 
 
 def decode_last_shape(raw: bytes) -> dict[str, Any] | None:
@@ -70,15 +94,16 @@ def decode_last_shape(raw: bytes) -> dict[str, Any] | None:
         return None
     pattern, root, children = shape
     try:
-        m = pattern.fullmatch(raw.decode("utf-8"))
+        text = (raw + _SEP).decode("utf-8")
     except UnicodeDecodeError:
         return None
-    if m is None:
+    m = pattern.fullmatch(text)
+    if m is None or "\ufffe" in text or "\uffff" in text:
         return None
     return {root: dict(zip(children, map(infer_scalar, m.groups()), strict=True))}
 
 
-def _shape(first: bytes) -> tuple[str, tuple[str, ...]] | None:
+def _shape(first: bytes) -> Shape | None:
     """Root and child names of a flat document with distinct children, else None."""
     tags = [t.decode("ascii") for t in _TAG.findall(first)]
     if len(tags) < 4 or len(tags) % 2:
@@ -119,22 +144,28 @@ def decode_flat_batch(payloads: Sequence[bytes]) -> list[dict[str, Any]] | None:
     shape = _shape(payloads[0])
     if shape is None:
         return None
-    root, children = shape
+    pattern = _patterns.get(shape)
+    if pattern is None:
+        if len(payloads) < _BATCH_COMPILES or len(shape[1]) > _MAX_CHILDREN:
+            return None
+        pattern = _compile(shape)
     # A batch of mixed shapes fails the split below only after a scan of all of it;
     # a few messages checked first catch most such batches for a small fraction of that.
     if len(payloads) >= 4 * _SAMPLES:
-        single = _shape_pattern(root, children, "")
         step = len(payloads) // _SAMPLES | 1  # odd: shapes that alternate are caught too
         for sample in payloads[step::step]:
-            if single.fullmatch(sample.decode("utf-8", "replace")) is None:
+            if pattern.fullmatch((sample + _SEP).decode("utf-8", "replace")) is None:
                 return None
     try:
         text = (_SEP.join(payloads) + _SEP).decode("utf-8")
     except UnicodeDecodeError:
         return None
+    if "\ufffe" in text or "\uffff" in text:
+        return None
+    root, children = shape
     width = len(children) + 1
     # [before, texts of message 1..., between, texts of message 2..., ..., after]
-    pieces = _shape_pattern(root, children).split(text)
+    pieces = pattern.split(text)
     if len(pieces) != 1 + width * len(payloads) or any(pieces[::width]):
         return None
     # Nothing lies outside the matches, so they are the whole batch: as neither texts

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import codec_strategies as cs  # type: ignore[import-not-found]  # registered by conftest.py
@@ -10,12 +11,23 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sowlib import SowStore
-from sowlib.codecs import XmlCodec
+from sowlib.codecs import XmlCodec, xml_batch
 from sowlib.codecs.infer import infer_scalar
 from sowlib.codecs.xml_batch import _typed, decode_flat_batch, decode_last_shape
 from sowlib.errors import DecodeError
 
 XML = XmlCodec()
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _compile_every_shape() -> Iterator[None]:
+    """Compile a shape's pattern at first sight, so that small examples take the fast
+    paths (by default only shapes that recur do)."""
+    saved = xml_batch._BATCH_COMPILES, xml_batch._COMPILE_AFTER
+    xml_batch._BATCH_COMPILES = xml_batch._COMPILE_AFTER = 1
+    yield
+    xml_batch._BATCH_COMPILES, xml_batch._COMPILE_AFTER = saved
+
 
 # Texts near every edge of type inference and of what the fast path accepts.
 _edge_texts = st.sampled_from(
@@ -198,6 +210,21 @@ def test_one_odd_message_in_a_big_batch(at: int, odd: bytes) -> None:
     payloads[at] = odd
     assert _outcome(XML.decode_many, payloads) == _one_by_one(payloads)
     assert decode_flat_batch(payloads) is None
+
+
+def test_only_shapes_that_recur_are_compiled() -> None:
+    saved = xml_batch._BATCH_COMPILES, xml_batch._COMPILE_AFTER
+    xml_batch._BATCH_COMPILES, xml_batch._COMPILE_AFTER = 8, 3
+    try:
+        small = [b"<Q><a>%d</a><b>x</b></Q>" % i for i in range(7)]
+        assert decode_flat_batch(small) is None  # a small batch of a new shape
+        assert XML.decode_many(small) == [XML.decode(p) for p in small]
+        assert decode_last_shape(small[0]) == {"Q": {"a": 0, "b": "x"}}  # seen 3 times
+        assert decode_flat_batch(small) == XML.decode_many(small)
+        big = [b"<P><a>%d</a></P>" % i for i in range(8)]
+        assert decode_flat_batch(big) == [{"P": {"a": i}} for i in range(8)]
+    finally:
+        xml_batch._BATCH_COMPILES, xml_batch._COMPILE_AFTER = saved
 
 
 def test_empty_batch() -> None:
