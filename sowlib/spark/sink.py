@@ -1,9 +1,9 @@
 """SowSink: a ``foreachBatch`` sink that applies each micro-batch to a SOW topic exactly once.
 
 Runs in the driver process and holds the store's writer lock. Rows leave the JVM as
-Arrow record batches, one partition at a time (see :func:`_arrow_batches`). Imports
-pyspark, pyarrow, ``sowlib.store``, ``sowlib.state`` and ``sowlib.errors``; never
-``storage`` internals.
+Arrow record batches, from one Spark job or one partition at a time (see
+:func:`_arrow_batches`). Imports pyspark, pyarrow, ``sowlib.store``, ``sowlib.state`` and
+``sowlib.errors``; never ``storage`` internals.
 """
 
 from __future__ import annotations
@@ -46,10 +46,18 @@ class SowSink:
     ISO-8601 text in the session time zone, dates as ``yyyy-MM-dd``, binary as
     base64, nested structs as objects with their NULL fields left out too, NULL
     array elements kept as ``null``) and the topic receives it as bytes. Rows are
-    applied in the order the batch yields them, streamed to the driver one partition
-    at a time as Arrow record batches, never collected whole: the driver holds at
-    most the partition being applied and the next one (prefetched while this one is
-    published).
+    applied in the order the batch yields them (partition by partition).
+
+    Memory: by default one Spark job computes all partitions of a micro-batch in
+    parallel and the driver receives the whole micro-batch as Arrow record batches
+    (about the size of its JSON text, plus one ``chunk_rows`` chunk as Python bytes)
+    before applying it; the result counts against ``spark.driver.maxResultSize``.
+    With ``stream_partitions=True`` the partitions are streamed one at a time
+    instead (one Spark job per partition, the next computed while this one is
+    applied), so the driver holds at most two partitions; use it for micro-batches
+    too big to hold in the driver. The single job is much faster when a micro-batch
+    has many partitions (a job costs tens of milliseconds; 200 shuffle partitions
+    are 200 jobs) and as fast with a few.
 
     Exactly once: after a batch is applied, its id is stored (with the data, in
     the same store) under ``query_name`` in the :data:`PROGRESS_TOPIC` topic and the
@@ -69,6 +77,9 @@ class SowSink:
             each streaming query writing to the same store its own name.
         create_kwargs: extra :meth:`SowStore.create_topic` arguments (indexes, ...).
         chunk_rows: publish in batches of at most this many messages.
+        stream_partitions: stream each micro-batch to the driver one partition at a
+            time (bounded memory, one Spark job per partition) instead of collecting
+            it with one job.
 
     Raises:
         StoreLockedError: another process holds the store's writer lock.
@@ -91,6 +102,7 @@ class SowSink:
         query_name: str | None = None,
         create_kwargs: Mapping[str, Any] | None = None,
         chunk_rows: int = 10_000,
+        stream_partitions: bool = False,
     ) -> None:
         if chunk_rows < 1:
             raise ConfigError("chunk_rows", f"{chunk_rows!r} is not a positive number of rows")
@@ -99,6 +111,7 @@ class SowSink:
         self.delete_column = delete_column
         self.query_name = query_name or topic
         self.chunk_rows = chunk_rows
+        self.stream_partitions = stream_partitions
         self.store = SowStore(self.path)
         try:
             if topic in self.store and keys is None and not create_kwargs:
@@ -128,6 +141,9 @@ class SowSink:
                 ``message_column`` is neither string nor binary, or a message is NULL.
             SowError: a row is not a valid message (the batch stays unrecorded, so
                 Spark's retry of the same batch applies it again).
+            PySparkException: the Spark job computing the batch failed (the batch stays
+                unrecorded); py4j's ``Py4JJavaError`` with ``stream_partitions``, as
+                from ``toLocalIterator``.
         """
         if self.store.closed:
             raise StoreClosedError(f"sink {self.query_name!r} on {self.path}")
@@ -175,7 +191,8 @@ class SowSink:
     def _runs(self, batch_df: DataFrame) -> Iterator[tuple[str, list[Any]]]:
         """Consecutive rows of one kind (publish/delete), at most ``chunk_rows`` each."""
         kind, run = "publish", list[Any]()
-        for messages, deleted in _chunks(self._messages(batch_df), self.chunk_rows):
+        selected = self._messages(batch_df)
+        for messages, deleted in _chunks(selected, self.chunk_rows, self.stream_partitions):
             if None in messages:
                 raise ConfigError(
                     self.message_column or "row", "a row has no message (NULL message column)"
@@ -230,14 +247,14 @@ def _segments(flags: list[bool], rows: int) -> Iterator[tuple[bool, int, int]]:
         start = end
 
 
-def _chunks(selected: DataFrame, rows: int) -> Iterator[tuple[list[Any], list[bool]]]:
+def _chunks(selected: DataFrame, rows: int, stream: bool) -> Iterator[tuple[list[Any], list[bool]]]:
     """``(messages, delete flags)`` of :meth:`SowSink._messages`' frame, chunk by chunk.
 
     ``delete flags`` is empty when no row of the chunk is a delete. Uses
     :func:`_arrow_batches` when the frame is backed by a JVM Dataset, else (Spark
     Connect) ``toLocalIterator`` in chunks of ``rows`` Row objects.
     """
-    batches = _arrow_batches(selected)
+    batches = _arrow_batches(selected, stream)
     if batches is not None:
         for batch in batches:
             flags = batch.column(1)
@@ -251,20 +268,24 @@ def _chunks(selected: DataFrame, rows: int) -> Iterator[tuple[list[Any], list[bo
         yield messages, flags if any(flags) else []
 
 
-def _arrow_batches(df: DataFrame) -> Iterator[pa.RecordBatch] | None:
-    """The rows of ``df`` as Arrow record batches, one partition at a time; O(rows).
+def _arrow_batches(df: DataFrame, stream: bool) -> Iterator[pa.RecordBatch] | None:
+    """The rows of ``df`` as Arrow record batches, in the frame's order; O(rows).
 
     Spark serialises each partition to Arrow IPC record batches in the JVM
     (``Dataset.toArrowBatchRdd``, at most ``spark.sql.execution.arrow.maxRecordsPerBatch``
-    rows each) and serves them partition by partition, the way ``toLocalIterator``
-    serves pickled rows, computing the next partition while this one is consumed.
-    Unlike ``toArrow``/``collect``, which gather every partition in the driver first,
-    memory stays bounded by two partitions. None when ``df`` has no JVM Dataset
-    (Spark Connect) or the JVM lacks that method.
+    rows each). By default one Spark job computes every partition in parallel and the
+    driver receives them all (the path ``DataFrame.toArrow`` takes) before the first is
+    returned. With ``stream`` the partitions are served one at a time, the way
+    ``toLocalIterator`` serves pickled rows: one job per partition, the next computed
+    while this one is consumed, so the driver holds at most two partitions. None when
+    ``df`` has no JVM Dataset (Spark Connect) or the JVM lacks the method.
     """
     jdf = getattr(df, "_jdf", None)
     if jdf is None:
         return None
+    if not stream:
+        collected: list[pa.RecordBatch] = df._collect_as_arrow()  # type: ignore[operator]
+        return _drained(collected)
     try:
         jrdd = jdf.toArrowBatchRdd()
     except Py4JError:
@@ -280,3 +301,10 @@ def _arrow_batches(df: DataFrame) -> Iterator[pa.RecordBatch] | None:
         pa.ipc.read_record_batch(pa.py_buffer(payload), schema)
         for payload in _local_iterator_from_socket(sock_info, NoOpSerializer())
     )
+
+
+def _drained(batches: list[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Yield ``batches`` in order, dropping each from the list as it goes (frees its memory)."""
+    batches.reverse()
+    while batches:
+        yield batches.pop()

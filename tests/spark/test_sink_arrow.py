@@ -129,9 +129,10 @@ def _replayed(rows: list[tuple[int, int, bool]]) -> dict[int, dict[str, int]]:
     return state
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["one-job", "streamed"])
 @pytest.mark.parametrize("chunk_rows", [1, 4, 10_000])
 def test_many_partitions_and_arrow_batches_apply_in_order(
-    spark: Any, tmp_path: Path, chunk_rows: int
+    spark: Any, tmp_path: Path, chunk_rows: int, stream: bool
 ) -> None:
     rows = _mixed_rows(300)
     with _conf(spark, spark_sql_execution_arrow_maxRecordsPerBatch="16"):
@@ -139,7 +140,12 @@ def test_many_partitions_and_arrow_batches_apply_in_order(
         df = df.sortWithinPartitions("id")  # any order: the sink keeps the frame's own
         order = [(r.id, r.v, r.gone) for r in df.toLocalIterator()]
         with SowSink(
-            tmp_path, "orders", keys=["/id"], delete_column="gone", chunk_rows=chunk_rows
+            tmp_path,
+            "orders",
+            keys=["/id"],
+            delete_column="gone",
+            chunk_rows=chunk_rows,
+            stream_partitions=stream,
         ) as sink:
             sink(df, 0)
     assert _docs(tmp_path) == _replayed(order)
@@ -174,7 +180,7 @@ def test_row_fallback_matches_the_arrow_path(
     df = spark.createDataFrame(rows, "id int, v int, gone boolean").coalesce(1)
     with SowSink(tmp_path / "arrow", "orders", keys=["/id"], delete_column="gone") as sink:
         sink(df, 0)
-    monkeypatch.setattr(sink_module, "_arrow_batches", lambda df: None)
+    monkeypatch.setattr(sink_module, "_arrow_batches", lambda df, stream: None)
     with SowSink(
         tmp_path / "rows", "orders", keys=["/id"], delete_column="gone", chunk_rows=7
     ) as sink:
@@ -184,3 +190,45 @@ def test_row_fallback_matches_the_arrow_path(
             other(binary, 0)
     assert _docs(tmp_path / "rows") == _docs(tmp_path / "arrow") == _replayed(rows)
     assert _docs(tmp_path / "bin") == {99: {"id": 99}}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["one-job", "streamed"])
+def test_empty_batch_is_recorded(spark: Any, tmp_path: Path, stream: bool) -> None:
+    df = spark.createDataFrame([(1, "a")], "id int, s string").where("id > 1")
+    with SowSink(tmp_path, "orders", keys=["/id"], stream_partitions=stream) as sink:
+        sink(df, 0)
+        assert sink.last_batch_id == 0
+        assert len(sink.topic) == 0
+
+
+def test_projection_follows_each_batch_columns(spark: Any, tmp_path: Path) -> None:
+    # the parsed projection is reused per column list; a new list must not reuse it
+    with SowSink(tmp_path, "orders", keys=["/id"], delete_column="gone") as sink:
+        sink(spark.createDataFrame([(1, "a", False)], "id int, a string, gone boolean"), 0)
+        sink(spark.createDataFrame([(2, 5, False)], "id int, b int, gone boolean"), 1)
+        sink(spark.createDataFrame([(False, 3, "c")], "gone boolean, id int, a string"), 2)
+        sink(spark.createDataFrame([(1, "x", True)], "id int, a string, gone boolean"), 3)
+        with pytest.raises(ConfigError) as missing:
+            sink(spark.createDataFrame([(4, "d")], "id int, a string"), 4)
+        assert missing.value.where == "column"
+        assert sink.last_batch_id == 3
+    assert _docs(tmp_path) == {2: {"id": 2, "b": 5}, 3: {"id": 3, "a": "c"}}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["one-job", "streamed"])
+def test_failing_spark_job_leaves_the_batch_unrecorded(
+    spark: Any, tmp_path: Path, stream: bool
+) -> None:
+    from py4j.protocol import Py4JJavaError
+    from pyspark.errors import PySparkException
+
+    # the one-job path raises pyspark's exception (as collect does), the streamed one
+    # py4j's (as toLocalIterator does)
+    kind = Py4JJavaError if stream else PySparkException
+    rows = [(i, i % 50 == 49) for i in range(200)]
+    df = spark.createDataFrame(rows, "id int, bad boolean").repartition(4, "id")
+    df = df.selectExpr("id", "CASE WHEN bad THEN raise_error('bad row') END AS v")
+    with SowSink(tmp_path, "orders", keys=["/id"], stream_partitions=stream) as sink:
+        with pytest.raises(kind):
+            sink(df, 0)
+        assert sink.last_batch_id is None
