@@ -34,6 +34,10 @@ from sowlib import SowStore  # noqa: E402
 
 #: Rows per ``SowSink`` micro-batch.
 BATCH_ROWS = 20_000
+#: Partitions per batch in the one-job vs streamed ``SowSink`` measurement.
+MANY_PARTITIONS = 32
+#: Batches in that measurement (streaming 32 partitions takes about a second each).
+MANY_PARTITION_BATCHES = 4
 #: Shard counts read by the data-source measurement.
 SHARDS = (1, 2, 4)
 #: Distinct customers in the lookup store (the workload's customerId range).
@@ -57,17 +61,29 @@ def session(cores: int = 2) -> Any:
     return spark
 
 
-def orders_frame(spark: Any, rows: list[dict[str, Any]]) -> Any:
-    """``rows`` (workload orders) as a cached, materialized DataFrame."""
+def orders_frame(spark: Any, rows: list[dict[str, Any]], partitions: int | None = None) -> Any:
+    """``rows`` (workload orders) as a cached, materialized DataFrame.
+
+    ``partitions`` repartitions the rows first (round robin, as a shuffle leaves them).
+    """
     import pandas as pd
 
-    df = spark.createDataFrame(pd.DataFrame(rows)).cache()
+    df = spark.createDataFrame(pd.DataFrame(rows))
+    if partitions is not None:
+        df = df.repartition(partitions)
+    df = df.cache()
     df.count()
     return df
 
 
 def sink_rows(spark: Any, n: int, workdir: str) -> list[Row]:
-    """``SowSink`` per 20,000-row batch vs ``publish_many`` of the same rows as JSON bytes."""
+    """``SowSink`` per 20,000-row batch vs ``publish_many`` of the same rows as JSON bytes.
+
+    Two context rows: the same sink vs one ``publish`` call per message (taking turns
+    with the other two), and the sink's default (one Spark job per micro-batch) vs
+    ``stream_partitions=True`` (one job per partition) on batches of
+    :data:`MANY_PARTITIONS` partitions, as a shuffle upstream leaves them.
+    """
     from sowlib.spark import SowSink
 
     orders = list(unique_orders(n))
@@ -77,15 +93,22 @@ def sink_rows(spark: Any, n: int, workdir: str) -> list[Row]:
     sink = SowSink(os.path.join(workdir, "sink"), "orders", keys=["/orderId"])
     direct = SowStore(os.path.join(workdir, "direct"))
     topic = direct.create_topic("orders", keys=["/orderId"])
+    single = direct.create_topic("orders-one-by-one", keys=["/orderId"])
+
+    def one_by_one(messages: list[bytes]) -> None:
+        for message in messages:
+            single.publish(message)
+
     try:
         stats = interleaved(
             {
                 "sink": (lambda item: sink(item[1], item[0]), frames),
                 "direct": (topic.publish_many, payloads),
+                "single": (one_by_one, payloads),
             },
             BATCH_ROWS if n >= BATCH_ROWS else n,
         )
-        if len(sink.topic) != n or len(topic) != n:
+        if len(sink.topic) != n or len(topic) != n or len(single) != n:
             raise RuntimeError(f"expected {n} records, got {len(sink.topic)} and {len(topic)}")
     finally:
         sink.close()
@@ -101,8 +124,54 @@ def sink_rows(spark: Any, n: int, workdir: str) -> list[Row]:
             stats["direct"],
             0.5,
             unit="rows/s",
-        )
+        ),
+        compare(
+            "spark",
+            f"SowSink(df, batch_id), {BATCH_ROWS:,}-row batches",
+            stats["sink"],
+            "publish per message (JSON bytes)",
+            stats["single"],
+            None,
+            unit="rows/s",
+        ),
+        sink_partitions_row(spark, slices[:MANY_PARTITION_BATCHES], workdir),
     ]
+
+
+def sink_partitions_row(spark: Any, slices: list[list[dict[str, Any]]], workdir: str) -> Row:
+    """``SowSink`` default vs ``stream_partitions=True`` on batches of many partitions."""
+    from sowlib.spark import SowSink
+
+    frames = [(i, orders_frame(spark, part, MANY_PARTITIONS)) for i, part in enumerate(slices)]
+    rows = sum(len(part) for part in slices)
+    one_job = SowSink(os.path.join(workdir, "sink-one-job"), "orders", keys=["/orderId"])
+    streamed = SowSink(
+        os.path.join(workdir, "sink-streamed"), "orders", keys=["/orderId"], stream_partitions=True
+    )
+    try:
+        stats = interleaved(
+            {
+                "one_job": (lambda item: one_job(item[1], item[0]), frames),
+                "streamed": (lambda item: streamed(item[1], item[0]), frames),
+            },
+            len(slices[0]),
+        )
+        if len(one_job.topic) != rows or len(streamed.topic) != rows:
+            raise RuntimeError(f"expected {rows} records in both sinks")
+    finally:
+        one_job.close()
+        streamed.close()
+        for _, frame in frames:
+            frame.unpersist()
+    return compare(
+        "spark",
+        f"SowSink(df, batch_id), {len(slices[0]):,}-row batches of {MANY_PARTITIONS} partitions",
+        stats["one_job"],
+        "SowSink(..., stream_partitions=True)",
+        stats["streamed"],
+        None,
+        unit="rows/s",
+    )
 
 
 def read_once(spark: Any, path: str, shards: int) -> int:
