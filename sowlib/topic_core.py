@@ -59,6 +59,12 @@ _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
 _new_record = partial(tuple.__new__, Record)
 
 
+def _entry_of(rec: LogRecord, body: bool | bytes) -> Entry:
+    """The key map entry of a PUT record read back or just appended."""
+    size = framed_size(rec.key, len(rec.correlation_id), len(rec.payload), rec.expiration)
+    return (rec.offset, rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size, body)
+
+
 class TopicCore:
     """State and write machinery shared by every topic; not public."""
 
@@ -154,18 +160,9 @@ class TopicCore:
         old_doc = self._docs.pop(key, None) if old is not None else None
         self._records.pop(key, None)
         if rec.kind == _PUT:
-            size = framed_size(key, len(rec.correlation_id), len(rec.payload), rec.expiration)
-            entry: Entry = (
-                rec.offset,
-                rec.seq,
-                rec.timestamp,
-                rec.expiration,
-                rec.correlation_id,
-                size,
-                True,
-            )
+            entry = _entry_of(rec, True)
             self._entries[key] = entry
-            self._live_bytes += size
+            self._live_bytes += entry[SIZE]
             if self._indexed:
                 doc = self._decode_payload(rec.payload)
                 self._docs[key] = doc
@@ -391,16 +388,8 @@ class TopicCore:
         subs = self._subs.active
         # The old version is still readable: the log is append-only.
         old_rec = self._record(key, old) if subs and old is not None else None
-        size = framed_size(key, len(rec.correlation_id), len(rec.payload), rec.expiration)
-        entry: Entry = (
-            rec.offset,
-            rec.seq,
-            rec.timestamp,
-            rec.expiration,
-            rec.correlation_id,
-            size,
-            rec.payload,
-        )
+        entry = _entry_of(rec, rec.payload)
+        size = entry[SIZE]
         self._entries[key] = entry
         self._records.pop(key, None)
         counts = self._counts
