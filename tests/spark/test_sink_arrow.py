@@ -232,3 +232,20 @@ def test_failing_spark_job_leaves_the_batch_unrecorded(
         with pytest.raises(kind):
             sink(df, 0)
         assert sink.last_batch_id is None
+
+
+@pytest.mark.parametrize(("stream", "jobs"), [(False, 1), (True, 6)], ids=["one-job", "streamed"])
+def test_one_spark_job_per_batch_unless_streamed(
+    spark: Any, tmp_path: Path, stream: bool, jobs: int
+) -> None:
+    sc = spark.sparkContext
+    df = spark.range(0, 60, numPartitions=6).selectExpr("id", "id * 2 AS v")
+    group = f"sowlib-sink-jobs-{stream}"
+    sc.setLocalProperty("spark.jobGroup.id", group)
+    try:
+        with SowSink(tmp_path, "orders", keys=["/id"], stream_partitions=stream) as sink:
+            sink(df, 0)
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    assert len(sc.statusTracker().getJobIdsForGroup(group)) == jobs
+    assert _docs(tmp_path) == {i: {"id": i, "v": 2 * i} for i in range(60)}
