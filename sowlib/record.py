@@ -5,7 +5,6 @@ Imports nothing from sowlib: every layer above storage may use it.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -13,32 +12,21 @@ __all__ = ["DeferredDoc", "Record"]
 
 
 class DeferredDoc:
-    """A document decoded on first use, then kept: what ``get`` stores in a new Record.
+    """Stands in a Record's ``doc`` field: decode ``data`` on first access.
 
-    Reading a record by key should not pay for parsing a document the caller may
-    never look at (``rec.data`` is often all it wants). Thread-safe: the first
-    reader decodes under a lock and every reader sees the same object.
+    One per topic, shared by every Record it builds for ``get`` (reading a record
+    by key should not pay for parsing a document the caller may never look at,
+    and a shared marker costs no allocation per read). The decoded document is
+    kept on the Record itself, so ``rec.doc is rec.doc``.
     """
 
-    __slots__ = ("_data", "_decode", "_value")
+    __slots__ = ("decode",)
 
-    _lock = threading.Lock()
-    _unset: Any = object()
+    def __init__(self, decode: Callable[[bytes], Any]) -> None:
+        self.decode = decode
 
-    def __init__(self, decode: Callable[[bytes], Any], data: bytes) -> None:
-        self._decode = decode
-        self._data = data
-        self._value = DeferredDoc._unset
-
-    def get(self) -> Any:
-        """The decoded document; decodes once."""
-        value = self._value
-        if value is DeferredDoc._unset:
-            with DeferredDoc._lock:
-                value = self._value
-                if value is DeferredDoc._unset:
-                    value = self._value = self._decode(self._data)
-        return value
+    def __repr__(self) -> str:
+        return f"DeferredDoc({self.decode!r})"
 
 
 class _RecordFields(NamedTuple):
@@ -66,15 +54,21 @@ class Record(_RecordFields):
     a key, and ``tuple.__new__`` is the cheapest immutable object CPython makes.
     """
 
-    __slots__ = ()
+    # No __slots__: an instance may get a __dict__, created only when a deferred
+    # document is first decoded, to keep it (the tuple itself is immutable).
 
     @property
     def doc(self) -> Any:
-        """The decoded document (decoded now if it was deferred)."""
+        """The decoded document (decoded now if it was deferred, then kept)."""
         value = tuple.__getitem__(self, 8)
-        if type(value) is DeferredDoc:
-            return value.get()
-        return value
+        if type(value) is not DeferredDoc:
+            return value
+        kept = self.__dict__
+        try:
+            return kept["doc"]
+        except KeyError:
+            # setdefault is atomic: threads decoding at once all get the first result.
+            return kept.setdefault("doc", value.decode(tuple.__getitem__(self, 1)))
 
     def _asdict(self) -> dict[str, Any]:
         return {**super()._asdict(), "doc": self.doc}

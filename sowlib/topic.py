@@ -16,7 +16,6 @@ from sowlib.expr import Filter
 from sowlib.history import HistoricalSource, Version
 from sowlib.keys import validate_user_key
 from sowlib.query import QueryOptions, Record, explain, run_query
-from sowlib.record import DeferredDoc
 from sowlib.results import (
     Change,
     DeleteResult,
@@ -164,7 +163,7 @@ class Topic(TopicCore):
             # since, takes the locked path.)
             entry = self._entries.get(sow_key)
             if type(entry) is tuple and type(body := entry[BODY]) is bytes:
-                decode = self._lazy_decode
+                deferred = self._deferred
                 rec = _new_record(
                     (
                         sow_key,
@@ -175,7 +174,7 @@ class Topic(TopicCore):
                         self.name,
                         self.message_type,
                         entry[CORR],
-                        body if decode is None else DeferredDoc(decode, body),
+                        body if deferred is None else deferred,
                     )
                 )
                 records[sow_key] = rec

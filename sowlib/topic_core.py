@@ -85,7 +85,9 @@ class TopicCore:
         self._readonly = readonly
         self._lock = threading.RLock()
         self._codec: Codec = get_codec(config.message_type, **dict(config.options.get("codec", {})))
-        self._lazy_decode = self._codec.decode if self._codec.supports_filter else None
+        # What a Record read by key holds as its doc until first touched (binary
+        # payloads are their own document).
+        self._deferred = DeferredDoc(self._codec.decode) if self._codec.supports_filter else None
         self.key_fields: tuple[FieldPath, ...] = tuple(parse_path(k) for k in config.keys)
         self._content_keys = (
             ContentKeyGenerator(config.keys, domain=config.domain, topic=config.name)
@@ -275,8 +277,8 @@ class TopicCore:
             if doc is MISSING:
                 # Decoded when the caller first reads ``rec.doc``: a read by key
                 # often wants only the bytes.
-                decode = self._lazy_decode
-                doc = payload if decode is None else DeferredDoc(decode, payload)
+                deferred = self._deferred
+                doc = payload if deferred is None else deferred
         return _new_record(
             (
                 key,

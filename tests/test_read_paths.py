@@ -28,7 +28,7 @@ def test_deferred_doc_decodes_once_and_shares_the_result() -> None:
         calls.append(data)
         return json.loads(data)
 
-    rec = Record("k", b'{"a": 1}', 1, 1.0, None, "t", "json", b"", DeferredDoc(decode, b'{"a": 1}'))
+    rec = Record("k", b'{"a": 1}', 1, 1.0, None, "t", "json", b"", DeferredDoc(decode))
     assert calls == []
     assert rec.doc == {"a": 1}
     assert rec.doc is rec.doc
@@ -39,6 +39,23 @@ def test_deferred_doc_decodes_once_and_shares_the_result() -> None:
     assert again == rec
     assert again.doc == {"a": 1}
     assert "doc" not in repr(rec)
+
+
+def test_one_deferred_doc_serves_many_records_each_with_its_own_document() -> None:
+    shared = DeferredDoc(json.loads)
+    a = Record("a", b'{"v": 1}', 1, 1.0, None, "t", "json", b"", shared)
+    b = Record("b", b'{"v": 2}', 2, 1.0, None, "t", "json", b"", shared)
+    assert (a.doc, b.doc) == ({"v": 1}, {"v": 2})
+    assert a._replace(data=b'{"v": 3}').doc == {"v": 3}
+    assert a.doc == {"v": 1}
+    c = Record("c", b'{"v": 4}', 3, 1.0, None, "t", "json", b"", shared)
+    seen: list[Any] = []
+    threads = [threading.Thread(target=lambda: seen.append(c.doc)) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert all(doc is seen[0] for doc in seen)  # every reader got the one kept document
 
 
 def test_get_of_a_published_key_defers_the_decode(any_store: Any) -> None:
