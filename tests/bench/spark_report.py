@@ -79,8 +79,9 @@ def orders_frame(spark: Any, rows: list[dict[str, Any]], partitions: int | None 
 def sink_rows(spark: Any, n: int, workdir: str) -> list[Row]:
     """``SowSink`` per 20,000-row batch vs ``publish_many`` of the same rows as JSON bytes.
 
-    Two context rows: the same sink vs one ``publish`` call per message (taking turns
-    with the other two), and the sink's default (one Spark job per micro-batch) vs
+    Two more rows: the same sink vs one ``publish`` call per message (taking turns with
+    the other two: the target as the issue words it, the first row being the stricter
+    reading), and the sink's default (one Spark job per micro-batch) vs
     ``stream_partitions=True`` (one job per partition) on batches of
     :data:`MANY_PARTITIONS` partitions, as a shuffle upstream leaves them.
     """
@@ -131,7 +132,7 @@ def sink_rows(spark: Any, n: int, workdir: str) -> list[Row]:
             stats["sink"],
             "publish per message (JSON bytes)",
             stats["single"],
-            None,
+            0.5,  # the target as the issue words it ("calling publish directly")
             unit="rows/s",
         ),
         sink_partitions_row(spark, slices[:MANY_PARTITION_BATCHES], workdir),
