@@ -219,7 +219,7 @@ def test_projection_follows_each_batch_columns(spark: Any, tmp_path: Path) -> No
 def test_failing_spark_job_leaves_the_batch_unrecorded(
     spark: Any, tmp_path: Path, stream: bool
 ) -> None:
-    from py4j.protocol import Py4JJavaError
+    from py4j.protocol import Py4JJavaError  # type: ignore[import-untyped]
     from pyspark.errors import PySparkException
 
     # the one-job path raises pyspark's exception (as collect does), the streamed one
