@@ -187,9 +187,12 @@ key_values = st.one_of(
 
 
 @settings(max_examples=80)
-@given(docs=st.lists(st.dictionaries(st.sampled_from(["id", "x"]), key_values), max_size=5))
-def test_hashes_of_equal_the_generator_one_by_one(docs: list[dict[str, Any]]) -> None:
-    gen = ContentKeyGenerator(["/id"], domain="d", topic="t")
+@given(
+    docs=st.lists(st.dictionaries(st.sampled_from(["id", "x"]), key_values), max_size=5),
+    domain=st.sampled_from(["d", "100%", "a%db", "%%s"]),  # the batch path formats with %
+)
+def test_hashes_of_equal_the_generator_one_by_one(docs: list[dict[str, Any]], domain: str) -> None:
+    gen = ContentKeyGenerator(["/id"], domain=domain, topic="t")
     try:
         expected: Any = [int(gen(d)) for d in docs]
     except MissingKeyFieldError:
@@ -260,3 +263,11 @@ def test_unindexed_batches_with_repeated_keys_equal_one_publish_per_message(
     finally:
         one.close()
         many.close()
+
+
+@pytest.mark.parametrize("domain", ["orders", "100%", "a%db", "%%s", "%"])
+def test_batch_key_hashes_take_any_domain_text(domain: str) -> None:
+    gen = ContentKeyGenerator(["/id"], domain=domain, topic="t")
+    for values in ([1, -2, 10**30, 0], ["a", "5%", "é"]):
+        docs = [{"id": v} for v in values]
+        assert gen.hashes_of(docs) == [int(gen(d)) for d in docs]
