@@ -7,6 +7,7 @@ never ``topic``, ``query`` or ``expr``.
 from __future__ import annotations
 
 import array
+import sys
 from collections.abc import Callable, Iterable
 from itertools import repeat
 from typing import Final, cast
@@ -64,6 +65,15 @@ Slot = Entry | int
 
 # The blob's layout version (the first item of the msgpack list).
 _BLOB_VERSION = 2
+# Offsets are stored as little-endian i64 whatever the machine's byte order.
+_SWAP = sys.byteorder != "little"
+
+
+def _little_endian(column: array.array[int]) -> bytes:
+    if _SWAP:
+        column = array.array("q", column)
+        column.byteswap()
+    return column.tobytes()
 
 
 def entries_from_checkpoint(blob: bytes) -> tuple[dict[str, Slot], int] | None:
@@ -76,17 +86,19 @@ def entries_from_checkpoint(blob: bytes) -> tuple[dict[str, Slot], int] | None:
     """
     try:
         version, keys, offsets, live, full = msgpack.unpackb(blob)
+        if version != _BLOB_VERSION:
+            return None
+        column = array.array("q")
+        column.frombytes(offsets)
+        if _SWAP:
+            column.byteswap()
+        slots: dict[str, Slot] = dict(zip(keys, column.tolist(), strict=True))
+        f_keys, f_offsets, seqs, stamps, exps, corrs, sizes = full
+        rows = zip(f_offsets, seqs, stamps, exps, corrs, sizes, repeat(False))
+        slots.update(zip(f_keys, cast("Iterable[Entry]", rows), strict=True))
+        return slots, int(live)
     except (ValueError, TypeError, msgpack.UnpackException):
-        return None
-    if version != _BLOB_VERSION:
-        return None
-    column = array.array("q")
-    column.frombytes(offsets)
-    slots: dict[str, Slot] = dict(zip(keys, column.tolist(), strict=True))
-    f_keys, f_offsets, seqs, stamps, exps, corrs, sizes = full
-    rows = zip(f_offsets, seqs, stamps, exps, corrs, sizes, repeat(False))
-    slots.update(zip(f_keys, cast("Iterable[Entry]", rows), strict=True))
-    return slots, int(live)
+        return None  # not this layout: the caller replays the log
 
 
 def checkpoint_blob(entries: dict[str, Slot], live_bytes: int) -> bytes:
@@ -114,7 +126,7 @@ def checkpoint_blob(entries: dict[str, Slot], live_bytes: int) -> bytes:
         [
             _BLOB_VERSION,
             keys,
-            offsets.tobytes(),
+            _little_endian(offsets),
             live_bytes,
             [
                 [k for k, _ in full],
