@@ -100,13 +100,10 @@ class LogReader:
         Raises:
             CorruptRecordError: ``offset`` is not a record boundary.
         """
-        mm = self._live()
-        if self._header_len <= offset <= self._end - RECORD_OVERHEAD:
-            (n, marker, kind_byte, k, p, _s, _t) = RECORD_HEADER.unpack_from(mm, offset)
-            if marker == RECORD_MARKER and offset + n <= self._end:
-                start = decode_fields(mm, offset, kind_byte, k)[3]
-                if start + p <= self._end:
-                    return mm[start : start + p]
+        mm, head, fields = self._fields_at(offset)
+        start, size = fields[3], head[4]
+        if start + size <= self._end:
+            return mm[start : start + size]
         raise CorruptRecordError(self.path, offset, "not a record boundary")
 
     def read_entry(self, offset: int) -> tuple[int, float, float, bytes, int]:
@@ -119,12 +116,21 @@ class LogReader:
         Raises:
             CorruptRecordError: ``offset`` is not a record boundary.
         """
+        _mm, (length, _m, _kb, _k, _p, seq, ts), (exp, corr, _key, _pos) = self._fields_at(offset)
+        return seq, ts / 1e6, exp / 1e6, corr, length
+
+    def _fields_at(
+        self, offset: int
+    ) -> tuple[mmap.mmap, tuple[int, ...], tuple[int, bytes, str, int]]:
+        """The map, the fixed header and the variable fields of the record at ``offset``.
+
+        Checks only that a record starts there (marker, length within the written part).
+        """
         mm = self._live()
         if self._header_len <= offset <= self._end - RECORD_OVERHEAD:
-            (n, marker, kind_byte, k, _p, seq, ts) = RECORD_HEADER.unpack_from(mm, offset)
-            if marker == RECORD_MARKER and offset + n <= self._end:
-                exp, corr, _key, _pos = decode_fields(mm, offset, kind_byte, k)
-                return seq, ts / 1e6, exp / 1e6, corr, n
+            head = RECORD_HEADER.unpack_from(mm, offset)
+            if head[1] == RECORD_MARKER and offset + head[0] <= self._end:
+                return mm, head, decode_fields(mm, offset, head[2], head[3])
         raise CorruptRecordError(self.path, offset, "not a record boundary")
 
     def _start(self, start: int | None) -> int:
