@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +18,7 @@ import msgpack
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import invariant, rule
 
 from sowlib import SowStore
 from sowlib.errors import CorruptRecordError
@@ -28,62 +26,23 @@ from sowlib.storage.checkpoint import decode_checkpoint, encode_checkpoint
 from sowlib.topic_entries import OFFSET
 
 from .conftest import FakeClock
-
-IDS = st.integers(0, 7)
-VALUES = st.one_of(st.integers(-3, 3), st.text(max_size=4))
+from .machines import IDS, VALUES, TopicAgainstDict
 
 
 def _bare(topic: Any) -> int:
     return sum(isinstance(slot, int) for slot in topic._entries.values())
 
 
-class ReopenedTopicVsDict(RuleBasedStateMachine):
-    def __init__(self) -> None:
-        super().__init__()
-        self.dir = Path(tempfile.mkdtemp())
-        self.store = SowStore(self.dir)
-        self.topic = self.store.create_topic("t", keys=["/id"], auto_compact=None)
-        self.model: dict[int, dict[str, Any]] = {}
-        self.reader: SowStore | None = None
-
-    def teardown(self) -> None:
-        if self.reader is not None:
-            self.reader.close()
-        self.store.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
-    def _key(self, i: int) -> str:
-        return self.topic.key_for({"id": i})
-
-    @rule(i=IDS, v=VALUES)
-    def publish(self, i: int, v: Any) -> None:
-        self.topic.publish(json.dumps({"id": i, "v": v}))
-        self.model[i] = {"id": i, "v": v}
-
+class ReopenedTopicVsDict(TopicAgainstDict):
     @rule(ids=st.lists(IDS, min_size=1, max_size=6, unique=True), v=VALUES)
     def publish_many(self, ids: list[int], v: Any) -> None:
         self.topic.publish_many([json.dumps({"id": i, "v": v}) for i in ids])
         for i in ids:
             self.model[i] = {"id": i, "v": v}
 
-    @rule(i=IDS, w=VALUES)
-    def delta(self, i: int, w: Any) -> None:
-        self.topic.delta_publish({"id": i, "w": w})
-        self.model[i] = {**self.model.get(i, {}), "id": i, "w": w}
-
-    @rule(i=IDS)
-    def delete_by_key(self, i: int) -> None:
-        assert self.topic.sow_delete_by_keys([self._key(i)]) == (1 if i in self.model else 0)
-        self.model.pop(i, None)
-
-    @rule(i=IDS)
-    def delete_by_data(self, i: int) -> None:
-        assert self.topic.sow_delete_by_data({"id": i}) == (1 if i in self.model else 0)
-        self.model.pop(i, None)
-
     @rule(i=IDS)
     def get(self, i: int) -> None:
-        rec = self.topic.get(self._key(i))
+        rec = self.topic.get(self.key(i))
         assert (rec.doc if rec is not None else None) == self.model.get(i)
 
     @rule()
@@ -111,7 +70,7 @@ class ReopenedTopicVsDict(RuleBasedStateMachine):
         else:
             self.reader.refresh()
         topic = self.reader.topic("t")
-        got = {i: r.doc for i in range(8) if (r := topic.get(self._key(i))) is not None}
+        got = {i: r.doc for i in range(8) if (r := topic.get(self.key(i))) is not None}
         assert got == self.model
         topic.check()
 
@@ -122,7 +81,7 @@ class ReopenedTopicVsDict(RuleBasedStateMachine):
     @invariant()
     def agrees(self) -> None:
         assert len(self.topic) == len(self.model)
-        assert all((self._key(i) in self.topic) == (i in self.model) for i in range(8))
+        assert all((self.key(i) in self.topic) == (i in self.model) for i in range(8))
         self.topic.check()  # includes: live bytes equal the sizes of the live records
 
 

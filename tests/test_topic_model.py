@@ -2,62 +2,22 @@
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from pathlib import Path
-from typing import Any
 
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 
 from sowlib import SowStore
 
-IDS = st.sampled_from([1, 2, 3, 4, 5])
-VALUES = st.one_of(st.integers(-5, 5), st.text(max_size=5), st.none(), st.booleans())
+from .machines import TopicAgainstDict
 
 
-class TopicVsDict(RuleBasedStateMachine):
-    def __init__(self) -> None:
-        super().__init__()
-        self.dir = Path(tempfile.mkdtemp())
-        self.store = SowStore(self.dir)
-        self.topic = self.store.create_topic("t", keys=["/id"], auto_compact=None)
-        self.model: dict[int, dict[str, Any]] = {}
-        self.reader: SowStore | None = None
-
-    def teardown(self) -> None:
-        if self.reader is not None:
-            self.reader.close()
-        self.store.close()
-        shutil.rmtree(self.dir, ignore_errors=True)
-
+class TopicVsDict(TopicAgainstDict):
     def _reopen(self) -> None:
         self.store.close()
         self.store = SowStore(self.dir)
         self.topic = self.store.topic("t")
-
-    @rule(i=IDS, v=VALUES)
-    def publish(self, i: int, v: Any) -> None:
-        self.topic.publish({"id": i, "v": v})
-        self.model[i] = {"id": i, "v": v}
-
-    @rule(i=IDS, w=VALUES)
-    def delta(self, i: int, w: Any) -> None:
-        self.topic.delta_publish({"id": i, "w": w})
-        self.model[i] = {**self.model.get(i, {}), "id": i, "w": w}
-
-    @rule(i=IDS)
-    def delete_by_key(self, i: int) -> None:
-        n = self.topic.sow_delete_by_keys([self.topic.key_for({"id": i})])
-        assert n == (1 if i in self.model else 0)
-        self.model.pop(i, None)
-
-    @rule(i=IDS)
-    def delete_by_data(self, i: int) -> None:
-        n = self.topic.sow_delete_by_data({"id": i})
-        assert n == (1 if i in self.model else 0)
-        self.model.pop(i, None)
 
     @rule()
     def reopen(self) -> None:
