@@ -29,10 +29,10 @@ from sowlib.errors import (
     UnsupportedOperationError,
 )
 from sowlib.expr import Filter
+from sowlib.gcpause import paused_gc
 from sowlib.keys import describe_generator, load_key_generator
 from sowlib.query import Record
 from sowlib.storage import AppendLog, WriterLock
-from sowlib.storage.gcpause import paused_gc
 from sowlib.storage.memory import MemoryLog
 from sowlib.storage.recovery import read_header
 from sowlib.topic import Topic

@@ -24,6 +24,7 @@ from sowlib.errors import (
     UnsupportedOperationError,
 )
 from sowlib.expr import EvalContext, Filter, compile_filter
+from sowlib.gcpause import paused_gc
 from sowlib.history import History, Version
 from sowlib.index import IndexSet
 from sowlib.keys import ContentKeyGenerator, validate_user_key
@@ -33,7 +34,6 @@ from sowlib.record import DeferredDoc
 from sowlib.results import PublishResult, PublishResults
 from sowlib.storage import LogRecord, RecordKind
 from sowlib.storage.framing import framed_size
-from sowlib.storage.gcpause import paused_gc
 from sowlib.subscriptions import SubscriptionManager
 from sowlib.topic_batch import publish_batch
 from sowlib.topic_entries import (

@@ -40,6 +40,7 @@ FORBIDDEN = {
     ],
     "sowlib.paths": ["sowlib.expr", "sowlib.storage", "sowlib.codecs", "sowlib.topic"],
     "sowlib.document": ["sowlib."],
+    "sowlib.gcpause": ["sowlib."],
     "sowlib.units": ["sowlib.expr", "sowlib.storage", "sowlib.codecs", "sowlib.topic"],
     "sowlib.index": ["sowlib.storage", "sowlib.topic", "sowlib.store", "sowlib.spark"],
     "sowlib.query": ["sowlib.storage", "sowlib.topic", "sowlib.store", "sowlib.spark"],

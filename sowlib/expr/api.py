@@ -1,11 +1,10 @@
 """Entry points of the filter language: parse_filter, compile_filter and Filter.
 
-Imports only ``errors``, ``paths``, ``document`` and ``expr`` modules.
+Imports only ``errors``, ``paths``, ``document``, ``gcpause`` and ``expr`` modules.
 """
 
 from __future__ import annotations
 
-import gc
 from collections import OrderedDict
 from threading import Lock
 from typing import Any
@@ -21,6 +20,7 @@ from sowlib.expr.nodes import Call, Field, Node, walk
 from sowlib.expr.parser import parse
 from sowlib.expr.to_python import Compiled, compile_tree
 from sowlib.expr.to_text import to_text
+from sowlib.gcpause import paused_gc
 from sowlib.paths import FieldPath
 
 __all__ = ["CACHE_SIZE", "WARM_AFTER", "Filter", "clear_cache", "compile_filter", "parse_filter"]
@@ -202,13 +202,8 @@ def compile_filter(text: str | Filter) -> Filter:
     # Compiling allocates about a thousand tokens, nodes and closures: the cyclic GC
     # would scan them once or twice per filter (~15% of the time, measured) although
     # nothing built here is garbage yet; the tokens are freed before the next pass.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with paused_gc():
         f = Filter.from_node(parse(text), text)
-    finally:
-        if was_enabled:
-            gc.enable()
     _remember(text, f)
     return f
 

@@ -1,6 +1,7 @@
 """The storage layer: a memory-mapped append log with recovery, compaction and a writer lock.
 
-Imports only ``sowlib.errors`` and ``sowlib.units`` (never ``expr``, ``codecs`` or ``topic``).
+Imports only ``sowlib.errors``, ``sowlib.units`` and the leaf ``sowlib.gcpause`` (never
+``expr``, ``codecs`` or ``topic``).
 The on-disk format is specified in ``docs/storage-format.md``.
 """
 

@@ -4,7 +4,8 @@
 epoch) over records already verified. ``verify_entries`` is the recovery walk of an open: it
 checks every record's checksum and, in the same pass, builds what ``scan_entries`` yields,
 so the first ``scan_entries`` after an open does not read the file again. Imports only
-``sowlib.errors`` and ``sowlib.storage.format`` (never ``log``: the log is duck-typed).
+``sowlib.errors``, ``sowlib.gcpause`` and ``sowlib.storage.format`` (never ``log``: the log is
+duck-typed).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, cast
 import xxhash
 
 from sowlib.errors import StoreClosedError
+from sowlib.gcpause import paused_gc
 from sowlib.storage.format import (
     FAST_FLAGS,
     FLAG_RESERVED,
@@ -31,7 +33,6 @@ from sowlib.storage.format import (
     decode_fields,
     expected_length,
 )
-from sowlib.storage.gcpause import paused_gc
 
 if TYPE_CHECKING:
     from sowlib.storage.reader import LogReader
