@@ -89,13 +89,35 @@ class Topic(TopicCore):
         Raises:
             SowError: the errors of :meth:`publish`; then nothing from the batch is stored.
         """
+        return self._publish_many(messages, expiration, None)
+
+    def _publish_rendered(
+        self, messages: list[bytes], field: str, values: Sequence[Any]
+    ) -> Sequence[PublishResult]:
+        """:meth:`publish_many` of messages whose top-level ``field`` holds ``values``.
+
+        For writers that render the messages themselves from columns they hold
+        (``sowlib.spark``'s sink): when the topic's key is that one field, the keys
+        are hashed from ``values`` instead of being parsed out of each message, so
+        the messages are trusted to be valid and to hold exactly those values.
+        Otherwise, and for values other than ints and non-empty text, this is
+        :meth:`publish_many`.
+        """
+        return self._publish_many(messages, None, (field, values))
+
+    def _publish_many(
+        self,
+        messages: Iterable[str | bytes | dict[str, Any]],
+        expiration: float | None,
+        known: tuple[str, Sequence[Any]] | None,
+    ) -> Sequence[PublishResult]:
         with self._lock:
             self._check_writable("publish")
             self._tick()
             self._expires_at(expiration, 0.0)  # validate before anything is written
             if not isinstance(messages, list | tuple):
                 messages = list(messages)
-            fast = self._publish_batch(messages, expiration)
+            fast = self._publish_batch(messages, expiration, known)
             if fast is not None:
                 return fast
             prepared = []

@@ -30,11 +30,17 @@ _SIZE = itemgetter(SIZE)
 
 
 def publish_batch(
-    core: TopicCore, messages: Sequence[object], expiration: float | None
+    core: TopicCore,
+    messages: Sequence[object],
+    expiration: float | None,
+    known: tuple[str, Sequence[Any]] | None = None,
 ) -> PublishResults | None:
     """publish_many's fast path: one pass per stage over the whole batch.
 
-    Decode, key, frame and install without per-message method calls. Returns
+    Decode, key, frame and install without per-message method calls. ``known`` is
+    a top-level field and its value in each message, trusted: when the key is that
+    one field and the topic keeps no documents, the keys come from the values and
+    the messages are not parsed. Returns
     None, having changed nothing, when the batch needs the general path (a
     history topic, active subscribers, a message that is not str/bytes, a
     generator other than content keys, or any error, which the general path
@@ -60,10 +66,14 @@ def publish_batch(
     hashes = None
     docs: list[Any] | None = None
     top_values = getattr(core._codec, "top_values", None)
-    if not core._indexed and content.top_field is not None and top_values is not None:
-        # No document is kept: parse, take the key field and let each go at once.
-        values = top_values(payloads, content.top_field)
-        hashes = None if values is None else content.hashes_of_values(values)
+    top = content.top_field
+    if not core._indexed and top is not None:
+        if known is not None and known[0] == top and len(known[1]) == len(payloads):
+            hashes = content.hashes_of_values(known[1])
+        if hashes is None and top_values is not None:
+            # No document is kept: parse, take the key field and let each go at once.
+            values = top_values(payloads, top)
+            hashes = None if values is None else content.hashes_of_values(values)
     if hashes is None:
         decode_many = getattr(core._codec, "decode_many", None)
         try:

@@ -379,10 +379,13 @@ class TopicCore:
         return results
 
     def _publish_batch(
-        self, messages: Sequence[object], expiration: float | None
+        self,
+        messages: Sequence[object],
+        expiration: float | None,
+        known: tuple[str, Sequence[Any]] | None = None,
     ) -> PublishResults | None:
         """publish_many's fast path (see :func:`sowlib.topic_batch.publish_batch`)."""
-        return publish_batch(self, messages, expiration)
+        return publish_batch(self, messages, expiration, known)
 
     def _install(self, key: str, doc: Any, rec: LogRecord, delta_doc: Any = None) -> PublishResult:
         """Point ``key`` at the appended record ``rec``; indexes, expiry, history, subscribers."""

@@ -22,6 +22,8 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.util import _local_iterator_from_socket
 
 from sowlib.errors import ConfigError, StoreClosedError
+from sowlib.paths import FieldPath
+from sowlib.spark._render import json_rows, renders
 from sowlib.state import StateStore
 from sowlib.store import SowStore
 from sowlib.topic import Topic
@@ -30,6 +32,9 @@ __all__ = ["PROGRESS_TOPIC", "SowSink"]
 
 #: The topic (keyed on ``/key``) where each sink records its last applied batch id.
 PROGRESS_TOPIC = "_sowlib_spark_progress"
+
+#: Spark types whose values the topic hashes as the JSON text of them would parse.
+_KEY_TYPES = (T.StringType, T.ByteType, T.ShortType, T.IntegerType, T.LongType)
 
 _MSG = "__sow_message"
 _DEL = "__sow_delete"
@@ -120,6 +125,7 @@ class SowSink:
                 self.topic = self.store.create_topic(
                     topic, message_type=message_type, keys=keys, **dict(create_kwargs or {})
                 )
+            self._key_field = _top_field(self.topic.config.keys)
             progress = self.store.create_topic(PROGRESS_TOPIC, keys=["/key"])
             self._progress = StateStore(progress, self.query_name)
         except BaseException:
@@ -150,8 +156,10 @@ class SowSink:
         last = self.last_batch_id
         if last is not None and batch_id <= last:
             return
-        for kind, messages in self._runs(batch_df):
-            if kind == "publish":
+        for kind, messages, keys in self._runs(batch_df):
+            if kind == "publish" and keys is not None and self._key_field is not None:
+                self.topic._publish_rendered(messages, self._key_field, keys)
+            elif kind == "publish":
                 self.topic.publish_many(messages)
             else:
                 for message in messages:
@@ -188,11 +196,52 @@ class SowSink:
         )
         return batch_df.selectExpr(f"{message} AS {_MSG}", f"{deleted} AS {_DEL}")
 
-    def _runs(self, batch_df: DataFrame) -> Iterator[tuple[str, list[Any]]]:
-        """Consecutive rows of one kind (publish/delete), at most ``chunk_rows`` each."""
-        kind, run = "publish", list[Any]()
-        selected = self._messages(batch_df)
-        for messages, deleted in _chunks(selected, self.chunk_rows, self.stream_partitions):
+    def _rendered(
+        self, batch_df: DataFrame
+    ) -> Iterator[tuple[list[Any], list[bool], list[Any] | None]] | None:
+        """``(messages, delete flags, key values)`` chunks rendered in the driver.
+
+        The JSON path for flat rows of plain columns and a boolean ``delete_column``:
+        the micro-batch is collected as it is, with no projection to plan, and each
+        Arrow record batch becomes JSON text in Arrow kernels (:mod:`._render`). When
+        the topic's key is one top-level field held by a string or integer column,
+        that column's values go along, so the topic need not parse them back out of
+        the JSON. None for any other batch, which then takes Spark's ``to_json``
+        (:meth:`_messages`).
+        """
+        if self.message_column is not None:
+            return None
+        fields = batch_df.schema.fields
+        payload = [i for i, f in enumerate(fields) if f.name != self.delete_column]
+        flag = [i for i, f in enumerate(fields) if f.name == self.delete_column]
+        if self.delete_column is not None and (
+            len(flag) != 1 or not isinstance(fields[flag[0]].dataType, T.BooleanType)
+        ):
+            return None  # absent, ambiguous or to be cast: Spark's path says or does so
+        if not renders([fields[i] for i in payload]):
+            return None
+        batches = _arrow_batches(batch_df, self.stream_partitions)
+        if batches is None:
+            return None
+        names = [fields[i].name for i in payload]
+        key = [i for i in payload if fields[i].name == self._key_field]
+        if len(key) != 1 or not isinstance(fields[key[0]].dataType, _KEY_TYPES):
+            key = []  # no key column whose values read back as they are from the JSON
+        return _rendered_chunks(
+            batches, names, payload, flag[0] if flag else None, key[0] if key else None
+        )
+
+    def _runs(self, batch_df: DataFrame) -> Iterator[tuple[str, list[Any], list[Any] | None]]:
+        """Consecutive rows of one kind (publish/delete), at most ``chunk_rows`` each.
+
+        Each run comes with the key field's value per row when every row of it was
+        rendered from a key column (see :meth:`_rendered`), else None.
+        """
+        kind, run, run_keys, keyed = "publish", list[Any](), list[Any](), True
+        chunks = self._rendered(batch_df)
+        if chunks is None:
+            chunks = _chunks(self._messages(batch_df), self.chunk_rows, self.stream_partitions)
+        for messages, deleted, keys in chunks:
             if None in messages:
                 raise ConfigError(
                     self.message_column or "row", "a row has no message (NULL message column)"
@@ -200,19 +249,23 @@ class SowSink:
             for flag, start, end in _segments(deleted, len(messages)):
                 row_kind = "delete" if flag else "publish"
                 if run and row_kind != kind:
-                    yield kind, run
-                    run = []
+                    yield kind, run, run_keys if keyed else None
+                    run, run_keys, keyed = [], [], True
                 kind = row_kind
                 pos = start
                 while pos < end:
                     take = min(end - pos, self.chunk_rows - len(run))
                     run.extend(messages[pos : pos + take])
+                    if keys is None:
+                        keyed = False
+                    else:
+                        run_keys.extend(keys[pos : pos + take])
                     pos += take
                     if len(run) == self.chunk_rows:
-                        yield kind, run
-                        run = []
+                        yield kind, run, run_keys if keyed else None
+                        run, run_keys, keyed = [], [], True
         if run:
-            yield kind, run
+            yield kind, run, run_keys if keyed else None
 
     def close(self) -> None:
         """Flush and close the store (releasing the writer lock); idempotent."""
@@ -228,6 +281,14 @@ class SowSink:
 
     def __repr__(self) -> str:
         return f"SowSink({self.path!r}, {self.topic.name!r}, query_name={self.query_name!r})"
+
+
+def _top_field(keys: tuple[str, ...]) -> str | None:
+    """The field name when ``keys`` is one top-level field (``("/orderId",)``), else None."""
+    if len(keys) != 1:
+        return None
+    steps = FieldPath.parse(keys[0]).steps
+    return steps[0].name if len(steps) == 1 and steps[0].index is None else None
 
 
 def _quoted(column: str) -> str:
@@ -247,7 +308,31 @@ def _segments(flags: list[bool], rows: int) -> Iterator[tuple[bool, int, int]]:
         start = end
 
 
-def _chunks(selected: DataFrame, rows: int, stream: bool) -> Iterator[tuple[list[Any], list[bool]]]:
+def _rendered_chunks(
+    batches: Iterator[pa.RecordBatch],
+    names: list[str],
+    payload: list[int],
+    flag: int | None,
+    key: int | None,
+) -> Iterator[tuple[list[Any], list[bool], list[Any] | None]]:
+    """``(messages, delete flags, key values)`` of each record batch, rows rendered as JSON.
+
+    ``delete flags`` is empty when no row of the batch is a delete (NULL is false);
+    ``key values`` are column ``key``'s, None without one.
+    """
+    for batch in batches:
+        deleted: list[bool] = []
+        if flag is not None:
+            flags = batch.column(flag).fill_null(False)
+            if flags.true_count:
+                deleted = flags.to_pylist()
+        keys = None if key is None else batch.column(key).to_pylist()
+        yield json_rows(batch, names, payload), deleted, keys
+
+
+def _chunks(
+    selected: DataFrame, rows: int, stream: bool
+) -> Iterator[tuple[list[Any], list[bool], None]]:
     """``(messages, delete flags)`` of :meth:`SowSink._messages`' frame, chunk by chunk.
 
     ``delete flags`` is empty when no row of the chunk is a delete. Uses
@@ -259,13 +344,13 @@ def _chunks(selected: DataFrame, rows: int, stream: bool) -> Iterator[tuple[list
         for batch in batches:
             flags = batch.column(1)
             any_deleted = flags.true_count > 0
-            yield batch.column(0).to_pylist(), flags.to_pylist() if any_deleted else []
+            yield batch.column(0).to_pylist(), flags.to_pylist() if any_deleted else [], None
         return
     rows_iter = selected.toLocalIterator()
     while chunk := list(itertools.islice(rows_iter, rows)):
         messages = [bytes(r[0]) if isinstance(r[0], bytearray) else r[0] for r in chunk]
         flags = [bool(r[1]) for r in chunk]
-        yield messages, flags if any(flags) else []
+        yield messages, flags if any(flags) else [], None
 
 
 def _arrow_batches(df: DataFrame, stream: bool) -> Iterator[pa.RecordBatch] | None:
