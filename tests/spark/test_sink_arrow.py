@@ -249,3 +249,148 @@ def test_one_spark_job_per_batch_unless_streamed(
         sc.setLocalProperty("spark.jobGroup.id", None)
     assert len(sc.statusTracker().getJobIdsForGroup(group)) == jobs
     assert _docs(tmp_path) == {i: {"id": i, "v": 2 * i} for i in range(60)}
+
+
+FLAT = "id bigint, s string, i int, t tinyint, h smallint, b boolean, n string"
+
+
+def _flat_rows() -> list[tuple[Any, ...]]:
+    return [
+        (1, 'q"uo\\te\n\x01\t', 7, -1, 300, True, None),
+        (2, None, None, None, None, None, None),
+        (3, "é✓ \u2028", -(2**31), 127, -32768, False, "x"),
+        (4, "", 0, 0, 0, None, ""),
+    ]
+
+
+def _spark_json(df: Any) -> list[bytes]:
+    """What Spark's to_json writes for each row of ``df`` (NULL fields left out)."""
+    rows = df.selectExpr("to_json(struct(*), map('ignoreNullFields', 'true'))").collect()
+    return [r[0].encode() for r in rows]
+
+
+def _no_spark_json(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(self: Any, batch_df: Any) -> Any:
+        raise AssertionError("the batch went through Spark's to_json")
+
+    monkeypatch.setattr(SowSink, "_messages", refuse)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["one-job", "streamed"])
+def test_flat_rows_are_rendered_in_the_driver_as_spark_writes_them(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stream: bool
+) -> None:
+    df = spark.createDataFrame(_flat_rows(), FLAT).repartition(3)
+    expected = {json.loads(text)["id"]: text for text in _spark_json(df)}
+    _no_spark_json(monkeypatch)
+    with SowSink(tmp_path, "orders", keys=["/id"], stream_partitions=stream) as sink:
+        sink(df, 0)
+        assert {r.doc["id"]: r.data for r in sink.topic.sow()} == expected  # byte for byte
+
+
+def test_doubles_rendered_in_the_driver_read_back_as_sparks(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = [1.0, 1e7, 1e21, 1e-7, -0.0, 0.1, 123456789.125, 5e-324, None]
+    values += [float("nan"), float("inf"), float("-inf")]
+    # the first column holds NULLs: every field then starts with a comma, cut from the first
+    df = spark.createDataFrame(
+        [(v, i) for i, v in enumerate(values)] + [(None, None)], "d double, id int"
+    )
+    expected = [json.loads(text) for text in _spark_json(df)]
+    _no_spark_json(monkeypatch)
+    with SowSink(tmp_path, "orders", keys=["/id"]) as sink:
+        sink(df.where("id IS NOT NULL"), 0)
+        stored = {r.doc["id"]: r.doc for r in sink.topic.sow()}
+    assert stored == {doc["id"]: doc for doc in expected if "id" in doc}
+    assert stored[0]["d"] == 1.0
+    assert isinstance(stored[0]["d"], float)
+    assert stored[9] == {"d": "NaN", "id": 9}
+    assert stored[10]["d"] == "Infinity"
+    assert stored[11]["d"] == "-Infinity"
+    assert stored[8] == {"id": 8}
+    assert expected[-1] == {}  # an all-NULL row is an empty object (not stored: no key)
+
+
+def test_boolean_delete_column_in_the_driver_and_others_through_spark(
+    spark: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rows = [(1, "a", None), (2, "b", False), (1, None, True), (3, "c", None)]
+    flags = spark.createDataFrame(rows, "id int, v string, gone boolean")
+    # a string flag is cast as Spark casts it ('true' / 'false', anything else NULL)
+    texts = spark.createDataFrame(
+        [(i, v, None if g is None else str(g).lower()) for i, v, g in rows],
+        "id int, v string, gone string",
+    )
+    expected = {2: {"id": 2, "v": "b"}, 3: {"id": 3, "v": "c"}}
+    with SowSink(tmp_path / "texts", "orders", keys=["/id"], delete_column="gone") as sink:
+        sink(texts, 0)
+    assert _docs(tmp_path / "texts") == expected
+    _no_spark_json(monkeypatch)
+    with SowSink(tmp_path / "flags", "orders", keys=["/id"], delete_column="gone") as sink:
+        sink(flags, 0)
+    assert _docs(tmp_path / "flags") == expected
+
+
+def _spy_rendered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the field of each ``Topic._publish_rendered`` call."""
+    from sowlib.topic import Topic
+
+    calls: list[str] = []
+    real = Topic._publish_rendered
+
+    def spy(self: Any, messages: list[bytes], field: str, values: Any) -> Any:
+        calls.append(field)
+        return real(self, messages, field, values)
+
+    monkeypatch.setattr(Topic, "_publish_rendered", spy)
+    return calls
+
+
+@pytest.mark.parametrize(
+    ("schema", "keys", "keyed"),
+    [
+        ("id bigint, v string", ["/id"], True),
+        ("v string, id string", ["/id"], True),
+        ("id double, v string", ["/id"], False),  # a double's JSON text is not its value
+        ("id int, v string", ["/id", "/v"], False),  # two key fields
+        ("id int, v string", ["/v"], True),
+    ],
+)
+def test_key_column_values_go_to_the_topic_when_they_are_the_key(
+    spark: Any,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    schema: str,
+    keys: list[str],
+    keyed: bool,
+) -> None:
+    columns = spark.range(40).selectExpr("id", "concat('v', id % 5) AS v")
+    df = columns.selectExpr(*[f"CAST({c} AS {t})" + f" AS {c}" for c, t in _pairs(schema)])
+    df = df.repartition(3)
+    messages = _spark_json(df)
+    calls = _spy_rendered(monkeypatch)
+    with SowSink(tmp_path, "orders", keys=keys, chunk_rows=7) as sink:
+        sink(df, 0)
+        got = {r.sow_key: r.doc for r in sink.topic.sow()}
+    with SowStore() as store:
+        direct = store.create_topic("orders", keys=keys)
+        direct.publish_many(messages)
+        assert got == {r.sow_key: r.doc for r in direct.sow()}  # same keys, same records
+    assert bool(calls) == keyed
+
+
+def _pairs(schema: str) -> list[tuple[str, str]]:
+    """``"a int, b string"`` as ``[("a", "int"), ("b", "string")]``."""
+    return [tuple(part.split()) for part in schema.split(", ")]  # type: ignore[misc]
+
+
+def test_a_null_key_column_value_fails_the_batch_unrecorded(spark: Any, tmp_path: Path) -> None:
+    from sowlib.errors import MissingKeyFieldError
+
+    df = spark.createDataFrame([(1, "a"), (None, "b")], "id bigint, v string")
+    with SowSink(tmp_path, "orders", keys=["/id"]) as sink:
+        with pytest.raises(MissingKeyFieldError):
+            sink(df, 0)
+        assert sink.last_batch_id is None
+        assert len(sink.topic) == 0
