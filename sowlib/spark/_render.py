@@ -14,7 +14,6 @@ from sowlib.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 import orjson
@@ -34,11 +33,12 @@ _PLAIN = (
     T.LongType,
     T.DoubleType,
 )
-#: Bytes a JSON string cannot hold as they are (a column holding one is escaped by orjson).
-_NEEDS_ESCAPE = re.compile(rb'["\\\x00-\x1f]')
-#: The text type every piece is joined as.
-_TEXT = pa.large_string()
-_EMPTY = pa.scalar("", _TEXT)
+#: Every byte a JSON string holds as it is (a column with any other is escaped by orjson).
+_AS_IS = bytes(sorted(set(range(256)) - {*range(0x20), ord('"'), ord("\\")}))
+#: Longest JSON text of one number value, and the room each field takes besides it.
+_NUMBER_ROOM = 26
+#: Rows that could take this many bytes are joined with 64-bit offsets.
+_LARGE_AT = 2**31
 
 
 def renders(fields: Sequence[T.StructField]) -> bool:
@@ -55,58 +55,61 @@ def json_rows(batch: pa.RecordBatch, names: Sequence[str], columns: Sequence[int
     """
     if not columns:
         return [b"{}"] * batch.num_rows
+    heads = [orjson.dumps(name).decode() + ":" for name in names]
+    # Joined as 32-bit-offset text unless the rows could outgrow it (6 bytes per
+    # byte: a control character escaped as \u00XX).
+    room = batch.nbytes * 6 + batch.num_rows * sum(len(h) + _NUMBER_ROOM for h in heads)
+    kind = pa.large_string() if room >= _LARGE_AT else pa.string()
     # With a first column free of NULLs every later field starts with a comma;
     # otherwise every field does and the leading comma of each row is cut off.
     solid_first = batch.column(columns[0]).null_count == 0
     pieces: list[pa.Array | pa.Scalar] = []
     text = "{" if solid_first else ""
-    for position, (name, index) in enumerate(zip(names, columns, strict=True)):
+    for position, (head, index) in enumerate(zip(heads, columns, strict=True)):
         column = batch.column(index)
-        values, quote = _values(column)
-        values = values.cast(_TEXT)  # one string type for the join (large: no 2 GiB limit)
-        head = ("" if position == 0 and solid_first else ",") + orjson.dumps(name).decode() + ":"
+        values, quote = _values(column, kind)
+        head = ("" if position == 0 and solid_first else ",") + head
         if column.null_count:
             # one fragment per row, NULL (then left out) where the value is
+            empty = pa.scalar("", kind)
             fragment = pc.binary_join_element_wise(
-                _text(head + quote), values, _text(quote), _EMPTY
+                pa.scalar(head + quote, kind), values, pa.scalar(quote, kind), empty
             )
-            pieces += [_text(text), fragment]
+            pieces += [pa.scalar(text, kind), fragment]
             text = ""
         else:
-            pieces += [_text(text + head + quote), values]
+            pieces += [pa.scalar(text + head + quote, kind), values]
             text = quote
-    pieces.append(_text(text + "}" if solid_first else text))
+    pieces.append(pa.scalar(text + "}" if solid_first else text, kind))
+    empty = pa.scalar("", kind)
     joined = pc.binary_join_element_wise(
-        *pieces, _EMPTY, null_handling="replace", null_replacement=""
+        *pieces, empty, null_handling="replace", null_replacement=""
     )
     if not solid_first:
         joined = pc.binary_join_element_wise(
-            _text("{"), pc.utf8_slice_codeunits(joined, 1), _text("}"), _EMPTY
+            pa.scalar("{", kind), pc.utf8_slice_codeunits(joined, 1), pa.scalar("}", kind), empty
         )
-    rows: list[bytes] = pc.cast(joined, pa.large_binary()).to_pylist()
+    binary = pa.large_binary() if kind == pa.large_string() else pa.binary()
+    rows: list[bytes] = joined.cast(binary).to_pylist()
     return rows
 
 
-def _text(literal: str) -> pa.Scalar:
-    return pa.scalar(literal, _TEXT)
-
-
-def _values(column: pa.Array) -> tuple[pa.Array, str]:
-    """The JSON text of each value of ``column`` and the quote around it (``"`` or none)."""
-    kind = column.type
-    if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+def _values(column: pa.Array, kind: pa.DataType) -> tuple[pa.Array, str]:
+    """The JSON text (as ``kind``) of each value of ``column`` and the quote around it."""
+    arrow = column.type
+    if pa.types.is_string(arrow) or pa.types.is_large_string(arrow):
         data = column.buffers()[2]
-        if data is None or _NEEDS_ESCAPE.search(memoryview(data)) is None:
-            return column, '"'
+        if data is None or not data.to_pybytes().translate(None, _AS_IS):
+            return column.cast(kind), '"'
         escaped = [None if v is None else orjson.dumps(v).decode() for v in column.to_pylist()]
-        return pa.array(escaped, _TEXT), ""
-    if pa.types.is_boolean(kind):
-        return pc.if_else(column, "true", "false"), ""
-    if pa.types.is_integer(kind):
-        return pc.cast(column, pa.string()), ""
-    if pa.types.is_float64(kind):
-        return _doubles(column), ""
-    raise TypeError(f"json_rows cannot render a column of {kind}")
+        return pa.array(escaped, kind), ""
+    if pa.types.is_boolean(arrow):
+        return pc.if_else(column, pa.scalar("true", kind), pa.scalar("false", kind)), ""
+    if pa.types.is_integer(arrow):
+        return column.cast(kind), ""
+    if pa.types.is_float64(arrow):
+        return _doubles(column).cast(kind), ""
+    raise TypeError(f"json_rows cannot render a column of {arrow}")
 
 
 def _doubles(column: pa.Array) -> pa.Array:

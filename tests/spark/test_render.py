@@ -134,3 +134,29 @@ def test_which_spark_types_are_rendered() -> None:
     assert renders([])
     for other in others:
         assert not renders([T.StructField("a", T.LongType()), T.StructField("b", other)])
+
+
+@pytest.mark.parametrize("large_input", [False, True])
+def test_rows_that_could_outgrow_32_bit_offsets_are_joined_as_large_text(
+    monkeypatch: pytest.MonkeyPatch, large_input: bool
+) -> None:
+    from sowlib.spark import _render
+
+    text = pa.large_string() if large_input else pa.string()
+    batch = pa.RecordBatch.from_pydict(
+        {
+            "n": pa.array([None, 2, 3]),
+            "s": pa.array(['a"', None, "c"], text),
+            "t": pa.array(["x", "y", None], text),
+            "b": pa.array([True, None, False]),
+            "d": pa.array([1.0, None, float("nan")]),
+        }
+    )
+    small = json_rows(batch, batch.schema.names, range(5))
+    monkeypatch.setattr(_render, "_LARGE_AT", 0)
+    assert json_rows(batch, batch.schema.names, range(5)) == small
+    assert small == [
+        b'{"s":"a\\"","t":"x","b":true,"d":1.0}',
+        b'{"n":2,"t":"y"}',
+        b'{"n":3,"s":"c","b":false,"d":"NaN"}',
+    ]
