@@ -298,8 +298,7 @@ def test_rendered_batches_with_key_values_equal_publish_many(
             b.sow("/v > 1")
         for batch in batches:
             payloads = [
-                json.dumps({"v": v} if k is None else {"id": k, "v": v}).encode()
-                for k, v in batch
+                json.dumps({"v": v} if k is None else {"id": k, "v": v}).encode() for k, v in batch
             ]
             values = [k for k, _ in batch]
             try:
