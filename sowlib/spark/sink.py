@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import os
 from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 import pyarrow as pa
@@ -318,16 +319,29 @@ def _rendered_chunks(
     """``(messages, delete flags, key values)`` of each record batch, rows rendered as JSON.
 
     ``delete flags`` is empty when no row of the batch is a delete (NULL is false);
-    ``key values`` are column ``key``'s, None without one.
+    ``key values`` are column ``key``'s, None without one. The next batch is rendered
+    in a worker thread while the caller applies this one (Arrow's kernels release
+    the GIL), so at most two rendered batches are held.
     """
-    for batch in batches:
+
+    def chunk(batch: pa.RecordBatch) -> tuple[list[Any], list[bool], list[Any] | None]:
         deleted: list[bool] = []
         if flag is not None:
             flags = batch.column(flag).fill_null(False)
             if flags.true_count:
                 deleted = flags.to_pylist()
         keys = None if key is None else batch.column(key).to_pylist()
-        yield json_rows(batch, names, payload), deleted, keys
+        return json_rows(batch, names, payload), deleted, keys
+
+    with ThreadPoolExecutor(1, thread_name_prefix="sowlib-sink-render") as pool:
+        pending: Future[tuple[list[Any], list[bool], list[Any] | None]] | None = None
+        for batch in batches:
+            ahead = pool.submit(chunk, batch)
+            if pending is not None:
+                yield pending.result()
+            pending = ahead
+        if pending is not None:
+            yield pending.result()
 
 
 def _chunks(
