@@ -15,6 +15,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import attrs
+import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.datasource import (
     DataSource,
@@ -40,6 +41,7 @@ from sowlib.errors import ConfigError
 from sowlib.expr import compile_filter
 from sowlib.query import Record
 from sowlib.spark import _handles
+from sowlib.spark._batches import batch_readable, convert_value, record_batches
 from sowlib.spark.shards import is_sharded, shard_paths
 from sowlib.store import SowStore
 from sowlib.topic import Topic
@@ -68,7 +70,11 @@ class Pushed:
     values: tuple[Any, ...]
 
     def check(self, row: tuple[Any, ...]) -> bool:
-        value = row[self.index]
+        """Whether the converted ``row`` passes the filter."""
+        return self.check_value(row[self.index])
+
+    def check_value(self, value: Any) -> bool:
+        """Whether a converted value of the filter's column passes it."""
         if self.op == "null":
             return value is None
         if self.op == "notnull":
@@ -163,24 +169,6 @@ def infer_schema(docs: Sequence[Any]) -> str:
     return ", ".join([*cols, "_sow_key string", "_seq bigint"])
 
 
-def _convert(value: Any, kind: T.DataType) -> Any:
-    if value is None:
-        return None
-    if isinstance(kind, T.StringType):
-        if isinstance(value, str):
-            return value
-        if isinstance(value, bool):
-            return "true" if value else "false"
-        return json.dumps(value) if isinstance(value, dict | list) else str(value)
-    if isinstance(kind, T.BooleanType):
-        return value if isinstance(value, bool) else None
-    if isinstance(kind, (T.FloatType, T.DoubleType)):
-        return float(value) if isinstance(value, int | float) else None
-    if isinstance(kind, _NUMERIC):
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
-    return value
-
-
 def convert_row(
     rec: Record, schema: StructType, *, change: str = "publish", with_fields: bool = True
 ) -> tuple[Any, ...]:
@@ -195,7 +183,7 @@ def convert_row(
         elif f.name == "_change":
             out.append(change)
         else:
-            out.append(_convert(doc.get(f.name), f.dataType))
+            out.append(convert_value(doc.get(f.name), f.dataType))
     return tuple(out)
 
 
@@ -297,7 +285,8 @@ class SowReader(DataSourceReader):
     def partitions(self) -> Sequence[InputPartition]:
         return [_StorePartition(p) for p in self.opts.stores()]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...] | pa.RecordBatch]:
+        """The partition's records: Arrow record batches for flat schemas, else tuples."""
         assert isinstance(partition, _StorePartition)
         if not os.path.isdir(partition.path):
             return
@@ -307,6 +296,10 @@ class SowReader(DataSourceReader):
         clauses = [f"({self.opts.filter})"] if self.opts.filter else []
         clauses += [f"({p.amps})" for p in self.pushed]
         records = topic.sow(" AND ".join(clauses) if clauses else None)
+        if batch_readable(self.schema):
+            keep = [(p.index, p.check_value) for p in self.pushed]
+            yield from record_batches(records, self.schema, keep)
+            return
         for rec in records:
             row = convert_row(rec, self.schema)
             # the AMPS filter already chose the records; the exact Spark check on the

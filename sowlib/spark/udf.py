@@ -19,7 +19,8 @@ from pyspark.sql.pandas.functions import pandas_udf
 from sowlib.errors import ConfigError
 from sowlib.paths import parse_path
 from sowlib.spark import _handles
-from sowlib.spark.datasource import _convert, _spark_type
+from sowlib.spark._batches import convert_value
+from sowlib.spark.datasource import _spark_type
 from sowlib.store import SowStore
 from sowlib.topic import Topic
 
@@ -93,7 +94,7 @@ def _lookup_rows(
             except ValueError:  # a key value the key generator rejects: no record
                 rec = None
         doc = rec.doc if rec is not None and isinstance(rec.doc, dict) else {}
-        out.append([_convert(doc.get(n), k) for n, k in zip(names, kinds, strict=True)])
+        out.append([convert_value(doc.get(n), k) for n, k in zip(names, kinds, strict=True)])
     return out
 
 
