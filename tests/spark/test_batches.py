@@ -147,7 +147,7 @@ def test_a_read_through_spark_converts_each_value_as_documented(spark: Any, tmp_
     from sowlib.spark.datasource import register
 
     register(spark)
-    docs = [
+    docs: list[dict[str, Any]] = [
         {"id": 1, "px": 10.5, "q": 2**70, "name": {"a": 1}, "ok": True},
         {"id": 2, "px": "high", "q": 5, "name": "b", "ok": 1},
         {"id": 3, "px": 7, "q": True, "ok": None},
