@@ -186,3 +186,33 @@ def test_the_first_read_of_a_bare_offset_checks_the_record(tmp_path: Path) -> No
         with pytest.raises(CorruptRecordError) as info:
             t.get(keys[1])
         assert info.value.offset == offset
+
+
+def test_the_first_query_reads_bare_offsets_in_one_batch_and_checks_them(
+    tmp_path: Path,
+) -> None:
+    with SowStore(tmp_path) as store:
+        t = store.create_topic("t", keys=["/id"])
+        t.publish_many(_orders(50))
+        t.publish('{"id": 1000, "v": "corr"}', correlation_id=b"c-1")
+        t.publish('{"id": 1001, "v": "exp"}', expiration=3600)
+        expected = sorted((r.sow_key, r.data, r.seq, r.correlation_id) for r in t.sow())
+        entry = t._entries[t.key_for('{"id": 7}')]
+        assert isinstance(entry, tuple)
+        offset, path = entry[OFFSET], t._log.path
+    with SowStore(tmp_path) as store:
+        t = store.topic("t")
+        assert sum(isinstance(s, int) for s in t._entries.values()) >= 50
+        got = sorted((r.sow_key, r.data, r.seq, r.correlation_id) for r in t.sow("/id >= 0"))
+        assert got == expected
+        assert not any(isinstance(s, int) for s in t._entries.values())
+        t.check()
+    with open(path, "r+b") as fh:  # damage one payload: the first query must say so
+        fh.seek(offset + 40)
+        byte = fh.read(1)
+        fh.seek(offset + 40)
+        fh.write(bytes([byte[0] ^ 0x01]))
+    with SowStore(tmp_path) as store:
+        with pytest.raises(CorruptRecordError) as info:
+            store.topic("t").sow("/id >= 0")
+        assert info.value.offset == offset

@@ -26,7 +26,14 @@ from sowlib.storage.format import (
     decode_record,
 )
 from sowlib.storage.recovery import read_tail
-from sowlib.storage.walk import EntryList, ScanEntry, walk_entries, walk_records
+from sowlib.storage.walk import (
+    EntryList,
+    PutFields,
+    ScanEntry,
+    read_puts,
+    walk_entries,
+    walk_records,
+)
 
 __all__ = ["LogReader"]
 
@@ -93,6 +100,24 @@ class LogReader:
         if not self._header_len <= offset < self._end:
             raise CorruptRecordError(self.path, offset, "offset outside the written records")
         return decode_record(mm, offset, self._end, self.path)
+
+    def read_puts(self, offsets: list[int]) -> list[PutFields]:
+        """What :meth:`read` verifies, for the PUT records at ``offsets``; O(their bytes).
+
+        Returns:
+            ``(seq, timestamp, expiration, correlation_id, length, payload)`` per offset,
+            in order; times in seconds (expiration 0.0: none), ``length`` the bytes the
+            record occupies.
+
+        Raises:
+            CorruptRecordError: no intact record starts at one of ``offsets``.
+        """
+        mm = self._live()
+        low, end = self._header_len, self._end
+        for off in offsets:
+            if not low <= off < end:
+                raise CorruptRecordError(self.path, off, "offset outside the written records")
+        return read_puts(mm, offsets, end, self.path)
 
     def read_payload(self, offset: int) -> bytes:
         """Return only the payload at ``offset``, without the checksum; O(len(payload)).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 import xxhash
@@ -254,3 +255,61 @@ def test_puts_with_integer_keys_equal_the_text_path(ints: list[int], exp: float)
     payloads = [k.encode() for k in keys]
     by_text = frame_puts(keys, payloads, 10.0, exp, 5, 64, 1 << 20)
     assert frame_puts(keys, payloads, 10.0, exp, 5, 64, 1 << 20, key_ints=ints) == by_text
+
+
+def test_read_puts_gives_what_read_gives_for_every_record_shape(new_log: Factory) -> None:
+    log = new_log()
+    recs = [
+        put(log, "12345", b"u64 key, nothing optional"),
+        put(log, "k-text", b"text key"),
+        log.append(RecordKind.PUT, "77", b"e", timestamp=2.0, expiration=9.5),
+        log.append(RecordKind.PUT, "78", b"c", timestamp=3.0, correlation_id=b"corr"),
+        put(log, "007", b"a leading zero is text"),
+        put(log, "9", b""),
+    ]
+    batch, _sizes, _seq = log.append_puts(
+        [str(i) for i in range(50)], [b"p" * i for i in range(50)], 4.0, 0.0
+    )
+    offsets = [*reversed(batch), *(r.offset for r in recs)]  # any order, repeats allowed
+    offsets += offsets[:3]
+    sizes = {r.offset: e[7] for r, e in zip(log.scan(), log.scan_entries(), strict=True)}
+    expected = []
+    for off in offsets:
+        rec = log.read(off)
+        expected.append(
+            (rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, sizes[off], rec.payload)
+        )
+    assert log.read_puts(offsets) == expected
+    assert log.read_puts([]) == []
+
+
+@pytest.mark.parametrize("where", ["payload", "checksum", "length"])
+def test_read_puts_raises_for_a_damaged_record_and_names_it(
+    new_log: Factory, log_path: Path, where: str
+) -> None:
+    log = new_log()
+    good = put(log, "1", b"first payload")
+    bad = put(log, "2", b"second payload")
+    size = log.scan_entries(bad.offset).__next__()[7]
+    log.flush()
+    at = {"payload": bad.offset + 40, "checksum": bad.offset + size - 1, "length": bad.offset}[
+        where
+    ]
+    with open(log_path, "r+b") as fh:
+        fh.seek(at)
+        byte = fh.read(1)
+        fh.seek(at)
+        fh.write(bytes([byte[0] ^ 0x04]))
+    with pytest.raises(CorruptRecordError) as err:
+        log.read_puts([good.offset, bad.offset])
+    assert err.value.offset == bad.offset
+    assert log.read_puts([good.offset])[0][5] == b"first payload"
+
+
+def test_read_puts_rejects_offsets_that_are_not_record_starts(new_log: Factory) -> None:
+    log = new_log()
+    rec = put(log, "1", b"payload")
+    for off in (rec.offset + 8, log.end_offset, 0, -1):
+        with pytest.raises(CorruptRecordError) as err:
+            log.read_puts([rec.offset, off])
+        assert err.value.offset == off
