@@ -442,11 +442,12 @@ class TopicCore:
         bare = [(k, s) for k, s in entries.items() if type(s) is int]
         if bare:
             self._load_bare(bare)
+        loaded = {k for k, _s in bare}
         for key in list(entries):
+            if key in loaded:
+                continue
             entry = self._entry(key)
             assert entry is not None
-            if key in records:
-                continue  # loaded from a bare offset just now
             payload = self._payload(key, entry)
             doc = docs.get(key, MISSING)
             if doc is MISSING:

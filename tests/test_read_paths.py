@@ -168,3 +168,22 @@ def test_concurrent_readers_never_see_a_stale_record_after_writes_stop(tmp_path:
         assert errors == []
         assert {r.doc["v"] for k in keys if (r := t.get(k)) is not None} == {199}
         assert all(t.get(k) is not None for k in keys)
+
+
+def test_records_read_before_the_first_query_are_found_by_it(tmp_path: Path) -> None:
+    # get() caches Records of an unindexed topic, whether its keys were just
+    # published or are bare offsets from a reopen; the first query indexes them all
+    with SowStore(tmp_path) as store:
+        t = store.create_topic("t", keys=["/id"], hash_indexes=[["/v"]])
+        keys = [r.sow_key for r in t.publish_many([{"id": i, "v": i % 3} for i in range(9)])]
+    with SowStore(tmp_path) as store:
+        t = store.topic("t")
+        fresh = t.publish('{"id": 100, "v": 1}').sow_key
+        for key in (keys[1], keys[4], fresh):
+            assert t.get(key) is not None
+        assert sorted(r.doc["id"] for r in t.sow("/v = 1")) == [1, 4, 7, 100]
+    with SowStore() as memory:
+        t = memory.create_topic("t", keys=["/id"], hash_indexes=[["/v"]])
+        keys = [r.sow_key for r in t.publish_many([{"id": i, "v": i % 3} for i in range(9)])]
+        assert t.get(keys[4]) is not None
+        assert sorted(r.doc["id"] for r in t.sow("/v = 1")) == [1, 4, 7]
