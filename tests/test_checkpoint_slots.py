@@ -20,7 +20,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import invariant, rule
 
-from sowlib import SowStore
+from sowlib import SowStore, compile_filter
 from sowlib.errors import CorruptRecordError
 from sowlib.storage.checkpoint import decode_checkpoint, encode_checkpoint
 from sowlib.topic_entries import OFFSET
@@ -77,6 +77,13 @@ class ReopenedTopicVsDict(TopicAgainstDict):
     @rule()
     def query_all(self) -> None:
         assert {r.doc["id"]: r.doc for r in self.topic.sow()} == self.model
+
+    @rule(v=st.integers(-2, 2))
+    def query_by_value(self, v: int) -> None:
+        flt = compile_filter(f"/v = {v}")  # the filter itself is the oracle
+        expected = {i for i, doc in self.model.items() if flt.matches(doc)}
+        assert {r.doc["id"] for r in self.topic.sow(flt)} == expected
+        assert self.topic.explain(flt).kind == "hash"
 
     @invariant()
     def agrees(self) -> None:
