@@ -12,6 +12,9 @@ from sowlib.document import Element
 
 __all__ = ["copy_document", "merge_documents"]
 
+#: Value types that are never containers (a flat document holds only these).
+_SCALARS = frozenset({str, int, float, bool, bytes, type(None)})
+
 
 def copy_document(doc: Any) -> Any:
     """Copy the containers (dicts, Elements, lists) of ``doc``; scalars are shared.
@@ -69,6 +72,12 @@ def merge_documents(stored: Any, delta: Any, *, text_nodes: bool = False) -> Any
         >>> merge_documents({"a": {"x": 0, "y": 2}, "n": [1]}, {"a": {"x": 1}, "n": [5]})
         {'a': {'x': 1, 'y': 2}, 'n': [5]}
     """
+    if not text_nodes and type(stored) is dict and type(delta) is dict:
+        kinds = set(map(type, stored.values()))
+        kinds.update(map(type, delta.values()))
+        if kinds <= _SCALARS:
+            # Flat documents (the usual delta): one C-level merge, nothing to copy.
+            return {**stored, **delta}
     if isinstance(stored, dict) and isinstance(delta, dict):
         merged = {k: copy_document(v) for k, v in stored.items()}
         for key, value in delta.items():

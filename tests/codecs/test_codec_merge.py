@@ -9,6 +9,7 @@ from typing import Any
 import codec_strategies as cs  # type: ignore[import-not-found]  # registered by conftest.py
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sowlib.codecs import get_codec, merge_documents
 from sowlib.document import MISSING, Element
@@ -190,3 +191,25 @@ def test_merge_delta_leaf_resolves_through_codec(field_codec: Any) -> None:
     assert _resolve(merged, changed) == 5
     assert _resolve(merged, kept) == 2
     assert _resolve(merged, ("absent",)) is MISSING
+
+
+_SCALAR = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False), st.text(max_size=3)
+)
+_FLAT = st.dictionaries(st.sampled_from("abcdef"), _SCALAR, max_size=6)
+
+
+@settings(max_examples=200)
+@given(stored=_FLAT, delta=_FLAT)
+def test_flat_documents_merge_in_order_into_a_new_dict(
+    stored: dict[str, Any], delta: dict[str, Any]
+) -> None:
+    before = (list(stored.items()), list(delta.items()))
+    merged = merge_documents(stored, delta)
+    # stored fields in their order (replaced in place), then the delta's new ones
+    expected = [(k, delta.get(k, v)) for k, v in stored.items()]
+    expected += [(k, v) for k, v in delta.items() if k not in stored]
+    assert list(merged.items()) == expected
+    assert merged is not stored
+    assert merged is not delta
+    assert (list(stored.items()), list(delta.items())) == before
