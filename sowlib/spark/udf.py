@@ -85,17 +85,39 @@ def _probe(paths: Sequence[str]) -> Any:
 def _lookup_rows(
     topic: Topic, build: Any, keys: Iterator[Sequence[Any]], names: list[str], kinds: list[Any]
 ) -> list[list[Any]]:
+    """The converted ``names`` fields of the record under each key, NULLs when none.
+
+    A key seen earlier in the same call reuses its row. Content-keyed topics hash the
+    values directly; others get the document the key generator needs.
+    """
     out = []
+    seen: dict[tuple[Any, ...], list[Any]] = {}
     for values in keys:
-        rec = None
-        if not any(v is None for v in values):
-            try:
-                rec = topic.get(topic.key_for(build(values)))
-            except ValueError:  # a key value the key generator rejects: no record
-                rec = None
-        doc = rec.doc if rec is not None and isinstance(rec.doc, dict) else {}
-        out.append([convert_value(doc.get(n), k) for n, k in zip(names, kinds, strict=True)])
+        probe = tuple(values)
+        try:
+            row = seen.get(probe)
+        except TypeError:  # an unhashable value (a list from an array column)
+            row, probe = None, ()
+        if row is None:
+            row = _lookup_one(topic, build, values, names, kinds)
+            if probe:
+                seen[probe] = row
+        out.append(row)
     return out
+
+
+def _lookup_one(
+    topic: Topic, build: Any, values: Sequence[Any], names: list[str], kinds: list[Any]
+) -> list[Any]:
+    rec = None
+    if not any(v is None for v in values):
+        try:
+            key = topic.key_for_values(values)
+            rec = topic.get(key if key is not None else topic.key_for(build(values)))
+        except ValueError:  # a key value the key generator rejects: no record
+            rec = None
+    doc = rec.doc if rec is not None and isinstance(rec.doc, dict) else {}
+    return [convert_value(doc.get(n), k) for n, k in zip(names, kinds, strict=True)]
 
 
 def lookup_udf(

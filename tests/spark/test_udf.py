@@ -62,3 +62,64 @@ def test_handles_are_cached_and_refreshed(store_path: Path) -> None:
     assert topic.get(topic.key_for({"customerId": 1})).doc["name"] == "renamed"  # type: ignore[union-attr]
     _handles.clear()
     assert first.closed
+
+
+def _old_lookup(topic: Any, build: Any, values: Any, names: list[str], kinds: list[Any]) -> Any:
+    """The lookup as first written: the key of the document the values make."""
+    from sowlib.spark._batches import convert_value
+
+    rec = None
+    if not any(v is None for v in values):
+        try:
+            rec = topic.get(topic.key_for(build(values)))
+        except ValueError:
+            rec = None
+    doc = rec.doc if rec is not None and isinstance(rec.doc, dict) else {}
+    return [convert_value(doc.get(n), k) for n, k in zip(names, kinds, strict=True)]
+
+
+@pytest.mark.parametrize("keys", [["/customerId"], ["/region", "/customer/id"]])
+def test_lookup_rows_equal_a_lookup_of_each_key_document(tmp_path: Path, keys: list[str]) -> None:
+    from pyspark.sql import types as T
+
+    from sowlib.spark.udf import _lookup_rows, _probe
+
+    docs: list[dict[str, Any]] = [
+        {"customerId": i, "region": "EU" if i % 2 else "", "customer": {"id": i}, "v": i * 1.5}
+        for i in range(12)
+    ]
+    docs.append({"customerId": "7", "region": "NA", "customer": {"id": "x"}, "v": "text"})
+    with SowStore(tmp_path) as store:
+        store.create_topic("c", keys=keys).publish_many(
+            [d for d in docs if all(_has_key(d, k) for k in keys)]
+        )
+    with SowStore(tmp_path, readonly=True) as store:
+        topic = store.topic("c")
+        build = _probe(keys)
+        probes: list[tuple[Any, ...]] = [
+            (3,),
+            (3,),
+            (3.0,),
+            ("3",),
+            ("",),
+            (None,),
+            (True,),
+            ([3],),
+            (99,),
+            ("7",),
+        ]
+        if len(keys) == 2:
+            probes = [("EU", 3), ("EU", 3), ("EU", 3.0), ("", 2), ("NA", "x"), (None, 1)]
+            probes += [("EU", [5]), ("EU", 99)]
+        names, kinds = ["v", "customerId"], [T.DoubleType(), T.LongType()]
+        got = _lookup_rows(topic, build, iter(probes), names, kinds)
+        assert got == [_old_lookup(topic, build, p, names, kinds) for p in probes]
+        assert any(row != [None, None] for row in got)
+
+
+def _has_key(doc: dict[str, Any], path: str) -> bool:
+    """Whether ``path`` resolves to a non-empty value in ``doc`` (a publishable key)."""
+    from sowlib.paths import FieldPath
+
+    value = FieldPath.parse(path).resolve(doc)
+    return value not in (None, "")
