@@ -23,7 +23,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from sowlib.query import Record
 
-__all__ = ["BATCH_ROWS", "batch_readable", "convert_value", "record_batches"]
+__all__ = ["BATCH_ROWS", "batch_readable", "convert_column", "convert_value", "record_batches"]
 
 #: Rows per record batch (Spark's default ``spark.sql.execution.arrow.maxRecordsPerBatch``).
 BATCH_ROWS = 10_000
@@ -107,7 +107,7 @@ def record_batches(
             elif name == "_change":
                 columns.append(["publish"] * len(chunk))
             else:
-                columns.append(_column([d.get(name) for d in docs], field.dataType))
+                columns.append(convert_column([d.get(name) for d in docs], field.dataType))
         arrays = [pa.array(c, f.type) for c, f in zip(columns, arrow, strict=True)]
         batch = pa.RecordBatch.from_arrays(arrays, schema=arrow)
         if keep:
@@ -122,9 +122,12 @@ def _mapping(doc: Any) -> Mapping[str, Any]:
     return doc if isinstance(doc, Mapping) else {}
 
 
-def _column(values: list[Any], kind: T.DataType) -> list[Any]:
-    """``values`` converted for a ``kind`` column (the list itself when all are native)."""
-    native = _NATIVE[type(kind)]
+def convert_column(values: list[Any], kind: T.DataType) -> list[Any]:
+    """:func:`convert_value` of each of ``values`` for a ``kind`` column; the list itself
+    when ``kind`` is a plain type and every value already has it."""
+    native = _NATIVE.get(type(kind))
+    if native is None:
+        return [convert_value(v, kind) for v in values]
     kinds = set(map(type, values))
     kinds.discard(type(None))
     if not kinds or (kinds == {native} and native is not int):

@@ -19,7 +19,7 @@ from pyspark.sql.pandas.functions import pandas_udf
 from sowlib.errors import ConfigError
 from sowlib.paths import parse_path
 from sowlib.spark import _handles
-from sowlib.spark._batches import convert_value
+from sowlib.spark._batches import convert_column
 from sowlib.spark.datasource import _spark_type
 from sowlib.store import SowStore
 from sowlib.topic import Topic
@@ -82,33 +82,37 @@ def _probe(paths: Sequence[str]) -> Any:
     return build
 
 
-def _lookup_rows(
+def _lookup_columns(
     topic: Topic, build: Any, keys: Iterator[Sequence[Any]], names: list[str], kinds: list[Any]
-) -> list[list[Any]]:
-    """The converted ``names`` fields of the record under each key, NULLs when none.
+) -> dict[str, list[Any]]:
+    """Each of the ``names`` fields of the record under each key, converted to its
+    ``kinds`` type (NULL when the key has no record); one list per field.
 
-    A key seen earlier in the same call reuses its row. Content-keyed topics hash the
-    values directly; others get the document the key generator needs.
+    A key seen earlier in the same call reuses its document. Content-keyed topics hash
+    the values directly; others get the document the key generator needs.
     """
-    out = []
-    seen: dict[tuple[Any, ...], list[Any]] = {}
+    docs: list[Mapping[str, Any]] = []
+    add = docs.append
+    seen: dict[tuple[Any, ...], Mapping[str, Any]] = {}
     for values in keys:
         probe = tuple(values)
         try:
-            row = seen.get(probe)
+            doc = seen.get(probe)
         except TypeError:  # an unhashable value (a list from an array column)
-            row, probe = None, ()
-        if row is None:
-            row = _lookup_one(topic, build, values, names, kinds)
+            doc, probe = None, ()
+        if doc is None:
+            doc = _lookup_doc(topic, build, values)
             if probe:
-                seen[probe] = row
-        out.append(row)
-    return out
+                seen[probe] = doc
+        add(doc)
+    return {
+        name: convert_column([d.get(name) for d in docs], kind)
+        for name, kind in zip(names, kinds, strict=True)
+    }
 
 
-def _lookup_one(
-    topic: Topic, build: Any, values: Sequence[Any], names: list[str], kinds: list[Any]
-) -> list[Any]:
+def _lookup_doc(topic: Topic, build: Any, values: Sequence[Any]) -> Mapping[str, Any]:
+    """The document of the record under the key ``values`` make, ``{}`` when none."""
     rec = None
     if not any(v is None for v in values):
         try:
@@ -116,8 +120,7 @@ def _lookup_one(
             rec = topic.get(key if key is not None else topic.key_for(build(values)))
         except ValueError:  # a key value the key generator rejects: no record
             rec = None
-    doc = rec.doc if rec is not None and isinstance(rec.doc, dict) else {}
-    return [convert_value(doc.get(n), k) for n, k in zip(names, kinds, strict=True)]
+    return rec.doc if rec is not None and isinstance(rec.doc, dict) else {}
 
 
 def lookup_udf(
@@ -161,8 +164,8 @@ def lookup_udf(
     def lookup(*cols: pd.Series) -> pd.DataFrame:
         store = _handles.reader(root, max_age=REFRESH_SECONDS)
         t = store.topic(topic, message_type)
-        rows = _lookup_rows(t, build, zip(*(c.tolist() for c in cols), strict=True), names, kinds)
-        return pd.DataFrame(rows, columns=names, dtype=object)
+        keys = zip(*(c.tolist() for c in cols), strict=True)
+        return pd.DataFrame(_lookup_columns(t, build, keys, names, kinds), dtype=object)
 
     return pandas_udf(lookup, returnType=schema)  # type: ignore[call-overload]
 
@@ -206,9 +209,7 @@ def lookup_map_in_pandas(
         t = store.topic(topic, message_type)
         for batch in batches:
             values = zip(*(batch[c].tolist() for c in key_list), strict=True)
-            looked = pd.DataFrame(
-                _lookup_rows(t, build, values, names, kinds), columns=names, dtype=object
-            )
+            looked = pd.DataFrame(_lookup_columns(t, build, values, names, kinds), dtype=object)
             yield pd.concat([batch.reset_index(drop=True), looked], axis=1)
 
     return df.mapInPandas(enrich, schema=schema)

@@ -75,14 +75,16 @@ def _old_lookup(topic: Any, build: Any, values: Any, names: list[str], kinds: li
         except ValueError:
             rec = None
     doc = rec.doc if rec is not None and isinstance(rec.doc, dict) else {}
-    return [convert_value(doc.get(n), k) for n, k in zip(names, kinds, strict=True)]
+    return {n: convert_value(doc.get(n), k) for n, k in zip(names, kinds, strict=True)}
 
 
 @pytest.mark.parametrize("keys", [["/customerId"], ["/region", "/customer/id"]])
-def test_lookup_rows_equal_a_lookup_of_each_key_document(tmp_path: Path, keys: list[str]) -> None:
+def test_lookup_columns_equal_a_lookup_of_each_key_document(
+    tmp_path: Path, keys: list[str]
+) -> None:
     from pyspark.sql import types as T
 
-    from sowlib.spark.udf import _lookup_rows, _probe
+    from sowlib.spark.udf import _lookup_columns, _probe
 
     docs: list[dict[str, Any]] = [
         {"customerId": i, "region": "EU" if i % 2 else "", "customer": {"id": i}, "v": i * 1.5}
@@ -111,10 +113,13 @@ def test_lookup_rows_equal_a_lookup_of_each_key_document(tmp_path: Path, keys: l
         if len(keys) == 2:
             probes = [("EU", 3), ("EU", 3), ("EU", 3.0), ("", 2), ("NA", "x"), (None, 1)]
             probes += [("EU", [5]), ("EU", 99)]
-        names, kinds = ["v", "customerId"], [T.DoubleType(), T.LongType()]
-        got = _lookup_rows(topic, build, iter(probes), names, kinds)
-        assert got == [_old_lookup(topic, build, p, names, kinds) for p in probes]
-        assert any(row != [None, None] for row in got)
+        names = ["v", "customerId", "customer", "region"]
+        kinds = [T.DoubleType(), T.LongType(), T.MapType(T.StringType(), T.LongType())]
+        kinds.append(T.StringType())
+        got = _lookup_columns(topic, build, iter(probes), names, kinds)
+        rows = [dict(zip(got, row, strict=True)) for row in zip(*got.values(), strict=True)]
+        assert rows == [_old_lookup(topic, build, p, names, kinds) for p in probes]
+        assert any(row["v"] is not None for row in rows)
 
 
 def _has_key(doc: dict[str, Any], path: str) -> bool:
