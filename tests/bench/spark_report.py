@@ -38,6 +38,12 @@ BATCH_ROWS = 20_000
 #: collects run several times slower while the JVM compiles that path (a streaming
 #: query runs for many batches; the timed ones show its steady state).
 WARMUP_BATCHES = 3
+#: Other micro-batch sizes the sink is compared with ``publish_many`` at (info rows).
+SWEEP_ROWS = (5_000, 100_000)
+#: Timed batches per size in that sweep.
+SWEEP_BATCHES = 3
+#: Orders in a full-size run (``--quick`` uses a tenth).
+MESSAGES_FULL = 200_000
 #: Partitions per batch in the one-job vs streamed ``SowSink`` measurement.
 MANY_PARTITIONS = 32
 #: Batches in that measurement (streaming 32 partitions takes about a second each).
@@ -145,7 +151,57 @@ def sink_rows(spark: Any, n: int, workdir: str) -> list[Row]:
             unit="rows/s",
         ),
         sink_partitions_row(spark, slices[:MANY_PARTITION_BATCHES], workdir),
+        *sink_size_rows(spark, workdir, n < MESSAGES_FULL),
     ]
+
+
+def sink_size_rows(spark: Any, workdir: str, quick: bool) -> list[Row]:
+    """``SowSink`` vs ``publish_many`` at other micro-batch sizes (:data:`SWEEP_ROWS`).
+
+    Spark's cost per micro-batch is mostly fixed (plan, schedule, one job), so the
+    ratio grows with the rows per batch. Each size: :data:`WARMUP_BATCHES` untimed
+    batches, then :data:`SWEEP_BATCHES` timed ones (one with ``quick``) taking turns.
+    """
+    from sowlib.spark import SowSink
+
+    out = []
+    for size in SWEEP_ROWS:
+        count = WARMUP_BATCHES + (1 if quick else SWEEP_BATCHES)
+        orders = list(unique_orders(size * count))
+        slices = [orders[i : i + size] for i in range(0, len(orders), size)]
+        frames = [(i, orders_frame(spark, part)) for i, part in enumerate(slices)]
+        payloads = [[to_json(o) for o in part] for part in slices]
+        sink = SowSink(os.path.join(workdir, f"sweep-sink-{size}"), "orders", keys=["/orderId"])
+        direct = SowStore(os.path.join(workdir, f"sweep-direct-{size}"))
+        topic = direct.create_topic("orders", keys=["/orderId"])
+        work = {
+            "sink": (lambda item, s=sink: s(item[1], item[0]), frames),
+            "direct": (topic.publish_many, payloads),
+        }
+        try:
+            for fn, items in work.values():
+                for item in items[:WARMUP_BATCHES]:
+                    fn(item)
+            stats = interleaved(
+                {name: (fn, items[WARMUP_BATCHES:]) for name, (fn, items) in work.items()}, size
+            )
+        finally:
+            sink.close()
+            direct.close()
+            for _, frame in frames:
+                frame.unpersist()
+        out.append(
+            compare(
+                "spark",
+                f"SowSink(df, batch_id), {size:,}-row batches",
+                stats["sink"],
+                "publish_many (JSON bytes)",
+                stats["direct"],
+                None,
+                unit="rows/s",
+            )
+        )
+    return out
 
 
 def sink_partitions_row(spark: Any, slices: list[list[dict[str, Any]]], workdir: str) -> Row:
@@ -296,7 +352,7 @@ def main(argv: list[str] | None = None) -> int:
         help="run only this measurement (repeatable; default: all three)",
     )
     args = parser.parse_args(argv)
-    n, m, samples = (20_000, 100_000, 2) if args.quick else (200_000, 1_000_000, 3)
+    n, m, samples = (20_000, 100_000, 2) if args.quick else (MESSAGES_FULL, 1_000_000, 3)
     only = set(args.only or ("sink", "read", "lookup"))
     command = "python3 tests/bench/spark_report.py" + (" --quick" if args.quick else "")
     command += "".join(f" --only {name}" for name in sorted(args.only or ()))
