@@ -439,49 +439,51 @@ class TopicCore:
         if self._indexed:
             return
         docs, records, entries = self._docs, self._records, self._entries
-        bare = [(k, s) for k, s in entries.items() if type(s) is int]
-        if bare:
-            self._load_bare(bare)
-        loaded = {k for k, _s in bare}
-        for key in list(entries):
-            if key in loaded:
-                continue
-            entry = self._entry(key)
-            assert entry is not None
-            payload = self._payload(key, entry)
-            doc = docs.get(key, MISSING)
-            if doc is MISSING:
-                doc = docs[key] = self._decode_payload(payload)
-            records[key] = self._record_with(key, entry, payload, doc)
-        if self._codec.supports_filter:
-            for key, doc in self._docs.items():
-                self.indexes.on_put(key, None, doc)
+        # A document, a Record and index entries per key: many containers, no cycles.
+        with paused_gc():
+            bare = [(k, s) for k, s in entries.items() if type(s) is int]
+            if bare:
+                self._load_bare(bare)
+            loaded = {k for k, _s in bare}
+            for key in list(entries):
+                if key in loaded:
+                    continue
+                entry = self._entry(key)
+                assert entry is not None
+                payload = self._payload(key, entry)
+                doc = docs.get(key, MISSING)
+                if doc is MISSING:
+                    doc = docs[key] = self._decode_payload(payload)
+                records[key] = self._record_with(key, entry, payload, doc)
+            if self._codec.supports_filter:
+                for key, doc in self._docs.items():
+                    self.indexes.on_put(key, None, doc)
         self._indexed = True
 
     def _load_bare(self, bare: list[tuple[str, int]]) -> None:
         """Entries, documents and Records of keys held as bare offsets, read in one batch.
 
         Each record's checksum is verified (as a first :meth:`_payload` would), and the
-        documents are decoded together where the codec can (``decode_many``).
+        documents are decoded together where the codec can (``decode_many``). Called
+        by :meth:`_ensure_indexed`, with the cyclic GC paused.
         """
-        with paused_gc():
-            fields = self._log.read_puts([off for _key, off in bare])
-            payloads = [f[5] for f in fields]
-            decode_many = getattr(self._codec, "decode_many", None)
-            if not self._codec.supports_filter:
-                decoded: list[Any] = payloads
-            elif decode_many is not None:
-                decoded = decode_many(payloads)
-            else:
-                decoded = [self._codec.decode(p) for p in payloads]
-            entries, docs, records = self._entries, self._docs, self._records
-            for (key, off), (seq, stamp, expires, corr, size, payload), doc in zip(
-                bare, fields, decoded, strict=True
-            ):
-                entry: Entry = (off, seq, stamp, expires, corr, size, True)
-                entries[key] = entry
-                docs[key] = doc
-                records[key] = self._record_with(key, entry, payload, doc)
+        fields = self._log.read_puts([off for _key, off in bare])
+        payloads = [f[5] for f in fields]
+        decode_many = getattr(self._codec, "decode_many", None)
+        if not self._codec.supports_filter:
+            decoded: list[Any] = payloads
+        elif decode_many is not None:
+            decoded = decode_many(payloads)
+        else:
+            decoded = [self._codec.decode(p) for p in payloads]
+        entries, docs, records = self._entries, self._docs, self._records
+        for (key, off), (seq, stamp, expires, corr, size, payload), doc in zip(
+            bare, fields, decoded, strict=True
+        ):
+            entry: Entry = (off, seq, stamp, expires, corr, size, True)
+            entries[key] = entry
+            docs[key] = doc
+            records[key] = self._record_with(key, entry, payload, doc)
 
     def _compile(self, flt: str | Filter | None) -> Filter | None:
         if flt is None:

@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from sowlib.gcpause import paused_gc
 from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex
 from sowlib.index.values import EXACT_LIMIT, as_path, as_paths, number_text, to_number
@@ -214,8 +215,9 @@ class IndexSet:
         if index is None:
             index = MemoIndex(parsed)
             getter, doc_of, update = parsed.getter, source.doc, index.update
-            for key in source.keys():  # noqa: SIM118 (a source, not a dict)
-                update(key, getter(doc_of(key)), True)
+            with paused_gc():  # one set per value: nothing cyclic, many containers
+                for key in source.keys():  # noqa: SIM118 (a source, not a dict)
+                    update(key, getter(doc_of(key)), True)
             self.memos[parsed] = index
             self._layout()
         return index
