@@ -68,7 +68,12 @@ def publish_batch(
     top_values = getattr(core._codec, "top_values", None)
     top = content.top_field
     if not core._indexed and top is not None:
-        if known is not None and known[0] == top and len(known[1]) == len(payloads):
+        if (
+            known is not None
+            and known[0] == top
+            and len(known[1]) == len(payloads)
+            and core.message_type == "json"  # the values were read from JSON text
+        ):
             hashes = content.hashes_of_values(known[1])
         if hashes is None and top_values is not None:
             # No document is kept: parse, take the key field and let each go at once.

@@ -8,20 +8,28 @@ schema keeps Spark's rendering. The result is the JSON ``to_json`` writes, NULL
 fields left out, with one difference of spelling and none of value: a double is
 written in its shortest round-trip form (``10000000.0`` where Spark writes
 ``1.0E7``). Non-finite doubles are the strings Spark writes (``"NaN"``,
-``"Infinity"``, ``"-Infinity"``). Imports pyarrow, pyspark's types and orjson; nothing
-from sowlib.
+``"Infinity"``, ``"-Infinity"``), and bytes of a string that are not UTF-8 become
+U+FFFD as in Spark. Imports pyarrow, pyspark's types and orjson (json without it);
+nothing from sowlib.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
+from types import ModuleType
 
-import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import types as T
 
-__all__ = ["json_rows", "renders"]
+orjson: ModuleType | None
+try:
+    import orjson
+except ImportError:  # pragma: no cover - orjson is in the spark extra
+    orjson = None
+
+__all__ = ["is_valid_utf8", "json_rows", "renders"]
 
 #: Spark column types this module renders exactly like ``to_json``.
 _PLAIN = (
@@ -51,11 +59,11 @@ def json_rows(batch: pa.RecordBatch, names: Sequence[str], columns: Sequence[int
 
     NULL values leave their field out; ``columns`` must pass :func:`renders`. O(bytes)
     in Arrow kernels, plus one orjson call per value of a string column that holds
-    a quote, a backslash or a control character.
+    a quote, a backslash, a control character or bytes that are not UTF-8.
     """
     if not columns:
         return [b"{}"] * batch.num_rows
-    heads = [orjson.dumps(name).decode() + ":" for name in names]
+    heads = [_dumps(name) + ":" for name in names]
     # Joined as 32-bit-offset text unless the rows could outgrow it (6 bytes per
     # byte: a control character escaped as \u00XX).
     room = batch.nbytes * 6 + batch.num_rows * sum(len(h) + _NUMBER_ROOM for h in heads)
@@ -98,10 +106,16 @@ def _values(column: pa.Array, kind: pa.DataType) -> tuple[pa.Array, str]:
     """The JSON text (as ``kind``) of each value of ``column`` and the quote around it."""
     arrow = column.type
     if pa.types.is_string(arrow) or pa.types.is_large_string(arrow):
+        valid = is_valid_utf8(column)
         data = column.buffers()[2]
-        if data is None or not data.to_pybytes().translate(None, _AS_IS):
+        if valid and (data is None or not data.to_pybytes().translate(None, _AS_IS)):
             return column.cast(kind), '"'
-        escaped = [None if v is None else orjson.dumps(v).decode() for v in column.to_pylist()]
+        # Escape value by value; bytes that are not UTF-8 (a Spark string may hold
+        # them) become U+FFFD, as they do when Spark turns the string into Java text.
+        raw = column.cast(pa.large_binary() if arrow == pa.large_string() else pa.binary())
+        escaped = [
+            None if v is None else _dumps(v.decode("utf-8", "replace")) for v in raw.to_pylist()
+        ]
         return pa.array(escaped, kind), ""
     if pa.types.is_boolean(arrow):
         return pc.if_else(column, pa.scalar("true", kind), pa.scalar("false", kind)), ""
@@ -110,6 +124,22 @@ def _values(column: pa.Array, kind: pa.DataType) -> tuple[pa.Array, str]:
     if pa.types.is_float64(arrow):
         return _doubles(column).cast(kind), ""
     raise TypeError(f"json_rows cannot render a column of {arrow}")
+
+
+def is_valid_utf8(column: pa.Array) -> bool:
+    """Whether every value of a string ``column`` is well-formed UTF-8; O(bytes)."""
+    try:
+        column.validate(full=True)
+    except pa.ArrowInvalid:
+        return False
+    return True
+
+
+def _dumps(text: str) -> str:
+    """``text`` as a JSON string literal (quotes, backslashes and controls escaped)."""
+    if orjson is not None:
+        return str(orjson.dumps(text).decode())
+    return json.dumps(text, ensure_ascii=False)
 
 
 def _doubles(column: pa.Array) -> pa.Array:

@@ -24,7 +24,7 @@ from pyspark.util import _local_iterator_from_socket
 
 from sowlib.errors import ConfigError, StoreClosedError
 from sowlib.paths import FieldPath
-from sowlib.spark._render import json_rows, renders
+from sowlib.spark._render import is_valid_utf8, json_rows, renders
 from sowlib.state import StateStore
 from sowlib.store import SowStore
 from sowlib.topic import Topic
@@ -211,12 +211,15 @@ class SowSink:
         Arrow record batch becomes JSON text in Arrow kernels (:mod:`._render`). When
         the topic's key is one top-level field held by a string or integer column,
         that column's values go along, so the topic need not parse them back out of
-        the JSON. None for any other batch, which then takes Spark's ``to_json``
-        (:meth:`_messages`).
+        the JSON. None for any other batch (and for a topic of another message type,
+        or a frame with two columns of one name), which then takes Spark's
+        ``to_json`` (:meth:`_messages`).
         """
-        if self.message_column is not None:
+        if self.message_column is not None or self.topic.message_type != "json":
             return None
         fields = batch_df.schema.fields
+        if len({f.name for f in fields}) != len(fields):
+            return None  # duplicate column names: Spark's path reports the ambiguity
         payload = [i for i, f in enumerate(fields) if f.name != self.delete_column]
         flag = [i for i, f in enumerate(fields) if f.name == self.delete_column]
         if self.delete_column is not None and (
@@ -334,7 +337,12 @@ def _rendered_chunks(
             flags = batch.column(flag).fill_null(False)
             if flags.true_count:
                 deleted = flags.to_pylist()
-        keys = None if key is None else batch.column(key).to_pylist()
+        keys = None
+        if key is not None:
+            column = batch.column(key)
+            text = pa.types.is_string(column.type) or pa.types.is_large_string(column.type)
+            if not text or is_valid_utf8(column):
+                keys = column.to_pylist()  # else the topic parses the repaired text
         return json_rows(batch, names, payload), deleted, keys
 
     with ThreadPoolExecutor(1, thread_name_prefix="sowlib-sink-render") as pool:

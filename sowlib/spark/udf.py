@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator, Mapping, Sequence
+from math import isfinite
 from typing import Any
 
 import pandas as pd
@@ -27,6 +28,8 @@ from sowlib.topic import Topic
 __all__ = ["lookup_map_in_pandas", "lookup_udf"]
 
 _SAMPLE = 1_000
+#: Key value types hashed directly (their canonical text is what a document's gives).
+_PLAIN_KEYS = frozenset({str, int, float, bool})
 #: Seconds a worker's store handle stays fresh before it reads the writer's new tail.
 REFRESH_SECONDS = 1.0
 
@@ -44,6 +47,8 @@ def _field_types(
         types = [_spark_type([d.get(n) for d in docs if isinstance(d, dict)]) for n in names]
     if not names:
         raise ConfigError("fields", "name at least one field to look up")
+    if len(set(names)) != len(names):
+        raise ConfigError("fields", f"{names!r} names a field twice")
     return names, types
 
 
@@ -83,14 +88,23 @@ def _probe(paths: Sequence[str]) -> Any:
 
 
 def _lookup_columns(
-    topic: Topic, build: Any, keys: Iterator[Sequence[Any]], names: list[str], kinds: list[Any]
+    topic: Topic,
+    paths: Sequence[str],
+    keys: Iterator[Sequence[Any]],
+    names: list[str],
+    kinds: list[Any],
 ) -> dict[str, list[Any]]:
     """Each of the ``names`` fields of the record under each key, converted to its
     ``kinds`` type (NULL when the key has no record); one list per field.
 
-    A key seen earlier in the same call reuses its document. Content-keyed topics hash
-    the values directly; others get the document the key generator needs.
+    ``keys`` holds the values of the key fields ``paths``, in that order. A key seen
+    earlier in the same call reuses its document. When ``paths`` are the topic's own
+    key fields in their order, text and number values are hashed directly; otherwise
+    (and for other values) the key is that of the document the values make.
     """
+    build = _probe(paths)
+    own = [parse_path(p) for p in topic.config.keys]
+    direct = [parse_path(p) for p in paths] == own
     docs: list[Mapping[str, Any]] = []
     add = docs.append
     seen: dict[tuple[Any, ...], Mapping[str, Any]] = {}
@@ -101,7 +115,7 @@ def _lookup_columns(
         except TypeError:  # an unhashable value (a list from an array column)
             doc, probe = None, ()
         if doc is None:
-            doc = _lookup_doc(topic, build, values)
+            doc = _lookup_doc(topic, build, probe or tuple(values), direct)
             if probe:
                 seen[probe] = doc
         add(doc)
@@ -111,15 +125,23 @@ def _lookup_columns(
     }
 
 
-def _lookup_doc(topic: Topic, build: Any, values: Sequence[Any]) -> Mapping[str, Any]:
-    """The document of the record under the key ``values`` make, ``{}`` when none."""
-    rec = None
-    if not any(v is None for v in values):
-        try:
+def _lookup_doc(
+    topic: Topic, build: Any, values: tuple[Any, ...], direct: bool
+) -> Mapping[str, Any]:
+    """The document of the record under the key ``values`` make, ``{}`` when none.
+
+    A NULL value (None, ``pd.NA``, NaN: pandas' NULL in a float column) has no record,
+    nor has an infinity (a JSON document cannot hold one).
+    """
+    if any(v is None or v is pd.NA or (type(v) is float and not isfinite(v)) for v in values):
+        return {}
+    try:
+        key = None
+        if direct and set(map(type, values)) <= _PLAIN_KEYS:
             key = topic.key_for_values(values)
-            rec = topic.get(key if key is not None else topic.key_for(build(values)))
-        except ValueError:  # a key value the key generator rejects: no record
-            rec = None
+        rec = topic.get(key if key is not None else topic.key_for(build(values)))
+    except ValueError:  # a key value the key generator rejects: no record
+        return {}
     return rec.doc if rec is not None and isinstance(rec.doc, dict) else {}
 
 
@@ -156,16 +178,15 @@ def lookup_udf(
     """
     root = os.path.abspath(os.fspath(path))
     names, types = _field_types(root, topic, message_type, fields)
-    keys = _key_paths(root, topic, message_type, key_fields)
+    paths = _key_paths(root, topic, message_type, key_fields)
     schema = _struct(", ".join(f"`{n}` {t}" for n, t in zip(names, types, strict=True)))
     kinds = [f.dataType for f in schema.fields]
-    build = _probe(keys)
 
     def lookup(*cols: pd.Series) -> pd.DataFrame:
         store = _handles.reader(root, max_age=REFRESH_SECONDS)
         t = store.topic(topic, message_type)
         keys = zip(*(c.tolist() for c in cols), strict=True)
-        return pd.DataFrame(_lookup_columns(t, build, keys, names, kinds), dtype=object)
+        return pd.DataFrame(_lookup_columns(t, paths, keys, names, kinds), dtype=object)
 
     return pandas_udf(lookup, returnType=schema)  # type: ignore[call-overload]
 
@@ -197,11 +218,10 @@ def lookup_map_in_pandas(
     clash = [n for n in names if n in df.columns]
     if clash:
         raise ConfigError("fields", f"{clash!r} are already columns of the DataFrame")
-    keys = _key_paths(root, topic, message_type, key_fields)
+    paths = _key_paths(root, topic, message_type, key_fields)
     extra = _struct(", ".join(f"`{n}` {t}" for n, t in zip(names, types, strict=True)))
     schema = T.StructType([*df.schema.fields, *extra.fields])
     kinds = [f.dataType for f in extra.fields]
-    build = _probe(keys)
     key_list = list(key_cols)
 
     def enrich(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
@@ -209,7 +229,7 @@ def lookup_map_in_pandas(
         t = store.topic(topic, message_type)
         for batch in batches:
             values = zip(*(batch[c].tolist() for c in key_list), strict=True)
-            looked = pd.DataFrame(_lookup_columns(t, build, values, names, kinds), dtype=object)
+            looked = pd.DataFrame(_lookup_columns(t, paths, values, names, kinds), dtype=object)
             yield pd.concat([batch.reset_index(drop=True), looked], axis=1)
 
     return df.mapInPandas(enrich, schema=schema)

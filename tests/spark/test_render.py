@@ -160,3 +160,25 @@ def test_rows_that_could_outgrow_32_bit_offsets_are_joined_as_large_text(
         b'{"n":2,"t":"y"}',
         b'{"n":3,"s":"c","b":false,"d":"NaN"}',
     ]
+
+
+def test_bytes_that_are_not_utf8_become_replacement_characters() -> None:
+    # a Spark string can hold them (CAST(binary AS STRING)); to_json writes U+FFFD
+    raw = pa.array([b"A\xffB", b'\xff"q', None, b"ok"], pa.binary())
+    batch = pa.RecordBatch.from_arrays([raw.view(pa.string())], names=["s"])
+    assert json_rows(batch, ["s"], [0]) == [
+        '{"s":"A\ufffdB"}'.encode(),
+        '{"s":"\ufffd\\"q"}'.encode(),
+        b"{}",
+        b'{"s":"ok"}',
+    ]
+
+
+def test_without_orjson_the_same_rows_are_written(monkeypatch: pytest.MonkeyPatch) -> None:
+    from sowlib.spark import _render
+
+    texts = pa.array(['q"', "\\", "é\n\x01", None])
+    batch = pa.RecordBatch.from_pydict({"s": texts, "n": [1, 2, 3, 4]})
+    with_orjson = json_rows(batch, ['na"me', "n"], [0, 1])
+    monkeypatch.setattr(_render, "orjson", None)
+    assert json_rows(batch, ['na"me', "n"], [0, 1]) == with_orjson

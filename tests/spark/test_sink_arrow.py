@@ -394,3 +394,43 @@ def test_a_null_key_column_value_fails_the_batch_unrecorded(spark: Any, tmp_path
             sink(df, 0)
         assert sink.last_batch_id is None
         assert len(sink.topic) == 0
+
+
+def test_a_topic_of_another_message_type_rejects_json_rows_and_stores_nothing(
+    spark: Any, tmp_path: Path
+) -> None:
+    from sowlib.errors import DecodeError
+
+    df = spark.createDataFrame([(1, "a")], "id bigint, v string")
+    with SowSink(tmp_path, "packed", keys=["/id"], message_type="msgpack") as sink:
+        with pytest.raises(DecodeError):
+            sink(df, 0)
+        assert sink.last_batch_id is None
+        assert len(sink.topic) == 0
+        assert list(sink.topic.sow()) == []
+
+
+@pytest.mark.parametrize("key", ["id", "s"])
+def test_strings_that_are_not_utf8_are_stored_as_spark_writes_them(
+    spark: Any, tmp_path: Path, key: str
+) -> None:
+    # CAST(binary AS STRING) keeps bytes that are not UTF-8; to_json writes U+FFFD
+    df = spark.sql(
+        "SELECT * FROM VALUES (1, CAST(X'41FF42' AS STRING)), (2, CAST(X'FF22' AS STRING)),"
+        " (3, 'plain') AS t(id, s)"
+    )
+    expected = sorted(json.loads(text)["s"] for text in _spark_json(df))
+    with SowSink(tmp_path, "orders", keys=[f"/{key}"]) as sink:
+        sink(df, 0)
+        assert sorted(r.doc["s"] for r in sink.topic.sow()) == expected
+    assert expected == sorted(["A\ufffdB", '\ufffd"', "plain"])
+
+
+def test_two_columns_of_one_name_fail_as_in_spark(spark: Any, tmp_path: Path) -> None:
+    from pyspark.errors import PySparkException
+
+    df = spark.sql("SELECT 1 AS id, 'a' AS v, 'b' AS v")
+    with SowSink(tmp_path, "orders", keys=["/id"]) as sink:
+        with pytest.raises(PySparkException):
+            sink(df, 0)
+        assert sink.last_batch_id is None

@@ -116,7 +116,7 @@ def test_lookup_columns_equal_a_lookup_of_each_key_document(
         names = ["v", "customerId", "customer", "region"]
         kinds = [T.DoubleType(), T.LongType(), T.MapType(T.StringType(), T.LongType())]
         kinds.append(T.StringType())
-        got = _lookup_columns(topic, build, iter(probes), names, kinds)
+        got = _lookup_columns(topic, keys, iter(probes), names, kinds)
         rows = [dict(zip(got, row, strict=True)) for row in zip(*got.values(), strict=True)]
         assert rows == [_old_lookup(topic, build, p, names, kinds) for p in probes]
         assert any(row["v"] is not None for row in rows)
@@ -128,3 +128,36 @@ def _has_key(doc: dict[str, Any], path: str) -> bool:
 
     value = FieldPath.parse(path).resolve(doc)
     return value not in (None, "")
+
+
+def test_lookups_take_key_fields_in_any_order_and_nulls_find_nothing(tmp_path: Path) -> None:
+    import pandas as pd
+    from pyspark.sql import types as T
+
+    from sowlib.spark.udf import _lookup_columns
+
+    with SowStore(tmp_path) as store:
+        t = store.create_topic("t", keys=["/a", "/b"])
+        t.publish({"a": 1, "b": "x", "v": 10})
+        t.publish({"a": "x", "b": 1, "v": 99})
+        u = store.create_topic("u", keys=["/id"])
+        u.publish({"id": 5, "v": "five"})
+        u.publish({"id": "NaN", "v": "a key spelled NaN"})
+        u.publish({"id": "inf", "v": "a key spelled inf"})
+    with SowStore(tmp_path, readonly=True) as store:
+        t, u = store.topic("t"), store.topic("u")
+        assert _lookup_columns(t, ["/b", "/a"], iter([("x", 1)]), ["v"], [T.LongType()]) == {
+            "v": [10]
+        }
+        assert _lookup_columns(t, ["/a", "/b"], iter([(1, "x")]), ["v"], [T.LongType()]) == {
+            "v": [10]
+        }
+        probes = [(float("nan"),), (pd.NA,), (None,), (float("inf"),), (5.0,), ("NaN",)]
+        got = _lookup_columns(u, ["/id"], iter(probes), ["v"], [T.StringType()])
+        assert got == {"v": [None, None, None, None, "five", "a key spelled NaN"]}
+
+
+def test_a_field_named_twice_is_a_config_error(store_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        lookup_udf(store_path, "customers", ["name", "name"])
+    assert info.value.where == "fields"
