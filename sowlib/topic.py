@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from functools import partial
+from itertools import islice
 from typing import Any
 
 from sowlib.errors import UnsupportedOperationError
@@ -257,8 +258,25 @@ class Topic(TopicCore):
             self._counts["queries"] += 1
             if bookmark is not None and self._history is not None:
                 return run_query(self._as_of(bookmark), flt, options, keys)
+            top = options.top_n
+            if self._is_peek(flt, keys, options) and top is not None:
+                # The first top_n records, unordered: only those are read, without
+                # decoding and indexing the whole topic.
+                return run_query(self, None, options, list(islice(self._entries, top)))
             self._ensure_indexed()
             return run_query(self, flt, options, keys)
+
+    def _is_peek(self, flt: Filter | None, keys: list[str] | None, options: QueryOptions) -> bool:
+        """A query of the first records of a topic not indexed yet (no filter, keys,
+        order or skip; a top_n)."""
+        return (
+            not self._indexed
+            and flt is None
+            and keys is None
+            and options.order_by is None
+            and not options.skip_n
+            and options.top_n is not None
+        )
 
     def _as_of(self, bookmark: int | float | str | datetime) -> HistoricalSource:
         assert self._history is not None

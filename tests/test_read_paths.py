@@ -12,6 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -187,3 +188,27 @@ def test_records_read_before_the_first_query_are_found_by_it(tmp_path: Path) -> 
         keys = [r.sow_key for r in t.publish_many([{"id": i, "v": i % 3} for i in range(9)])]
         assert t.get(keys[4]) is not None
         assert sorted(r.doc["id"] for r in t.sow("/v = 1")) == [1, 4, 7]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    ids=st.lists(st.integers(0, 30), max_size=25),
+    top=st.integers(0, 30),
+    select=st.sampled_from([None, "[-/,+/id]"]),
+)
+def test_a_peek_at_the_first_records_reads_only_those(
+    tmp_path_factory: pytest.TempPathFactory, ids: list[int], top: int, select: str | None
+) -> None:
+    path = tmp_path_factory.mktemp("peek")
+    with SowStore(path) as store:
+        store.create_topic("t", keys=["/id"]).publish_many([{"id": i, "v": -i} for i in ids])
+    with SowStore(path, readonly=True) as store:
+        t = store.topic("t")
+        peek = t.sow(top_n=top, select=select)
+        assert not t._indexed  # nothing decoded or indexed beyond the records returned
+        t.sow("/v <= 0")  # now indexed: the general path gives the same page
+        again = t.sow(top_n=top, select=select)
+        assert [(r.sow_key, r.doc, r.seq) for r in peek] == [
+            (r.sow_key, r.doc, r.seq) for r in again
+        ]
+        assert len(peek) == min(top, len(set(ids)))
