@@ -26,7 +26,7 @@ for _p in (str(_HERE), str(_ROOT)):
     if _p not in sys.path:
         sys.path.insert(0, _p)
 
-from rows import Row, compare, info, markdown  # noqa: E402  (the path setup above)
+from rows import Row, bound, compare, info, markdown  # noqa: E402  (the path setup above)
 from timing import interleaved, repeat  # noqa: E402
 from workload import to_json, unique_orders  # noqa: E402
 
@@ -44,6 +44,8 @@ SWEEP_ROWS = (5_000, 100_000)
 SWEEP_BATCHES = 3
 #: Orders in a full-size run (``--quick`` uses a tenth).
 MESSAGES_FULL = 200_000
+#: Reads of each sharded store before the timed ones (the first is reported apart).
+READ_WARMUPS = 3
 #: Partitions per batch in the one-job vs streamed ``SowSink`` measurement.
 MANY_PARTITIONS = 32
 #: Batches in that measurement (streaming 32 partitions takes about a second each).
@@ -267,9 +269,26 @@ def read_rows(spark: Any, n: int, workdir: str, samples: int) -> list[Row]:
     expected = sum(1 for o in unique_orders(n) if o["price"] > PRICE_FLOOR)
     out = []
     for shards, path in write_stores(spark, n, workdir).items():
+        started = time.perf_counter()
         got = read_once(spark, path, shards)  # warm-up: JVM code paths, Python workers
+        first = time.perf_counter() - started
         if got != expected:
             raise RuntimeError(f"{shards} shards: counted {got} rows, expected {expected}")
+        # Each Python worker opens (and indexes) a shard the first time one of its
+        # tasks reads it; tasks land on any worker, so warm up until most have.
+        for _ in range(READ_WARMUPS - 1):
+            read_once(spark, path, shards)
+        out.append(
+            bound(
+                "spark",
+                f"first read of the {shards}-shard store (cold workers"
+                + ("; the session's first query" if shards == SHARDS[0] else "")
+                + ")",
+                first,
+                "s",
+                None,
+            )
+        )
         stats = repeat(lambda p=path, s=shards: read_once(spark, p, s), samples, n)
         out.append(
             info(
