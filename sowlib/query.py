@@ -507,6 +507,9 @@ def _results(source: QuerySource, keys: Iterable[str], select: SelectList | None
     """The live records of ``keys``, projected by ``select``; O(1) per key."""
     record = source.record
     if select is None:
+        many = getattr(source, "records_of", None)
+        if many is not None:
+            return ResultSet(many(keys))
         return ResultSet([rec for k in keys if (rec := record(k)) is not None])
     out = ResultSet()
     encode, apply = source.encode, select.apply

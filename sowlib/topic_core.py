@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import heapq
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from sowlib.codecs import Codec, get_codec
 from sowlib.config import TopicConfig
@@ -502,6 +502,16 @@ class TopicCore:
     def keys(self) -> Iterator[str]:
         """Every live SOW key (QuerySource); O(1) per key."""
         return iter(list(self._entries))
+
+    def records_of(self, keys: Iterable[str]) -> list[Record]:
+        """The live records of ``keys``, in order, absent keys left out (QuerySource);
+        one C-level pass over the Record cache when it holds them all (indexed topics)."""
+        keys = list(keys)
+        recs = list(map(self._records.get, keys))
+        if None not in recs:
+            return cast("list[Record]", recs)
+        record = self.record
+        return [r for k, c in zip(keys, recs, strict=True) if (r := c or record(k)) is not None]
 
     def record(self, key: str) -> Record | None:
         """The live record stored under ``key`` (QuerySource), or None; cached per key."""
