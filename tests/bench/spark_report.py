@@ -88,6 +88,17 @@ def orders_frame(spark: Any, rows: list[dict[str, Any]], partitions: int | None 
     return df
 
 
+def warmed_interleaved(work: dict[str, tuple[Any, list[Any]]], ops: int) -> dict[str, Any]:
+    """:func:`interleaved` over all but the first :data:`WARMUP_BATCHES` items of each
+    contender, after applying those untimed (the JVM compiles its Arrow path)."""
+    for fn, items in work.values():
+        for item in items[:WARMUP_BATCHES]:
+            fn(item)
+    return interleaved(
+        {name: (fn, items[WARMUP_BATCHES:]) for name, (fn, items) in work.items()}, ops
+    )
+
+
 def sink_rows(spark: Any, n: int, workdir: str) -> list[Row]:
     """``SowSink`` per 20,000-row batch vs ``publish_many`` of the same rows as JSON bytes.
 
@@ -119,13 +130,7 @@ def sink_rows(spark: Any, n: int, workdir: str) -> list[Row]:
         "single": (one_by_one, payloads),
     }
     try:
-        for fn, items in work.values():  # untimed: the JVM compiles its Arrow path
-            for item in items[:WARMUP_BATCHES]:
-                fn(item)
-        stats = interleaved(
-            {name: (fn, items[WARMUP_BATCHES:]) for name, (fn, items) in work.items()},
-            BATCH_ROWS if n >= BATCH_ROWS else n,
-        )
+        stats = warmed_interleaved(work, BATCH_ROWS if n >= BATCH_ROWS else n)
         if len(sink.topic) != total or len(topic) != total or len(single) != total:
             raise RuntimeError(f"expected {total} records, got {len(sink.topic)} and {len(topic)}")
     finally:
@@ -181,12 +186,7 @@ def sink_size_rows(spark: Any, workdir: str, quick: bool) -> list[Row]:
             "direct": (topic.publish_many, payloads),
         }
         try:
-            for fn, items in work.values():
-                for item in items[:WARMUP_BATCHES]:
-                    fn(item)
-            stats = interleaved(
-                {name: (fn, items[WARMUP_BATCHES:]) for name, (fn, items) in work.items()}, size
-            )
+            stats = warmed_interleaved(work, size)
         finally:
             sink.close()
             direct.close()
