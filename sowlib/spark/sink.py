@@ -51,12 +51,12 @@ class SowSink:
     (``sow_delete_by_data``). The JSON is what Spark's ``to_json`` writes
     (timestamps as ISO-8601 text in the session time zone, dates as ``yyyy-MM-dd``,
     binary as base64, nested structs as objects with their NULL fields left out too,
-    NULL array elements kept as ``null``). Flat rows of string, boolean, integer and
-    double columns (and a boolean ``delete_column``) are rendered in the driver from
-    the Arrow data instead (:mod:`sowlib.spark._render`: the same text, except that
-    doubles are spelled in their shortest round-trip form, ``10000000.0`` for
-    Spark's ``1.0E7``); any other schema is rendered by Spark. Rows are applied in
-    the order the batch yields them (partition by partition).
+    NULL array elements kept as ``null``). For a JSON topic, flat rows of string,
+    boolean, integer and double columns (and a boolean ``delete_column``) are
+    rendered in the driver from the Arrow data instead (:mod:`sowlib.spark._render`:
+    the same text, except that doubles are spelled in their shortest round-trip form,
+    ``10000000.0`` for Spark's ``1.0E7``); anything else is rendered by Spark. Rows
+    are applied in the order the batch yields them (partition by partition).
 
     Memory: by default one Spark job computes all partitions of a micro-batch in
     parallel and the driver receives the whole micro-batch as Arrow record batches
