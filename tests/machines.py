@@ -41,6 +41,15 @@ class TopicAgainstDict(RuleBasedStateMachine):
     def key(self, i: int) -> str:
         return self.topic.key_for({"id": i})
 
+    def _open_again(self) -> None:
+        """Open the store again, after the caller closed (or crashed and damaged) it."""
+        self.store = SowStore(self.dir)
+        self.topic = self.store.topic("t")
+
+    @rule()
+    def compact(self) -> None:
+        self.topic.compact()
+
     @rule(i=IDS, v=VALUES)
     def publish(self, i: int, v: Any) -> None:
         self.topic.publish({"id": i, "v": v})

@@ -16,8 +16,7 @@ from .machines import TopicAgainstDict
 class TopicVsDict(TopicAgainstDict):
     def _reopen(self) -> None:
         self.store.close()
-        self.store = SowStore(self.dir)
-        self.topic = self.store.topic("t")
+        self._open_again()
 
     @rule()
     def reopen(self) -> None:
@@ -37,12 +36,7 @@ class TopicVsDict(TopicAgainstDict):
         with path.open("r+b") as fh:
             fh.seek(end)
             fh.write(b"\xa5" * cut + blob[:cut])
-        self.store = SowStore(self.dir)
-        self.topic = self.store.topic("t")
-
-    @rule()
-    def compact(self) -> None:
-        self.topic.compact()
+        self._open_again()
 
     @rule()
     def open_reader(self) -> None:
