@@ -19,6 +19,7 @@ import pyarrow as pa
 from pyspark.sql import types as T
 from pyspark.sql.datasource import (
     DataSource,
+    DataSourceArrowWriter,
     DataSourceReader,
     DataSourceStreamReader,
     DataSourceWriter,
@@ -42,6 +43,7 @@ from sowlib.expr import compile_filter
 from sowlib.query import Record
 from sowlib.spark import _handles
 from sowlib.spark._batches import batch_readable, convert_value, record_batches
+from sowlib.spark._render import json_rows, renders
 from sowlib.spark.shards import is_sharded, shard_paths
 from sowlib.store import SowStore
 from sowlib.topic import Topic
@@ -50,6 +52,8 @@ __all__ = ["SowDataSource", "SowPushdownReader", "SowReader", "register"]
 
 _SAMPLE = 1_000
 _META = ("_sow_key", "_seq", "_change")
+#: Columns a write leaves out of the stored documents (the store sets them).
+_NOT_WRITTEN = ("_sow_key", "_seq")
 _OPS = {
     EqualTo: "=",
     GreaterThan: ">",
@@ -262,7 +266,12 @@ class SowDataSource(DataSource):
         return SowPushdownReader(opts, schema) if opts.pushdown else SowReader(opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
-        return SowWriter(_Options(self.options), schema, overwrite)
+        opts = _Options(self.options)
+        fields = [f for f in schema.fields if f.name not in _NOT_WRITTEN]
+        names = [f.name for f in fields]
+        if renders(fields) and len(set(names)) == len(names):
+            return SowArrowWriter(opts, schema, overwrite)
+        return SowWriter(opts, schema, overwrite)
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return SowStreamReader(_Options(self.options), schema)
@@ -349,22 +358,27 @@ class SowWriter(DataSourceWriter):
         if is_sharded(opts.path):
             raise ConfigError(opts.path, "write sharded stores with shards.write_sharded")
         self.opts = opts
-        self.columns = [f.name for f in schema.fields if f.name not in ("_sow_key", "_seq")]
+        self.columns = [f.name for f in schema.fields if f.name not in _NOT_WRITTEN]
         self.staging = os.path.join(opts.path, "_incoming", uuid.uuid4().hex)
 
     def write(self, iterator: Iterator[Any]) -> _Staged:
-        from pyspark import TaskContext
-
-        ctx = TaskContext.get()
-        partition = ctx.partitionId() if ctx is not None else 0
-        os.makedirs(self.staging, exist_ok=True)
-        file = os.path.join(self.staging, f"part-{partition:05d}-{uuid.uuid4().hex}.jsonl")
+        file, partition = self._staged_file()
         with open(file, "w", encoding="utf-8") as fh:
             for row in iterator:
                 values = row.asDict(recursive=True)
                 doc = {c: values[c] for c in self.columns if values.get(c) is not None}
                 fh.write(json.dumps(doc, default=str) + "\n")
         return _Staged(file, partition)
+
+    def _staged_file(self) -> tuple[str, int]:
+        """A new file in the staging directory for this task, and the task's partition."""
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        partition = ctx.partitionId() if ctx is not None else 0
+        os.makedirs(self.staging, exist_ok=True)
+        file = os.path.join(self.staging, f"part-{partition:05d}-{uuid.uuid4().hex}.jsonl")
+        return file, partition
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:
         staged = sorted((m for m in messages if isinstance(m, _Staged)), key=lambda m: m.partition)
@@ -382,7 +396,7 @@ class SowWriter(DataSourceWriter):
                     with open(msg.file, encoding="utf-8") as fh:
                         batch: list[str] = []
                         for line in fh:
-                            batch.append(line)
+                            batch.append(line.removesuffix("\n"))
                             if len(batch) >= 5_000:
                                 topic.publish_many(batch)
                                 batch = []
@@ -401,6 +415,26 @@ class SowWriter(DataSourceWriter):
             os.rmdir(os.path.dirname(self.staging))
         except OSError:
             pass  # another job is staging too
+
+
+class SowArrowWriter(SowWriter, DataSourceArrowWriter):
+    """:class:`SowWriter` for flat rows of plain columns (what the sink renders in the
+    driver, :func:`sowlib.spark._render.renders`): tasks receive Arrow record batches
+    and stage them as JSON lines rendered a column at a time, not one Row at a time.
+    The JSON is what ``SowSink`` writes for the same rows (doubles in shortest
+    round-trip form, non-finite ones as ``"NaN"``/``"Infinity"``/``"-Infinity"``).
+    """
+
+    def write(self, iterator: Iterator[Any]) -> _Staged:
+        file, partition = self._staged_file()
+        with open(file, "wb") as fh:
+            for batch in iterator:
+                names = batch.schema.names
+                payload = [i for i, name in enumerate(names) if name not in _NOT_WRITTEN]
+                rows = json_rows(batch, [names[i] for i in payload], payload)
+                if rows:
+                    fh.write(b"\n".join(rows) + b"\n")
+        return _Staged(file, partition)
 
 
 class _Range(InputPartition):

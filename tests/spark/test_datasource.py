@@ -170,3 +170,36 @@ def test_stream_reads_changes_after_each_publish(sow: Any, store_path: Path) -> 
         (6, "publish", 9),
         (7, "delete", None),
     ]
+
+
+def test_flat_batch_writes_stage_arrow_batches_as_the_sink_renders_them(
+    sow: Any, tmp_path: Path
+) -> None:
+    from sowlib.spark.datasource import SowArrowWriter, SowDataSource, SowWriter
+    from sowlib.spark.sink import SowSink
+
+    flat = "orderId long, price double, region string, ok boolean, _seq long"
+    options = {"path": str(tmp_path / "w"), "topic": "orders", "keys": "/orderId"}
+    flat_type = T.StructType.fromDDL(flat)
+    nested = T.StructType.fromDDL("orderId long, at timestamp")
+    assert isinstance(flat_type, T.StructType)
+    assert isinstance(nested, T.StructType)
+    assert isinstance(SowDataSource(options).writer(flat_type, False), SowArrowWriter)
+    assert type(SowDataSource(options).writer(nested, False)) is SowWriter
+
+    rows: list[tuple[Any, ...]] = [
+        (i, i * 1.5 if i % 4 else None, 'E"U' if i % 2 else "US", i % 3 == 0, 99) for i in range(60)
+    ]
+    rows.append((60, float("nan"), "x\\y", None, None))
+    df = sow.createDataFrame(rows, flat).repartition(3)
+    df.write.format("sow").options(**options).mode("append").save()
+    with SowSink(tmp_path / "s", "orders", keys=["/orderId"]) as sink:
+        sink(df.drop("_seq"), 0)
+    with (
+        SowStore(tmp_path / "w", readonly=True) as written,
+        SowStore(tmp_path / "s", readonly=True) as sunk,
+    ):
+        got = {r.sow_key: r.data for r in written.topic("orders").sow()}
+        assert got == {r.sow_key: r.data for r in sunk.topic("orders").sow()}
+        assert len(got) == 61
+    assert not (tmp_path / "w" / "_incoming").exists()
