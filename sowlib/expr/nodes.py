@@ -8,7 +8,7 @@ offsets into the filter text and take no part in equality, so
 
 from __future__ import annotations
 
-from typing import TypeAlias
+from typing import Any, TypeAlias
 
 import attrs
 
@@ -283,19 +283,20 @@ def new_compare(op: str, left: Node, right: Node) -> Compare:
 
 def new_and(left: Node, right: Node) -> And:
     """``And(left, right)`` spanning from ``left`` to ``right``, faster."""
-    node: And = _new(And)
-    set_left, set_right, set_start, set_end = _AND
-    set_left(node, left)
-    set_right(node, right)
-    set_start(node, left.start)
-    set_end(node, right.end)
+    node: And = _new_logic(And, _AND, left, right)
     return node
 
 
 def new_or(left: Node, right: Node) -> Or:
     """``Or(left, right)`` spanning from ``left`` to ``right``, faster."""
-    node: Or = _new(Or)
-    set_left, set_right, set_start, set_end = _OR
+    node: Or = _new_logic(Or, _OR, left, right)
+    return node
+
+
+def _new_logic(cls: type[Any], setters: tuple[Any, ...], left: Node, right: Node) -> Any:
+    """An ``And``/``Or`` node built by storing into its slots with ``setters``."""
+    node = _new(cls)
+    set_left, set_right, set_start, set_end = setters
     set_left(node, left)
     set_right(node, right)
     set_start(node, left.start)

@@ -88,6 +88,14 @@ def orders_frame(spark: Any, rows: list[dict[str, Any]], partitions: int | None 
     return df
 
 
+def release(closers: list[Any], frames: list[tuple[int, Any]]) -> None:
+    """Close the sinks and stores of a measurement and unpersist its cached frames."""
+    for closer in closers:
+        closer.close()
+    for _, frame in frames:
+        frame.unpersist()
+
+
 def warmed_interleaved(work: dict[str, tuple[Any, list[Any]]], ops: int) -> dict[str, Any]:
     """:func:`interleaved` over all but the first :data:`WARMUP_BATCHES` items of each
     contender, after applying those untimed (the JVM compiles its Arrow path)."""
@@ -134,10 +142,7 @@ def sink_rows(spark: Any, n: int, workdir: str) -> list[Row]:
         if len(sink.topic) != total or len(topic) != total or len(single) != total:
             raise RuntimeError(f"expected {total} records, got {len(sink.topic)} and {len(topic)}")
     finally:
-        sink.close()
-        direct.close()
-        for _, frame in frames:
-            frame.unpersist()
+        release([sink, direct], frames)
     return [
         compare(
             "spark",
@@ -188,10 +193,7 @@ def sink_size_rows(spark: Any, workdir: str, quick: bool) -> list[Row]:
         try:
             stats = warmed_interleaved(work, size)
         finally:
-            sink.close()
-            direct.close()
-            for _, frame in frames:
-                frame.unpersist()
+            release([sink, direct], frames)
         out.append(
             compare(
                 "spark",
@@ -227,10 +229,7 @@ def sink_partitions_row(spark: Any, slices: list[list[dict[str, Any]]], workdir:
         if len(one_job.topic) != rows or len(streamed.topic) != rows:
             raise RuntimeError(f"expected {rows} records in both sinks")
     finally:
-        one_job.close()
-        streamed.close()
-        for _, frame in frames:
-            frame.unpersist()
+        release([one_job, streamed], frames)
     return compare(
         "spark",
         f"SowSink(df, batch_id), {len(slices[0]):,}-row batches of {MANY_PARTITIONS} partitions",
