@@ -251,21 +251,27 @@ _OR = tuple(Or.__dict__[f].__set__ for f in ("left", "right", "start", "end"))
 
 def new_literal(value: int | float | str | None, start: int, end: int) -> Literal:
     """``Literal(value, start=start, end=end)``, faster."""
-    node: Literal = _new(Literal)
-    set_value, set_start, set_end = _LIT
-    set_value(node, value)
-    set_start(node, start)
-    set_end(node, end)
+    node: Literal = _filled(Literal, _LIT, (value, start, end))
     return node
 
 
 def new_field(path: FieldPath, start: int, end: int) -> Field:
     """``Field(path, start=start, end=end)``, faster."""
-    node: Field = _new(Field)
-    set_path, set_start, set_end = _FLD
-    set_path(node, path)
-    set_start(node, start)
-    set_end(node, end)
+    node: Field = _filled(Field, _FLD, (path, start, end))
+    return node
+
+
+def _filled(cls: type[Any], setters: tuple[Any, ...], values: tuple[Any, ...]) -> Any:
+    """A ``cls`` node whose slots ``setters`` store ``values`` (no ``__init__`` run)."""
+    node = _new(cls)
+    if len(values) == 3:  # literals and fields, the commonest: unrolled
+        first, second, third = setters
+        first(node, values[0])
+        second(node, values[1])
+        third(node, values[2])
+        return node
+    for store, value in zip(setters, values, strict=True):
+        store(node, value)
     return node
 
 
@@ -295,13 +301,7 @@ def new_or(left: Node, right: Node) -> Or:
 
 def _new_logic(cls: type[Any], setters: tuple[Any, ...], left: Node, right: Node) -> Any:
     """An ``And``/``Or`` node built by storing into its slots with ``setters``."""
-    node = _new(cls)
-    set_left, set_right, set_start, set_end = setters
-    set_left(node, left)
-    set_right(node, right)
-    set_start(node, left.start)
-    set_end(node, right.end)
-    return node
+    return _filled(cls, setters, (left, right, left.start, right.end))
 
 
 def walk(node: Node) -> list[Node]:
