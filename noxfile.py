@@ -45,10 +45,23 @@ def _docs(session: nox.Session) -> None:
     )
 
 
+def spark_worker_env(session: nox.Session) -> dict[str, str]:
+    """Spark's Python workers run the session's own interpreter.
+
+    Not ``sys.executable``: that is the interpreter running nox, which on a fresh
+    machine has none of sowlib's dependencies (the workers would fail to import them).
+    """
+    python = os.path.join(session.bin, "python")
+    return {"PYSPARK_PYTHON": python, "PYSPARK_DRIVER_PYTHON": python}
+
+
 def _examples(session: nox.Session) -> None:
+    env = spark_worker_env(session)
+    # Fail early, with a clear message, if the worker interpreter lacks the package.
+    session.run(env["PYSPARK_PYTHON"], "-c", "import msgpack, sowlib, sowlib.spark", external=True)
     for path in sorted(glob.glob("examples/*.py")):
         session.log(f"example: {path}")
-        session.run("python", path, env={"PYSPARK_PYTHON": sys.executable})
+        session.run("python", path, env=env)
 
 
 def _spark(session: nox.Session) -> None:
@@ -60,7 +73,10 @@ def _spark(session: nox.Session) -> None:
         "-p",
         "no:cacheprovider",
         *session.posargs,
-        env={"SOWLIB_SPARK_FULL": os.environ.get("SOWLIB_SPARK_FULL", "1")},
+        env={
+            "SOWLIB_SPARK_FULL": os.environ.get("SOWLIB_SPARK_FULL", "1"),
+            **spark_worker_env(session),
+        },
     )
 
 
