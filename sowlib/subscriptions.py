@@ -173,7 +173,14 @@ class Subscription:
     """A registered callback; returned by ``Topic.subscribe`` and ``sow_and_subscribe``.
 
     Use it as a context manager, or call :meth:`unsubscribe` (idempotent).
-    ``errors`` counts callback invocations that raised.
+
+    A subscriber never fails a publisher: an exception from the callback, or
+    from evaluating the filter on a published record (a
+    :class:`~sowlib.errors.RegexTimeoutError`, any error), is counted in
+    ``errors``, kept in ``error`` (the latest one), logged, and passed to
+    ``on_error(exc, message)`` when given; ``publish`` returns normally. A
+    record whose filter evaluation failed is counted in ``filter_errors`` and is
+    neither delivered nor taken out of focus (``message`` is that record).
 
     Example:
         >>> with topic.subscribe(print, "/price > 10") as sub:  # doctest: +SKIP
@@ -192,6 +199,8 @@ class Subscription:
     )
     errors: int = 0
     delivered: int = 0
+    filter_errors: int = 0
+    error: Exception | None = attrs.field(default=None, repr=False)
     _in_focus: set[str] = attrs.field(factory=set, repr=False)
     _manager: SubscriptionManager | None = attrs.field(default=None, repr=False)
 
@@ -235,19 +244,26 @@ class Subscription:
             self.callback(message)
             self.delivered += 1
         except Exception as exc:  # a subscriber must never break the publisher
-            self.errors += 1
-            logger.exception(
-                "subscription %s on topic %r: callback raised on %s for key %r",
-                self.id,
-                self.topic,
-                message.command,
-                message.sow_key,
-            )
-            if self.on_error is not None:
-                try:
-                    self.on_error(exc, message)
-                except Exception:
-                    logger.exception("subscription %s: on_error handler raised", self.id)
+            self._failed(exc, message, "callback raised")
+
+    def _failed(self, exc: Exception, message: Message, what: str) -> None:
+        """Record ``exc`` on the subscription and hand it to ``on_error``; never raises."""
+        self.errors += 1
+        self.error = exc
+        logger.error(
+            "subscription %s on topic %r: %s on %s for key %r",
+            self.id,
+            self.topic,
+            what,
+            message.command,
+            message.sow_key,
+            exc_info=exc,
+        )
+        if self.on_error is not None:
+            try:
+                self.on_error(exc, message)
+            except Exception:
+                logger.exception("subscription %s: on_error handler raised", self.id)
 
 
 class SubscriptionManager:
@@ -395,7 +411,13 @@ class SubscriptionManager:
     def _publish(
         self, sub: Subscription, key: str, old: RecordLike | None, new: RecordLike
     ) -> None:
-        if sub._matches(new, self.context):
+        try:
+            matched = sub._matches(new, self.context)
+        except Exception as exc:  # the subscriber's filter, never the publisher's error
+            sub.filter_errors += 1
+            sub._failed(exc, _message("publish", self.topic, new), "filter raised")
+            return
+        if matched:
             was_in_focus = key in sub._in_focus
             if sub.tracks_focus:
                 sub._in_focus.add(key)

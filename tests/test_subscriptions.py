@@ -10,7 +10,7 @@ import attrs
 import pytest
 
 from sowlib.document import MISSING
-from sowlib.errors import UnsupportedFilterError, UnsupportedOperationError
+from sowlib.errors import RegexTimeoutError, UnsupportedFilterError, UnsupportedOperationError
 from sowlib.subscriptions import Message, SubscriptionManager, changed_fields
 
 
@@ -261,3 +261,79 @@ def test_changed_fields(old: Any, new: Any, expected: Any) -> None:
         assert got is MISSING
     else:
         assert got == expected
+
+
+# -- issue 16: a subscriber's filter never fails a publish ---------------------------
+
+
+@attrs.frozen
+class RaisingFilter:
+    """A filter whose evaluation raises ``exc`` (a LIKE time limit, a bug...)."""
+
+    exc: Exception
+    deterministic: bool = True
+
+    def matches(self, doc: Any, ctx: Any = None) -> bool:
+        raise self.exc
+
+
+@pytest.mark.parametrize(
+    "exc", [RegexTimeoutError("(a+)+$", 1.0), RuntimeError("filter bug"), RecursionError()]
+)
+def test_issue16_filter_error_goes_to_the_subscription_not_the_publisher(
+    manager: SubscriptionManager, exc: Exception
+) -> None:
+    seen: list[tuple[BaseException, Message]] = []
+    bad = manager.add(
+        lambda m: None, RaisingFilter(exc), oof=True, on_error=lambda e, m: seen.append((e, m))
+    )
+    got: list[Message] = []
+    good = manager.add(got.append, None)
+    manager.on_change("publish", "a", None, rec("a", price=1))  # must not raise
+    assert bad.errors == bad.filter_errors == 1
+    assert bad.error is exc
+    assert bad.delivered == 0
+    assert not bad.in_focus("a")
+    assert seen[0][0] is exc
+    assert (seen[0][1].command, seen[0][1].sow_key) == ("publish", "a")
+    assert len(got) == 1
+    assert good.error is None
+
+
+def test_issue16_filter_error_without_handler_is_recorded(manager: SubscriptionManager) -> None:
+    sub = manager.add(lambda m: None, RaisingFilter(ValueError("x")))
+    manager.on_change("publish", "a", None, rec("a"))
+    manager.on_change("publish", "b", None, rec("b"))
+    assert sub.filter_errors == 2
+    assert isinstance(sub.error, ValueError)
+
+
+def test_issue16_long_and_filter_works_for_every_publish(any_store: Any) -> None:
+    # 198 clauses once broke every publish from the 1,000th (generated code nested too deep)
+    topic = any_store.create_topic("long", keys=["/id"])
+    text = " AND ".join(f"/f{i} IS NULL" for i in range(197)) + " AND /id >= 0"
+    got: list[Message] = []
+    sub = topic.subscribe(got.append, text)
+    for i in range(1100):
+        topic.publish(json.dumps({"id": i}).encode())
+    assert len(got) == 1100
+    assert sub.errors == 0
+
+
+def test_issue16_like_time_limit_in_a_subscription_does_not_fail_publish(
+    any_store: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sowlib.expr import clear_cache, like
+
+    monkeypatch.setattr(like, "REGEX_TIMEOUT", 0.01)
+    clear_cache()
+    topic = any_store.create_topic("slow", keys=["/id"])
+    errors: list[BaseException] = []
+    sub = topic.subscribe(
+        lambda m: None, "/s LIKE '^(a|aa)+$'", on_error=lambda e, m: errors.append(e)
+    )
+    topic.publish(json.dumps({"id": 1, "s": "a" * 40 + "b"}).encode())  # must not raise
+    assert len(topic.sow("/id = 1")) == 1  # stored, and publish returned normally
+    assert sub.filter_errors == 1
+    assert isinstance(errors[0], RegexTimeoutError)
+    clear_cache()

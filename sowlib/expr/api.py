@@ -5,7 +5,9 @@ Imports only ``errors``, ``paths``, ``document``, ``gcpause`` and ``expr`` modul
 
 from __future__ import annotations
 
+import types
 from collections import OrderedDict
+from collections.abc import Callable
 from threading import Lock
 from typing import Any
 
@@ -13,7 +15,6 @@ import attrs
 
 from sowlib.errors import FilterSyntaxError
 from sowlib.expr import runtime
-from sowlib.expr.codegen import Matcher, generate
 from sowlib.expr.context import EvalContext
 from sowlib.expr.functions import FUNCTIONS
 from sowlib.expr.nodes import Call, Field, Node, walk
@@ -23,10 +24,25 @@ from sowlib.expr.to_text import to_text
 from sowlib.gcpause import paused_gc
 from sowlib.paths import FieldPath
 
-__all__ = ["CACHE_SIZE", "WARM_AFTER", "Filter", "clear_cache", "compile_filter", "parse_filter"]
+__all__ = [
+    "CACHE_BYTES",
+    "CACHE_SIZE",
+    "Filter",
+    "Matcher",
+    "cache_bytes",
+    "clear_cache",
+    "compile_filter",
+    "filter_cost",
+    "parse_filter",
+]
 
 #: Most compiled filters kept by :func:`compile_filter` (least recently used go first).
 CACHE_SIZE = 1024
+#: Most memory, in approximate bytes (see :func:`filter_cost`), that the compiled
+#: filters kept by :func:`compile_filter` may hold; least recently used go first.
+CACHE_BYTES = 64 * 1024 * 1024
+
+Matcher = Callable[..., bool]
 
 
 def parse_filter(text: str) -> Node:
@@ -46,58 +62,30 @@ def parse_filter(text: str) -> Node:
     return parse(text)
 
 
-#: Evaluations through :meth:`Filter.matches` before a boolean filter's generated
-#: function replaces its closures (generating costs about as much as parsing).
-WARM_AFTER = 1000
-
-
-@attrs.define
-class _Lazy:
-    """The matcher a :class:`Filter` uses now, and its generated function once made."""
-
-    node: Node
-    match: Matcher
-    generated: Matcher | None = None
-
-    def fast(self) -> Matcher:
-        """The generated function (made on first call) for a boolean node, else ``match``."""
-        gen = self.generated
-        if gen is None:
-            gen = self.generated = self.match = generate(self.node)
-        return gen
-
-
-def _lazy(node: Node, fn: Compiled, boolean: bool) -> _Lazy:
+def _matcher(fn: Compiled, boolean: bool) -> Matcher:
+    """``(doc, ctx=None) -> bool`` for a compiled tree."""
     if not boolean:
         truthy = runtime.truthy
 
         def match(doc: Any, ctx: EvalContext | None = None) -> bool:
             return truthy(fn(doc, ctx))
 
-        return _Lazy(node, match, match)
-    left = WARM_AFTER
-
-    def warming(doc: Any, ctx: EvalContext | None = None) -> bool:
-        # a boolean node's closures return exactly True or False, as generate() does
-        nonlocal left
-        left -= 1
-        if left <= 0:
-            state.fast()
-        result: bool = fn(doc, ctx)
-        return result
-
-    state = _Lazy(node, warming)
-    return state
+        return match
+    # A boolean tree's closure returns exactly True or False: it is the matcher itself.
+    # Each compile makes a fresh top closure, so giving it ``ctx=None`` as a default
+    # is local to this filter and spares a wrapper call per document.
+    if isinstance(fn, types.FunctionType) and fn.__code__.co_argcount == 2:
+        fn.__defaults__ = (None,)
+        return fn
+    return lambda doc, ctx=None: fn(doc, ctx) is True
 
 
 @attrs.frozen
 class Filter:
     """A compiled filter: parse once, evaluate many times.
 
-    A boolean filter (one that is never NULL) first runs as nested closures;
-    after :data:`WARM_AFTER` calls of :meth:`matches`, or as soon as
-    :attr:`matcher` is read, it runs as one generated function (see
-    :mod:`sowlib.expr.codegen`). Both give the same results.
+    A filter runs as nested Python closures built from its AST; no source
+    code is generated, so neither field names nor literals can ever become code.
 
     Attributes:
         text: the filter as given.
@@ -112,34 +100,32 @@ class Filter:
     text: str
     node: Node
     _fn: Compiled = attrs.field(eq=False, repr=False)
-    _state: _Lazy = attrs.field(eq=False, repr=False)
+    _match: Matcher = attrs.field(eq=False, repr=False)
 
     @classmethod
     def from_node(cls, node: Node, text: str | None = None) -> Filter:
         """Compile an AST (``text`` defaults to its canonical text); O(size of the tree)."""
         fn, boolean = compile_tree(node)
-        state = _lazy(node, fn, boolean)
-        return cls(to_text(node) if text is None else text, node, fn, state)
+        return cls(to_text(node) if text is None else text, node, fn, _matcher(fn, boolean))
 
     def matches(self, doc: Any, ctx: EvalContext | None = None) -> bool:
         """True exactly when the filter evaluates to TRUE for ``doc``; O(size of the filter).
 
-        For a scan, read :attr:`matcher` once instead (no method call, and the
-        generated function from the first document).
+        For a scan, read :attr:`matcher` once instead (no method call).
 
         Raises:
-            RegexTimeoutError: a LIKE pattern ran longer than ``like.REGEX_TIMEOUT``.
+            RegexTimeoutError: a LIKE pattern ran longer than ``like.REGEX_TIMEOUT``,
+                or a query's LIKE patterns spent their budget (see :func:`like.regex_budget`).
         """
-        return self._state.match(doc, ctx)
+        return self._match(doc, ctx)
 
     @property
     def matcher(self) -> Matcher:
         """The fastest ``(doc, ctx=None) -> bool`` function for :meth:`matches` (no method call).
 
-        The first read of a boolean filter generates its function (about the
-        cost of parsing it); later reads return the same function.
+        The same function on every read.
         """
-        return self._state.fast()
+        return self._match
 
     def evaluate(self, doc: Any, ctx: EvalContext | None = None) -> Any:
         """The filter's value for ``doc``: a scalar, a list, or None for NULL."""
@@ -165,23 +151,49 @@ class Filter:
         return any(FUNCTIONS[n.name].context for n in walk(self.node) if isinstance(n, Call))
 
 
-_cache: OrderedDict[str, Filter] = OrderedDict()
+def filter_cost(text: str) -> int:
+    """Approximate bytes a compiled filter holds, for the cache bound: O(1).
+
+    A compiled filter (its tokens are freed; its nodes, closures, IN-list sets
+    and text are kept) measured at 35-200 bytes per character of filter text,
+    most for short filters, least for long IN-lists: this charges the most,
+    plus a fixed part for the objects every filter has.
+    """
+    return 2048 + 200 * len(text)
+
+
+_cache: OrderedDict[str, tuple[Filter, int]] = OrderedDict()
 _lock = Lock()
+_bytes = 0
 
 
 def _remember(key: str, f: Filter) -> None:
+    global _bytes
+    cost = filter_cost(key)
+    if cost > CACHE_BYTES:
+        return  # larger than the whole cache: compiled for this caller only
     with _lock:
-        _cache[key] = f
-        _cache.move_to_end(key)
-        while len(_cache) > CACHE_SIZE:
-            _cache.popitem(last=False)
+        old = _cache.pop(key, None)
+        if old is not None:
+            _bytes -= old[1]
+        _cache[key] = (f, cost)
+        _bytes += cost
+        while len(_cache) > CACHE_SIZE or _bytes > CACHE_BYTES:
+            _bytes -= _cache.popitem(last=False)[1][1]
+
+
+def cache_bytes() -> int:
+    """Approximate bytes (:func:`filter_cost`) the cached filters hold now."""
+    return _bytes
 
 
 def compile_filter(text: str | Filter) -> Filter:
-    """Parse and compile a filter; cached by its text (LRU of :data:`CACHE_SIZE`).
+    """Parse and compile a filter; cached by its text.
 
-    Uncached: O(len(text)), no code generation (see :class:`Filter`); cached: one
-    dict lookup.
+    The cache keeps the most recently used filters, at most :data:`CACHE_SIZE` of
+    them and at most :data:`CACHE_BYTES` approximate bytes (:func:`filter_cost`):
+    a few huge IN-lists cannot pin the memory of a thousand. Uncached:
+    O(len(text)); cached: one dict lookup.
 
     A :class:`Filter` is returned as is.
 
@@ -198,7 +210,7 @@ def compile_filter(text: str | Filter) -> Filter:
         with _lock:
             if text in _cache:
                 _cache.move_to_end(text)
-        return hit
+        return hit[0]
     # Compiling allocates about a thousand tokens, nodes and closures: the cyclic GC
     # would scan them once or twice per filter (~15% of the time, measured) although
     # nothing built here is garbage yet; the tokens are freed before the next pass.
@@ -210,5 +222,7 @@ def compile_filter(text: str | Filter) -> Filter:
 
 def clear_cache() -> None:
     """Forget every cached filter (tests, or after changing ``like.REGEX_TIMEOUT``)."""
+    global _bytes
     with _lock:
         _cache.clear()
+        _bytes = 0

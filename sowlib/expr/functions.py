@@ -13,13 +13,21 @@ from typing import Any
 
 import attrs
 
+from sowlib.errors import SowError
 from sowlib.expr import fn_math as m
 from sowlib.expr import fn_misc as x
 from sowlib.expr import fn_text as t
 from sowlib.expr.context import EvalContext
 from sowlib.expr.runtime import first, normalize, text_of, to_number
 
-__all__ = ["CONVERTERS", "FUNCTIONS", "FunctionSpec", "call_function", "markdown_table"]
+__all__ = [
+    "CONVERTERS",
+    "FUNCTIONS",
+    "FunctionSpec",
+    "apply_impl",
+    "call_function",
+    "markdown_table",
+]
 
 #: How an argument of each kind is prepared before the implementation sees it.
 CONVERTERS: dict[str, Callable[[Any], Any]] = {
@@ -360,7 +368,8 @@ def call_function(spec: FunctionSpec, args: Sequence[Any], ctx: EvalContext | No
     """Call a non-lazy function on evaluated argument values (the reference path).
 
     Converts each argument by its kind, applies ``strict`` NULL propagation
-    and turns an empty-string result into NULL (spec §2.3).
+    and turns an empty-string result into NULL (spec §2.3); a value the
+    function cannot compute with is NULL too (see :func:`apply_impl`).
     """
     if spec.context:
         result = spec.impl(ctx)
@@ -368,8 +377,25 @@ def call_function(spec: FunctionSpec, args: Sequence[Any], ctx: EvalContext | No
         conv = [CONVERTERS[spec.kind_of(i)](a) for i, a in enumerate(args)]
         if spec.strict and any(c is None for c in conv):
             return None
-        result = spec.impl(*conv)
+        result = apply_impl(spec.impl, conv)
     return None if result == "" and type(result) is str else result
+
+
+def apply_impl(impl: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """``impl(*args)``, or NULL (None) when the arguments are outside what it can compute.
+
+    Values come from messages: an integer too large for a float, an infinity
+    given to a trigonometric function, a count past Python's limits. Such an
+    ``ArithmeticError`` or ``ValueError`` makes the function's result NULL for
+    this evaluation; a :class:`~sowlib.errors.SowError` (a regex time limit)
+    propagates.
+    """
+    try:
+        return impl(*args)
+    except SowError:
+        raise
+    except (ArithmeticError, ValueError):
+        return None
 
 
 def markdown_table() -> str:

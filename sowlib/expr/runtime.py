@@ -17,9 +17,11 @@ from sowlib.document import MISSING, Element, canonical_text
 __all__ = [
     "I64_MAX",
     "I64_MIN",
+    "MAX_NUMBER_TEXT",
     "U64_MAX",
     "affix_test",
     "arith",
+    "as_float",
     "between",
     "compare_any",
     "compare_op",
@@ -46,7 +48,11 @@ I64_MIN = -(2**63)
 I64_MAX = 2**63 - 1
 U64_MAX = 2**64 - 1
 _NAN = float("nan")
-_NUMBER = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: Longest text (in characters) that converts to a number (spec §2.2); longer text is a
+#: non-numeric string. Bounds the work one value can cost a comparison or an index.
+MAX_NUMBER_TEXT = 400
+# Unambiguous (no two ways to split a run of digits), so a failed match is linear
+_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
 
 def is_null(v: Any) -> bool:
@@ -110,14 +116,24 @@ def elements(v: Any) -> list[Any]:
 def parse_number(s: str) -> int | float | None:
     """Read a string as a number using literal spellings (spec §2.2), else None.
 
-    No spaces, hex, ``inf`` or ``nan``. Integers beyond 64 bits become floats.
+    No spaces, hex, ``inf`` or ``nan``. Integers beyond 64 bits become floats
+    (infinite past the float range); text longer than :data:`MAX_NUMBER_TEXT`
+    characters does not convert. O(min(len(s), MAX_NUMBER_TEXT)); never raises.
     """
-    if _NUMBER.fullmatch(s) is None:
+    if len(s) > MAX_NUMBER_TEXT or _NUMBER.fullmatch(s) is None:
         return None
     if "." in s or "e" in s or "E" in s:
         return float(s)
     n = int(s)
-    return n if I64_MIN <= n <= U64_MAX else float(n)
+    return n if I64_MIN <= n <= U64_MAX else float(s)
+
+
+def as_float(x: int | float) -> float:
+    """``float(x)``, with an integer beyond the float range as a signed infinity."""
+    try:
+        return float(x)
+    except OverflowError:
+        return math.inf if x > 0 else -math.inf
 
 
 def to_number(v: Any) -> int | float | None:
@@ -189,7 +205,7 @@ def compare_values(a: Any, b: Any) -> int | None:
     if not (_is_num(a) and _is_num(b)):
         return None
     if type(a) is float or type(b) is float:
-        a, b = float(a), float(b)
+        a, b = as_float(a), as_float(b)
         if a != a or b != b:
             return None
     return int(a > b) - int(a < b)
@@ -353,7 +369,7 @@ def arith(op: str, a: Any, b: Any) -> int | float | None:
         return None
     if type(x) is int and type(y) is int:
         return _int_arith(op, x, y)
-    return _float_arith(op, float(x), float(y))
+    return _float_arith(op, as_float(x), as_float(y))
 
 
 def negate(v: Any) -> int | float | None:

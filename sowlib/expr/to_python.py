@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, assert_never
 
+from sowlib.errors import SowError
 from sowlib.expr import like, runtime
 from sowlib.expr.context import EvalContext
+from sowlib.expr.fast_compare import SAFE_INT, field_compare
 from sowlib.expr.functions import CONVERTERS, FUNCTIONS, FunctionSpec
 from sowlib.expr.nodes import (
     And,
@@ -40,7 +42,6 @@ __all__ = ["Compiled", "boolean_nodes", "compile_node", "compile_tree", "is_bool
 Compiled = Callable[[Any, EvalContext | None], Any]
 
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-_SAFE_INT = 2**53
 _PREDICATES = (Compare, Between, InList, Like, BeginsWith, EndsWith, IsNull, IsNaN)
 _LOGIC = (And, Or, Not)
 
@@ -182,6 +183,12 @@ def _or(a: Node, b: Node) -> tuple[Compiled, bool]:
     return or3, False
 
 
+def _key(path: FieldPath) -> str | None:
+    """The dict key a one-step path reads (the closures inline ``d.get(key)``), else None."""
+    steps = path.steps
+    return steps[0].name if len(steps) == 1 and steps[0].index is None else None
+
+
 def _compare(op: str, a: Node, b: Node) -> Compiled:
     if isinstance(b, Field) and isinstance(a, Literal):
         a, b, op = b, a, _FLIP[op]
@@ -189,13 +196,9 @@ def _compare(op: str, a: Node, b: Node) -> Compiled:
         lit = b.value
         if lit is None:
             return _never  # a NULL side is never TRUE (spec §2.4 row 1)
-        get = _getter(a.path)
-        if isinstance(lit, str):
-            return _STR_CMP[op](get, lit, op)
-        if isinstance(lit, int) and abs(lit) < _SAFE_INT:
-            return _INT_CMP[op](get, lit, float(lit), op)
-        if isinstance(lit, float):
-            return _FLOAT_CMP[op](get, lit, op)
+        fast = field_compare(op, _key(a.path), _getter(a.path), lit)
+        if fast is not None:
+            return fast
     return _compare_general(op, compile_node(a), compile_node(b))
 
 
@@ -206,92 +209,6 @@ def _compare_general(op: str, fa: Compiled, fb: Compiled) -> Compiled:
 
 def _never(d: Any, c: EvalContext | None) -> bool:
     return False
-
-
-# Field-vs-literal comparisons, one closure per operator (an ``operator.lt``
-# call per evaluation costs more than the comparison itself). Fast path: a
-# non-empty string against a string literal, an int/float against a number
-# literal; anything else (NULL, arrays, mixed types, booleans) takes the general
-# rule, ``_slow(op, value, literal)``. The closures hold only what they read: every
-# captured variable is one more object to allocate (and for the GC to scan).
-_slow = runtime.compare_any
-_STR_CMP: dict[str, Callable[..., Compiled]] = {
-    "=": lambda g, s, op: lambda d, c: v == s if type(v := g(d)) is str and v else _slow(op, v, s),
-    "!=": lambda g, s, op: lambda d, c: v != s if type(v := g(d)) is str and v else _slow(op, v, s),
-    "<": lambda g, s, op: lambda d, c: v < s if type(v := g(d)) is str and v else _slow(op, v, s),
-    "<=": lambda g, s, op: lambda d, c: v <= s if type(v := g(d)) is str and v else _slow(op, v, s),
-    ">": lambda g, s, op: lambda d, c: v > s if type(v := g(d)) is str and v else _slow(op, v, s),
-    ">=": lambda g, s, op: lambda d, c: v >= s if type(v := g(d)) is str and v else _slow(op, v, s),
-}
-
-
-def _num(op: str) -> Callable[..., Compiled]:
-    def make(g: Any, n: Any, nf: float, op: str) -> Compiled:
-        if op == "=":
-            return lambda d, c: (
-                v == n
-                if (t := type(v := g(d))) is int
-                else v == nf
-                if t is float
-                else _slow(op, v, n)
-            )
-        if op == "!=":
-            return lambda d, c: (
-                v != n
-                if (t := type(v := g(d))) is int
-                else v != nf
-                if t is float
-                else _slow(op, v, n)
-            )
-        if op == "<":
-            return lambda d, c: (
-                v < n
-                if (t := type(v := g(d))) is int
-                else v < nf
-                if t is float
-                else _slow(op, v, n)
-            )
-        if op == "<=":
-            return lambda d, c: (
-                v <= n
-                if (t := type(v := g(d))) is int
-                else v <= nf
-                if t is float
-                else _slow(op, v, n)
-            )
-        if op == ">":
-            return lambda d, c: (
-                v > n
-                if (t := type(v := g(d))) is int
-                else v > nf
-                if t is float
-                else _slow(op, v, n)
-            )
-        return lambda d, c: (
-            v >= n if (t := type(v := g(d))) is int else v >= nf if t is float else _slow(op, v, n)
-        )
-
-    return make
-
-
-_INT_CMP = {op: _num(op) for op in _FLIP}
-
-
-def _float_lit(op: str) -> Callable[..., Compiled]:
-    # against a float literal an int value is promoted to float (spec §2.4 row 3)
-    inner = _num(op)
-
-    def make(g: Any, f: float, op: str) -> Compiled:
-        def get(d: Any) -> Any:
-            v = g(d)
-            return float(v) if type(v) is int else v
-
-        return inner(get, f, f, op)
-
-    return make
-
-
-_FLOAT_CMP = {op: _float_lit(op) for op in _FLIP}
 
 
 def _in_list(v: Node, items: tuple[Node, ...], neg: bool) -> Compiled:
@@ -317,22 +234,23 @@ def _in_list(v: Node, items: tuple[Node, ...], neg: bool) -> Compiled:
             general = general or runtime.parse_number(x) is not None
         else:
             num_values.append(x)
-            general = general or (isinstance(x, int) and abs(x) >= _SAFE_INT)
+            general = general or (isinstance(x, int) and abs(x) >= SAFE_INT)
     if general or not isinstance(v, Field):
         return lambda d, c: in_list(fv(d, c), values, neg)
     strs, nums = frozenset(str_values), frozenset(num_values)
     get = _getter(v.path)
+    key = _key(v.path)
     has_nums = bool(nums)
 
     def test(d: Any, c: EvalContext | None) -> bool:
-        x = get(d)
+        x: Any = d.get(key) if key is not None and type(d) is dict else get(d)
         t = type(x)
         if t is str and x:
             if x in strs:
                 return not neg
             if not has_nums:
                 return neg
-        elif (t is int and -_SAFE_INT < x < _SAFE_INT) or t is float:
+        elif (t is int and -SAFE_INT < x < SAFE_INT) or t is float:
             return (x in nums) != neg
         return in_list(x, values, neg)
 
@@ -343,9 +261,10 @@ def _like(v: Node, matcher: Callable[[str], bool], neg: bool) -> Compiled:
     like_test = runtime.like_test
     if isinstance(v, Field):
         get = _getter(v.path)
+        key = _key(v.path)
 
         def test(d: Any, c: EvalContext | None) -> bool:
-            x = get(d)
+            x = d.get(key) if key is not None and type(d) is dict else get(d)
             if type(x) is str and x:
                 return matcher(x) != neg
             return like_test(x, matcher, neg)
@@ -382,7 +301,12 @@ def _call(spec: FunctionSpec, args: tuple[Node, ...]) -> Compiled:
         vals = [conv(f(d, c)) for conv, f in pairs]
         if strict and None in vals:
             return None
-        r = impl(*vals)
+        try:
+            r = impl(*vals)
+        except SowError:
+            raise
+        except (ArithmeticError, ValueError):
+            return None  # a value the function cannot compute with (as apply_impl)
         return None if type(r) is str and not r else r
 
     if not args and spec.deterministic:

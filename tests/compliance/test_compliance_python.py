@@ -43,7 +43,7 @@ def test_case(
     ctxs = [EvalContext(**c) for c in contexts] if contexts else [None] * len(messages)
     got = [i for i, m in enumerate(messages) if f.matches(m, ctxs[i])]
     assert got == case["matches"]
-    # the closures and the reference interpreter agree with the generated matcher
+    # the closures and the reference interpreter agree with the matcher
     assert [i for i, m in enumerate(messages) if truthy(closures(m, ctxs[i]))] == got
     assert [i for i, m in enumerate(messages) if truthy(evaluate(f.node, m, ctxs[i]))] == got
     assert parse_filter(f.to_text()) == f.node
