@@ -7,6 +7,7 @@ everything opens stores by path. Imports pyspark, ``sowlib.store``, ``sowlib.exp
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import shutil
@@ -263,7 +264,9 @@ class SowDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         opts = _Options(self.options)
-        return SowPushdownReader(opts, schema) if opts.pushdown else SowReader(opts, schema)
+        if opts.pushdown and not _planned_without_pushdown():
+            return SowPushdownReader(opts, schema)
+        return SowReader(opts, schema)
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         opts = _Options(self.options)
@@ -275,6 +278,36 @@ class SowDataSource(DataSource):
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
         return SowStreamReader(_Options(self.options), schema)
+
+
+#: The Spark worker that plans Python data source reads when
+#: ``spark.sql.python.filterPushdown.enabled`` is false; it rejects a reader that
+#: implements ``pushFilters``. With the setting on, ``data_source_pushdown_filters``
+#: plans the read and calls ``pushFilters``.
+_PLAN_WITHOUT_PUSHDOWN = "plan_data_source_read"
+
+
+def _planned_without_pushdown() -> bool:
+    """Whether Spark is planning this read with filter pushdown disabled.
+
+    The setting is not sent to the Python worker, but Spark plans the read in a
+    different worker module for each value, so the caller tells it: under the
+    pushdown-disabled planner the reader must not implement ``pushFilters`` (Spark
+    would fail with DATA_SOURCE_PUSHDOWN_DISABLED), and Spark applies every filter.
+    """
+    frame = inspect.currentframe()
+    try:
+        while frame is not None:
+            module = str(frame.f_globals.get("__name__", ""))
+            file = os.path.basename(frame.f_code.co_filename)
+            if module.endswith(f".{_PLAN_WITHOUT_PUSHDOWN}") or file == (
+                f"{_PLAN_WITHOUT_PUSHDOWN}.py"
+            ):
+                return True
+            frame = frame.f_back
+        return False
+    finally:
+        del frame  # frames hold their locals; drop the cycle at once
 
 
 class _StorePartition(InputPartition):
