@@ -7,6 +7,8 @@ is imported lazily by :func:`load_config` and :meth:`TopicConfig.to_xml`).
 from __future__ import annotations
 
 import os
+import re
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -16,10 +18,93 @@ from sowlib.errors import ConfigError, FieldPathError
 from sowlib.paths import parse_path
 from sowlib.units import parse_duration, parse_size
 
-__all__ = ["DURABILITIES", "TopicConfig", "load_config"]
+__all__ = [
+    "DURABILITIES",
+    "MAX_COMPONENT_BYTES",
+    "MAX_PATH_BYTES",
+    "TopicConfig",
+    "check_file_name",
+    "expand_file_name",
+    "load_config",
+]
 
 DURABILITIES = ("persistent", "transient", "sync")
 _DEFAULT_SLAB = 1024 * 1024
+#: Longest store path or ``FileName`` accepted, in bytes of its file-system encoding.
+MAX_PATH_BYTES = 4096
+#: Longest single path component (a directory or file name), in bytes.
+MAX_COMPONENT_BYTES = 255
+_TOKEN = re.compile(r"%(.?)", re.DOTALL)
+#: strftime codes a ``FileName`` may use (the portable C set); ``%n`` and ``%%`` are AMPS's.
+_STRFTIME = frozenset("aAbBcdDeFgGHIjmMpSTuUVwWxXyYzZ")
+
+
+def check_file_name(text: object, where: str) -> str:
+    """Check that ``text`` can name a file: no NUL, encodable, within the length limits.
+
+    Limits: :data:`MAX_PATH_BYTES` in all, :data:`MAX_COMPONENT_BYTES` per component.
+
+    Raises:
+        ConfigError: naming ``where`` and what is wrong.
+    """
+    if not isinstance(text, str):
+        raise ConfigError(where, f"{text!r} is not a path string")
+    if "\x00" in text:
+        raise ConfigError(where, f"{_short(text)} contains a NUL character")
+    try:
+        raw = os.fsencode(text)
+    except UnicodeEncodeError as exc:
+        raise ConfigError(
+            where, f"{_short(text)} has a character no file name can hold at {exc.start}"
+        ) from None
+    if len(raw) > MAX_PATH_BYTES:
+        raise ConfigError(where, f"is {len(raw)} bytes long; the limit is {MAX_PATH_BYTES}")
+    longest = max(len(part) for part in raw.split(os.fsencode(os.sep)))
+    if longest > MAX_COMPONENT_BYTES:
+        raise ConfigError(
+            where, f"has a {longest}-byte path component; the limit is {MAX_COMPONENT_BYTES}"
+        )
+    return text
+
+
+def _short(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:57] + "...")
+
+
+def expand_file_name(
+    template: str, name: str, message_type: str, when: time.struct_time | None = None
+) -> str:
+    """Expand an AMPS ``FileName`` template (spec §14.2), left to right, in one pass.
+
+    ``%n`` becomes ``name.message_type``, ``%%`` a literal ``%`` (so ``%%n`` is the
+    text ``%n``) and the portable strftime codes (``%Y``, ``%m``, ``%d``, ...) the
+    time ``when`` (default: now, UTC). O(len(template)).
+
+    Example:
+        >>> expand_file_name("sow/%n-%%n.sow", "ORDERS", "json")
+        'sow/ORDERS.json-%n.sow'
+
+    Raises:
+        ConfigError: an unknown token or a lone ``%`` at the end.
+    """
+    stamp = time.gmtime() if when is None else when
+
+    def one(match: re.Match[str]) -> str:
+        code = match.group(1)
+        if code == "n":
+            return f"{name}.{message_type}"
+        if code == "%":
+            return "%"
+        if code in _STRFTIME and code:
+            return time.strftime("%" + code, stamp)
+        found = f"%{code}" if code else "a lone '%' at the end"
+        raise ConfigError(
+            "FileName",
+            f"{_short(template)}: unknown token {found} at {match.start()}"
+            " (use %n, %% or a strftime code such as %Y)",
+        )
+
+    return _TOKEN.sub(one, template)
 
 
 def _check_path(text: object, where: str) -> str:
@@ -116,8 +201,10 @@ class TopicConfig:
         Raises:
             ConfigError: naming the bad argument.
         """
-        if not isinstance(name, str) or not name:
-            raise ConfigError("name", f"{name!r} is not a topic name")
+        _check_name(name)
+        if file_name is not None:
+            check_file_name(file_name, "file_name")
+            expand_file_name(file_name, name, str(message_type))
         if not isinstance(message_type, str) or not message_type:
             raise ConfigError("message_type", f"{message_type!r} is not a message type")
         if durability not in DURABILITIES:
@@ -220,6 +307,21 @@ class TopicConfig:
             raise ConfigError("stored topic config", f"unreadable: {exc!r}") from None
 
 
+def _check_name(name: object) -> None:
+    """Topic names are Unicode text; every one maps to a safe file name (the store
+    encodes it), but a NUL or a lone surrogate cannot travel as UTF-8 and is refused."""
+    if not isinstance(name, str) or not name:
+        raise ConfigError("name", f"{name!r} is not a topic name")
+    if "\x00" in name:
+        raise ConfigError("name", f"{_short(name)} contains a NUL character")
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ConfigError(
+            "name", f"{_short(name)} is not valid Unicode text (a lone surrogate at {exc.start})"
+        ) from None
+
+
 def _expiration(value: str | float | None) -> tuple[bool, float | None]:
     if value is None or value is False:
         return False, None
@@ -269,10 +371,10 @@ def load_config(
     ``<Topic>``/``<TopicDefinition>`` children become configs; ``View``,
     ``ConflatedTopic`` and queue definitions are skipped. ``${NAME}`` expands
     from ``env`` (default ``os.environ``) plus ``AMPS_CONFIG_DIRECTORY``,
-    ``AMPS_CONFIG_PATH`` and ``AMPS_VERSION``. ``FileName`` expands ``%n`` to
-    ``name.message_type`` and strftime tokens, and is joined to ``base_dir``
-    (default: the configuration file's directory) when relative. A
-    ``KeyGenerator`` is recorded as ``options["key_generator"] = {"module": ...,
+    ``AMPS_CONFIG_PATH`` and ``AMPS_VERSION``. ``FileName`` keeps its tokens
+    (see :func:`expand_file_name`; the store expands them once, when it creates
+    the file) and is joined to ``base_dir`` (default: the configuration file's
+    directory) when relative. A ``KeyGenerator`` is recorded as ``options["key_generator"] = {"module": ...,
     "options": {...}}``; ``Pattern`` and ``RecoveryPoint`` land in ``options`` too.
 
     Example:

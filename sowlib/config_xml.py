@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -53,7 +52,6 @@ _SINGLE = {
 }
 _REPEATED = {"Key", "HashIndex", "Index"}
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-_PERCENT = re.compile(r"%(.)", re.DOTALL)
 _CHAINING = re.compile(r"(?i)(lib)?(amps[_-])?chaining([_-]key[_-]generator)?(\.so)?\Z")
 _CHAINING_OPTIONS = {
     "Key": "keys",
@@ -161,22 +159,12 @@ def _bool(text: str, where: str) -> bool:
     raise ConfigError(where, f"{text!r} is not a boolean (true/false)")
 
 
-def _file_name(template: str, name: str, message_type: str, base: Path | None) -> str:
-    """Expand ``%n`` (name.type), ``%%`` and strftime tokens; relative paths join ``base``."""
-    now = time.localtime()
-
-    def one(match: re.Match[str]) -> str:
-        code = match.group(1)
-        if code == "n":
-            return f"{name}.{message_type}"
-        if code == "%":
-            return "%"
-        return time.strftime("%" + code, now)
-
-    expanded = _PERCENT.sub(one, template)
-    if base is not None and not os.path.isabs(expanded):
-        expanded = str(base / expanded)
-    return expanded
+def _file_name(template: str, base: Path | None) -> str:
+    """A relative ``FileName`` joined to ``base``; tokens stay for the store to expand
+    once, when it creates the file (a ``%`` in ``base`` is escaped as ``%%``)."""
+    if base is not None and not os.path.isabs(template):
+        return os.path.join(str(base).replace("%", "%%"), template)
+    return template
 
 
 def _key_generator(element: Any, where: str, env: _Env) -> dict[str, Any]:
@@ -294,7 +282,7 @@ def _topic(element: Any, where: str, env: _Env, base: Path | None) -> TopicConfi
         raise ConfigError(at("FileName"), "is required unless Durability is transient")
     file_name = None
     if file_template is not None:
-        file_name = _file_name(file_template, name, message_type, base)
+        file_name = _file_name(file_template, base)
     options: dict[str, Any] = {}
     if "KeyGenerator" in values:
         path, kid = values["KeyGenerator"]
@@ -400,7 +388,7 @@ def topic_to_xml(config: TopicConfig) -> str:
     add("Name", config.name)
     add("MessageType", config.message_type)
     if config.file_name is not None:
-        add("FileName", config.file_name.replace("%", "%%"))
+        add("FileName", config.file_name)
     add("Durability", config.durability)
     for key in config.keys:
         add("Key", key)

@@ -23,6 +23,7 @@ __all__ = [
     "InvalidPatternError",
     "InvalidSowKeyError",
     "MissingKeyFieldError",
+    "NotJournaledError",
     "QueryOptionError",
     "ReadOnlyError",
     "RecordTooLargeError",
@@ -30,8 +31,10 @@ __all__ = [
     "SowError",
     "StorageError",
     "StoreClosedError",
+    "StoreFullError",
     "StoreLockedError",
     "StoreNotFoundError",
+    "StorePathError",
     "TopicExistsError",
     "UnknownFunctionError",
     "UnknownTopicError",
@@ -329,12 +332,14 @@ class FormatVersionError(StorageError):
     file: str
     found: object
     expected: object
+    hint: str = ""
 
     def message(self) -> str:
-        return (
+        text = (
             f"{self.file}: unsupported file format {self.found!r}"
             f" (this sowlib reads {self.expected!r})"
         )
+        return f"{text}; {self.hint}" if self.hint else text
 
 
 @attrs.define(auto_exc=True, eq=False)
@@ -348,6 +353,25 @@ class RecordTooLargeError(StorageError, ValueError):
         return (
             f"record of {self.size} bytes exceeds the slab size limit of"
             f" {self.limit} bytes; raise slab_size"
+        )
+
+
+@attrs.define(auto_exc=True, eq=False)
+class StoreFullError(StorageError, OSError):
+    """The file system has no room for a write (``ENOSPC``/``EDQUOT``); nothing was written.
+
+    Raised at the write that needed the space (file space is reserved before it is mapped),
+    so the store stays consistent and opens again once space is freed.
+    """
+
+    path: str
+    needed: int
+    reason: str = "no space left on device"
+
+    def message(self) -> str:
+        return (
+            f"cannot write {self.needed} bytes to {self.path}: {self.reason};"
+            " free some space and retry (nothing of this write was stored)"
         )
 
 
@@ -372,6 +396,20 @@ class StoreNotFoundError(StorageError, FileNotFoundError):
 
 
 @attrs.define(auto_exc=True, eq=False)
+class StorePathError(StorageError, OSError):
+    """The operating system refused a store path: no permission, a file where a
+    directory belongs, a directory where a file belongs; ``os_errno`` is the OS error number."""
+
+    path: str
+    operation: str
+    reason: str
+    os_errno: int | None = None
+
+    def message(self) -> str:
+        return f"cannot {self.operation} {self.path}: {self.reason}"
+
+
+@attrs.define(auto_exc=True, eq=False)
 class StoreLockedError(StorageError):
     """Another process holds the store's writer lock."""
 
@@ -392,3 +430,14 @@ class ReadOnlyError(StorageError):
 
     def message(self) -> str:
         return f"cannot {self.operation}: {self.what} is opened read-only"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class NotJournaledError(UnknownTopicError):
+    """A bookmark subscription names a topic the transaction log does not record."""
+
+    def message(self) -> str:
+        return (
+            f"topic {self.topic!r} is not recorded in the transaction log;"
+            " add it to the journal's topics (<TransactionLog><Topic>)"
+        )

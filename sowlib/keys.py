@@ -10,22 +10,25 @@ import importlib
 import os
 import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter, methodcaller
 from typing import Any, Protocol, runtime_checkable
 
 import xxhash
 
 from sowlib.document import canonical_text
-from sowlib.errors import ConfigError, InvalidSowKeyError, MissingKeyFieldError
+from sowlib.errors import ConfigError, FieldPathError, InvalidSowKeyError, MissingKeyFieldError
 from sowlib.paths import FieldPath, parse_path
 
 __all__ = [
+    "AttachedKeyGenerator",
     "ChainingKeyGenerator",
     "ContentKeyGenerator",
     "KeyGenerator",
     "describe_generator",
+    "generator_name_conflict",
     "load_key_generator",
+    "stored_key_generator",
     "validate_user_key",
 ]
 
@@ -221,11 +224,16 @@ class ChainingKeyGenerator:
         self._lock = threading.Lock()
         self._content = ContentKeyGenerator([primary], domain=domain, topic=topic)
         if file_name and os.path.exists(file_name):
-            with open(file_name, encoding="utf-8") as fh:
-                for line in fh:
-                    member, _, head = line.rstrip("\n").partition("\t")
-                    if member and head:
-                        self._head[member] = head
+            try:
+                with open(file_name, encoding="utf-8") as fh:
+                    for line in fh:
+                        member, _, head = line.rstrip("\n").partition("\t")
+                        if member and head:
+                            self._head[member] = head
+            except (OSError, UnicodeDecodeError) as exc:
+                raise ConfigError(
+                    "KeyGenerator/FileName", f"cannot read the chain file {file_name!r}: {exc}"
+                ) from None
 
     def options(self) -> dict[str, Any]:
         """The options that recreate this generator (stored with the topic)."""
@@ -265,12 +273,32 @@ class ChainingKeyGenerator:
         return key
 
 
-def load_key_generator(spec: object, *, domain: str, topic: str) -> Callable[[Any], str] | None:
-    """Build a generator from its stored description (see ``TopicConfig.options``).
+def _chaining(
+    options: dict[str, Any], *, domain: str, topic: str, file_name: str | None
+) -> ChainingKeyGenerator:
+    keys = options.pop("keys", None) or []
+    primary = options.pop("primary", None) or (keys[0] if keys else None)
+    secondary = list(options.pop("secondary", None) or keys[1:])
+    if not primary:
+        raise ConfigError("KeyGenerator/Options", "the chaining generator needs a primary Key")
+    return ChainingKeyGenerator(
+        primary,
+        secondary,
+        domain=domain,
+        topic=topic,
+        file_name=file_name,
+        validation=bool(options.pop("validation", False)),
+    )
 
-    ``{"module": "chaining", "options": {...}}`` builds a :class:`ChainingKeyGenerator`;
-    ``{"module": "pkg.mod:factory", "options": {...}}`` imports ``factory`` and
-    calls it with the options (or uses it directly when it takes none).
+
+def load_key_generator(spec: object, *, domain: str, topic: str) -> Callable[[Any], str] | None:
+    """Build a generator from a *trusted* configuration (the application's AMPS XML).
+
+    ``{"module": "chaining", "options": {...}}`` builds a :class:`ChainingKeyGenerator`
+    (its ``file_name`` option is honoured); ``{"module": "pkg.mod:factory", "options":
+    {...}}`` imports ``factory`` and calls it with the options (or uses it directly
+    when it takes none). This imports and runs code: never call it on what a store
+    file records (:func:`stored_key_generator` is the safe reading of that).
 
     Raises:
         ConfigError: the description is malformed or the module cannot be imported.
@@ -284,19 +312,8 @@ def load_key_generator(spec: object, *, domain: str, topic: str) -> Callable[[An
     module = spec["module"]
     options = dict(spec.get("options") or {})
     if module == "chaining":
-        keys = options.pop("keys", None) or []
-        primary = options.pop("primary", None) or (keys[0] if keys else None)
-        secondary = list(options.pop("secondary", None) or keys[1:])
-        if not primary:
-            raise ConfigError("KeyGenerator/Options", "the chaining generator needs a primary Key")
-        return ChainingKeyGenerator(
-            primary,
-            secondary,
-            domain=domain,
-            topic=topic,
-            file_name=options.pop("file_name", None),
-            validation=bool(options.pop("validation", False)),
-        )
+        file_name = options.pop("file_name", None)
+        return _chaining(options, domain=domain, topic=topic, file_name=file_name)
     if not isinstance(module, str) or ":" not in module:
         raise ConfigError("KeyGenerator/Module", f"{module!r} is not 'package.module:callable'")
     mod_name, _, attr = module.partition(":")
@@ -310,6 +327,82 @@ def load_key_generator(spec: object, *, domain: str, topic: str) -> Callable[[An
     return generator  # type: ignore[no-any-return]
 
 
+def _is_paths(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def stored_key_generator(spec: object, *, domain: str, topic: str) -> ChainingKeyGenerator | None:
+    """The generator a store file's description rebuilds without running any code.
+
+    Only the built-in chaining generator is rebuilt, and only from plain data
+    (field paths and a boolean) with no ``file_name``: a store file cannot make
+    the process import a module, call a callable or read or append to a path. Anything
+    else (a custom generator, a chaining generator with a chain file, a
+    malformed description) gives None: the application attaches the generator
+    before it publishes. O(number of key fields).
+
+    Example:
+        >>> stored_key_generator({"module": "os:system", "options": {}}, domain="d", topic="d")
+        >>> gen = stored_key_generator(
+        ...     {"module": "chaining", "options": {"primary": "/Doc"}}, domain="d", topic="d")
+        >>> type(gen).__name__
+        'ChainingKeyGenerator'
+    """
+    if not isinstance(spec, dict) or spec.get("module") != "chaining":
+        return None
+    options = spec.get("options") or {}
+    if not isinstance(options, dict) or set(options) - {
+        "keys",
+        "primary",
+        "secondary",
+        "file_name",
+        "validation",
+    }:
+        return None
+    if options.get("file_name") is not None:
+        return None
+    primary, keys = options.get("primary"), options.get("keys") or []
+    secondary = options.get("secondary") or []
+    if not (primary is None or isinstance(primary, str)) or not _is_paths(keys):
+        return None
+    if not _is_paths(secondary) or not isinstance(options.get("validation", False), bool):
+        return None
+    plain = {k: v for k, v in options.items() if k != "file_name"}
+    try:
+        return _chaining(plain, domain=domain, topic=topic, file_name=None)
+    except (ConfigError, FieldPathError):
+        return None
+
+
+def generator_name_conflict(stored: object, generator: object) -> str | None:
+    """Why ``generator`` cannot be the one a store file names, or None when it may be.
+
+    A file records a generator by name only so that this check can run: when the
+    file names a plain callable (``"pkg.mod:func"`` with no options) and the
+    application's generator is itself a named module-level callable, the names
+    must agree; a chaining generator must use the recorded key fields. Anything
+    the name cannot identify (a lambda, a closure, an instance, a factory's
+    product) passes.
+    """
+    if not isinstance(stored, dict):
+        return None
+    module, options = stored.get("module"), stored.get("options") or {}
+    if module == "chaining":
+        if not isinstance(generator, ChainingKeyGenerator) or not isinstance(options, dict):
+            return None
+        mine = generator.options()
+        for field in ("primary", "secondary"):
+            if field in options and options[field] != mine[field]:
+                return f"the store records chaining {field} {options[field]!r}, got {mine[field]!r}"
+        return None
+    described = describe_generator(generator)
+    if not isinstance(module, str) or options or described is None:
+        return None
+    if described["module"] != module:
+        return f"the store records key generator {module!r}, got {described['module']!r}"
+    return None
+
+
 def describe_generator(generator: object) -> dict[str, Any] | None:
     """The stored description of a generator, or None when it cannot be recreated by name."""
     if isinstance(generator, ChainingKeyGenerator):
@@ -319,3 +412,56 @@ def describe_generator(generator: object) -> dict[str, Any] | None:
     if module and qualname and "<" not in qualname and module != "__main__":
         return {"module": f"{module}:{qualname}", "options": {}}
     return None
+
+
+class AttachedKeyGenerator:
+    """A topic's custom key generator: the application's callable, attached by the store.
+
+    Public so that the store can hold one per topic; applications attach
+    through ``SowStore`` and ``create_topic``, not through this class.
+
+    A store file records a generator by name only; the callable comes from
+    ``create_topic(key_generator=)``, ``SowStore(key_generators=)`` or the XML
+    config. Until one is attached, deriving a key raises a ``ConfigError`` that
+    says how to attach it; reading the topic never needs one.
+    """
+
+    __slots__ = ("spec", "target", "topic")
+
+    def __init__(self, topic: str, spec: Mapping[str, Any]) -> None:
+        self.topic = topic
+        self.spec = spec
+        self.target: Callable[[Any], str] | None = None
+
+    def attach(self, generator: Callable[[Any], str]) -> None:
+        """Use ``generator`` from now on.
+
+        Raises:
+            ConfigError: the name the store file records contradicts it.
+        """
+        conflict = generator_name_conflict(self.spec, generator)
+        if conflict is not None:
+            raise ConfigError(f"key_generator of topic {self.topic!r}", conflict)
+        self.target = generator
+
+    def __call__(self, doc: Any) -> str:
+        target = self.target
+        if target is None:
+            raise ConfigError("key_generator", self._missing())
+        return target(doc)
+
+    def _missing(self) -> str:
+        module = self.spec.get("module")
+        options = self.spec.get("options")
+        if module == "chaining" and isinstance(options, dict) and options.get("file_name"):
+            what = f"the chaining key generator with chain file {options['file_name']!r}"
+        elif isinstance(module, str):
+            what = f"the key generator {module!r}"
+        else:
+            what = "a custom key generator"
+        return (
+            f"topic {self.topic!r} was created with {what}; a store file never names code"
+            " to run (or a file to write), so the application attaches the generator before"
+            f" publishing: SowStore(path, key_generators={{{self.topic!r}: generator}}) or"
+            f" store.create_topic({self.topic!r}, key_generator=generator)"
+        )

@@ -7,79 +7,75 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 import attrs
-import xxhash
 
 from sowlib.codecs import get_codec
-from sowlib.config import TopicConfig
+from sowlib.config import TopicConfig, check_file_name, expand_file_name
 from sowlib.errors import (
     ConfigError,
     FormatVersionError,
     ReadOnlyError,
     StoreClosedError,
     StoreNotFoundError,
+    StorePathError,
     TopicExistsError,
     UnknownTopicError,
     UnsupportedOperationError,
 )
 from sowlib.expr import Filter
 from sowlib.gcpause import paused_gc
-from sowlib.keys import describe_generator, load_key_generator
+from sowlib.keys import (
+    AttachedKeyGenerator,
+    describe_generator,
+    load_key_generator,
+    stored_key_generator,
+)
 from sowlib.query import Record
 from sowlib.storage import AppendLog, WriterLock
 from sowlib.storage.memory import MemoryLog
 from sowlib.storage.recovery import read_header
+from sowlib.store_files import (
+    SUFFIX,
+    TopicPattern,
+    os_errors,
+    path_error,
+    store_path,
+    topic_file_name,
+)
 from sowlib.topic import Topic
 
 __all__ = ["SowStore", "topic_file_name"]
 
-_SUFFIX = ".sow"
-_SAFE = re.compile(r"[A-Za-z0-9_\-]")
 _readers: dict[str, SowStore] = {}
 _readers_lock = threading.Lock()
 
 
-def topic_file_name(name: str, message_type: str) -> str:
-    """A safe file name for any topic name (``/ADMIN/x``, ``../x``, unicode).
-
-    Characters outside ``[A-Za-z0-9_-]`` are written as ``%XX`` per UTF-8 byte,
-    so the name can never leave the directory; very long names are cut and
-    suffixed with a hash.
-
-    Example:
-        >>> topic_file_name("../x", "json")
-        '%2E%2E%2Fx.json.sow'
-    """
-
-    def enc(text: str) -> str:
-        return "".join(
-            c if _SAFE.match(c) else "".join(f"%{b:02X}" for b in c.encode("utf-8")) for c in text
-        )
-
-    stem = enc(name)
-    if len(stem) > 180:
-        stem = stem[:160] + "~" + xxhash.xxh64_hexdigest(name.encode("utf-8"))
-    return f"{stem}.{enc(message_type)}{_SUFFIX}"
+def _check_generators(
+    generators: Mapping[str, Callable[[Any], str]] | None,
+) -> dict[str, Callable[[Any], str]]:
+    if generators is None:
+        return {}
+    if not isinstance(generators, Mapping):
+        raise ConfigError("key_generators", "expected a mapping of topic name to generator")
+    for name, generator in generators.items():
+        if not isinstance(name, str) or not callable(generator):
+            raise ConfigError(f"key_generators[{name!r}]", f"{generator!r} is not callable")
+    return dict(generators)
 
 
-class _MissingGenerator:
-    """Stands in for a custom key generator that cannot be recreated by name."""
-
-    def __init__(self, topic: str) -> None:
-        self.topic = topic
-
-    def __call__(self, doc: Any) -> str:
-        raise UnsupportedOperationError(
-            "publish",
-            f"topic {self.topic!r} uses a custom key generator that cannot be recreated;"
-            " re-attach it with store.create_topic(name, key_generator=...)",
-        )
+def _trusted_generator(config: TopicConfig) -> TopicConfig:
+    """A config from the application's XML with its ``KeyGenerator`` built (the
+    XML is trusted: a named module is imported here, and only here)."""
+    spec = config.options.get("key_generator")
+    if spec is None or config.key_generator is not None:
+        return config
+    generator = load_key_generator(spec, domain=config.domain, topic=config.name)
+    return attrs.evolve(config, key_generator=generator)
 
 
 class SowStore:
@@ -104,13 +100,35 @@ class SowStore:
         readonly: bool = False,
         clock: Callable[[], float] = time.time,
         fs: Any = None,
+        key_generators: Mapping[str, Callable[[Any], str]] | None = None,
     ) -> None:
-        self.path = None if path is None else os.path.abspath(os.fspath(path))
+        """Open (or create) the store at ``path``; None keeps it in memory.
+
+        Args:
+            path: the store directory.
+            readonly: open as a reader (any number per directory, no lock).
+            clock: seconds since the epoch, for expiration and ``FileName`` tokens.
+            fs: the injectable file-system object of the storage layer (tests).
+            key_generators: the application's key generators by topic name, for
+                topics created with a custom generator (a store file records a
+                generator by name only and never names code to run). Reading
+                never needs one; publishing to such a topic without one raises
+                ``ConfigError``. A pattern topic's member also finds the generator
+                under the pattern topic's name.
+        Raises:
+            StorePathError: the OS refused the path (permissions, a file in the way).
+            StoreNotFoundError: a read-only open of a missing directory.
+            StoreLockedError: another writer holds the directory.
+            ConfigError: a bad argument.
+        """
+        self.path = None if path is None else store_path(path)
         self.readonly = readonly
         self.clock = clock
         self._fs = fs
         self._lock = threading.RLock()
         self._topics: dict[tuple[str, str], Topic] = {}
+        self._slots: dict[tuple[str, str], AttachedKeyGenerator] = {}
+        self._key_generators = _check_generators(key_generators)
         self._files: set[str] = set()
         self._writer_lock: WriterLock | None = None
         self._closed = False
@@ -119,13 +137,18 @@ class SowStore:
                 raise ConfigError("readonly", "a memory-only store cannot be opened read-only")
             return
         if readonly:
-            if not os.path.isdir(self.path):
+            if not os.path.exists(self.path):
                 raise StoreNotFoundError(self.path)
+            if not os.path.isdir(self.path):
+                raise StorePathError(self.path, "open the store", "not a directory")
         else:
-            os.makedirs(self.path, exist_ok=True)
-            self._writer_lock = WriterLock(self.path)
+            with os_errors(self.path, "create the store directory"):
+                os.makedirs(self.path, exist_ok=True)
+            with os_errors(self.path, "lock the store"):
+                self._writer_lock = WriterLock(self.path)
         try:
-            self._open_existing()
+            with os_errors(self.path, "open the store"):
+                self._open_existing()
         except BaseException:
             self.close()
             raise
@@ -134,9 +157,13 @@ class SowStore:
 
     def _open_existing(self) -> None:
         assert self.path is not None
-        for root, _dirs, files in os.walk(self.path):
+
+        def refuse(exc: OSError) -> None:
+            raise path_error(exc, exc.filename or self.path or "", "read the store directory")
+
+        for root, _dirs, files in os.walk(self.path, onerror=refuse):
             for fname in sorted(files):
-                if fname.endswith(_SUFFIX):
+                if fname.endswith(SUFFIX):
                     full = os.path.join(root, fname)
                     if full not in self._files:
                         self._open_file(full)
@@ -148,7 +175,7 @@ class SowStore:
             config = TopicConfig.from_dict(json.loads(read_header(full).meta))
         except (ValueError, TypeError) as exc:
             raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from exc
-        generator = self._generator_from_options(config)
+        generator = self._generator_for(config)
         # One pause for the recovery walk and the key map built from it: the
         # walk's tuples are dropped before the collector could look at them.
         with paused_gc():
@@ -166,14 +193,37 @@ class SowStore:
         self._files.add(full)
         return topic
 
-    @staticmethod
-    def _generator_from_options(config: TopicConfig) -> Callable[[Any], str] | None:
+    def _generator_for(self, config: TopicConfig) -> Callable[[Any], str] | None:
+        """The generator a topic derives custom keys with; never code a file names.
+
+        The application's callable (``config.key_generator``, set by
+        ``create_topic`` or the XML config, else the ``key_generators`` mapping)
+        or, for the built-in chaining generator, one rebuilt from plain data.
+        """
         spec = config.options.get("key_generator")
+        supplied: Callable[[Any], str] | None = None
+        if callable(config.key_generator):
+            supplied = config.key_generator
+        if supplied is None:
+            supplied = self._key_generators.get(config.name)
+            pattern = config.options.get("pattern_of")
+            if supplied is None and isinstance(pattern, str):
+                supplied = self._key_generators.get(pattern)
         if spec is None:
+            if supplied is not None:
+                has = "key fields" if config.keys else "publisher-supplied keys"
+                raise ConfigError(
+                    f"key_generators[{config.name!r}]",
+                    f"topic {config.name!r} has {has} and takes no key generator",
+                )
             return None
-        if spec.get("module") is None:
-            return _MissingGenerator(config.name)
-        return load_key_generator(spec, domain=config.domain, topic=config.name)
+        slot = AttachedKeyGenerator(config.name, spec if isinstance(spec, Mapping) else {})
+        if supplied is None:
+            supplied = stored_key_generator(spec, domain=config.domain, topic=config.name)
+        if supplied is not None:
+            slot.attach(supplied)
+        self._slots[(config.name, config.message_type)] = slot
+        return slot
 
     @classmethod
     def from_config(
@@ -195,7 +245,7 @@ class SowStore:
         """
         from sowlib.config import load_config
 
-        configs = load_config(source, base_dir=base_dir, env=env)
+        configs = [_trusted_generator(c) for c in load_config(source, base_dir=base_dir, env=env)]
         store = cls(base_dir, **kwargs)
         try:
             for config in configs:
@@ -239,6 +289,8 @@ class SowStore:
             different configuration. ReadOnlyError: the store is read-only.
         """
         opts = dict(options or {})
+        if key_generator is None and not keys and isinstance(name, str):
+            key_generator = self._key_generators.get(name)
         if key_generator is not None:
             if keys:
                 raise ConfigError("key_generator", "give keys or a key_generator, not both")
@@ -288,40 +340,47 @@ class SowStore:
                         "its stored configuration differs; open it with store.topic(name)",
                     )
                 if callable(config.key_generator):
-                    existing._keygen = config.key_generator  # re-attach a custom generator
+                    slot = self._slots.get((config.name, config.message_type))
+                    if slot is None:
+                        raise TopicExistsError(
+                            config.name, "it was created without a custom key generator"
+                        )
+                    slot.attach(config.key_generator)  # re-attach the application's generator
                 return existing
             if self.readonly:
                 raise ReadOnlyError(f"store {self.path}", "create a topic")
-            generator = config.key_generator
-            if generator is None:
-                generator = self._generator_from_options(config)
+            generator = self._generator_for(config)
             if self.path is None or config.durability == "transient":
                 log: Any = MemoryLog(json.dumps(config.to_dict()).encode())
             else:
                 full = self._path_for(config)
-                log = AppendLog(
-                    full,
-                    meta=json.dumps(config.to_dict()).encode(),
-                    slab_size=config.slab_size,
-                    sync=config.durability == "sync",
-                    fs=self._fs,
-                )
+                with os_errors(full, "create the topic file"):
+                    log = AppendLog(
+                        full,
+                        meta=json.dumps(config.to_dict()).encode(),
+                        slab_size=config.slab_size,
+                        sync=config.durability == "sync",
+                        fs=self._fs,
+                    )
                 self._files.add(full)
-            topic = Topic(config, log, clock=self.clock, key_generator=generator)  # type: ignore[arg-type]
+            topic = Topic(config, log, clock=self.clock, key_generator=generator)
             self._topics[(config.name, config.message_type)] = topic
             return topic
 
     def _path_for(self, config: TopicConfig) -> str:
         assert self.path is not None
         if config.file_name:
-            rel = config.file_name.replace("%n", f"{config.name}.{config.message_type}")
-            rel = time.strftime(rel, time.gmtime(self.clock()))
+            rel = expand_file_name(
+                config.file_name, config.name, config.message_type, time.gmtime(self.clock())
+            )
             full = os.path.abspath(os.path.join(self.path, rel))
             if not full.startswith(self.path + os.sep):
                 raise ConfigError("FileName", f"{config.file_name!r} leaves the store directory")
-            if not full.endswith(_SUFFIX):
-                full += _SUFFIX
-            os.makedirs(os.path.dirname(full), exist_ok=True)
+            if not full.endswith(SUFFIX):
+                full += SUFFIX
+            check_file_name(full, "FileName")
+            with os_errors(os.path.dirname(full), "create the directory of"):
+                os.makedirs(os.path.dirname(full), exist_ok=True)
             return full
         return os.path.join(self.path, topic_file_name(config.name, config.message_type))
 
@@ -359,7 +418,7 @@ class SowStore:
             pattern = template.config.options.get("pattern")
             if pattern is None or (message_type is not None and mtype != message_type):
                 continue
-            if re.fullmatch(pattern, name):
+            if TopicPattern(pattern, f"Pattern of topic {template.name!r}").fullmatch(name):
                 options = {k: v for k, v in template.config.options.items() if k != "pattern"}
                 options["pattern_of"] = template.name
                 config = attrs.evolve(template.config, name=name, options=options, file_name=None)
@@ -396,16 +455,13 @@ class SowStore:
         Raises:
             FilterError: a bad filter.
             QueryOptionError: a bad query option.
-            ConfigError: a bad regular expression.
+            ConfigError: a bad regular expression, one over ``MAX_TOPIC_REGEX``
+                characters, or one that spent ``TOPIC_REGEX_SECONDS`` matching names.
         """
-        try:
-            pattern = re.compile(topic_regex)
-        except re.error as exc:
-            raise ConfigError("topic_regex", f"{topic_regex!r}: {exc}") from None
+        pattern = TopicPattern(topic_regex, "topic_regex")
         out: list[Record] = []
-        for topic in self.topics():
-            if pattern.fullmatch(topic.name):
-                out.extend(topic.sow(filter, **options))
+        for topic in pattern.select((t.name, t) for t in self.topics()):
+            out.extend(topic.sow(filter, **options))
         return out
 
     def process_expirations(self) -> int:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from sowlib.config import TopicConfig, load_config
+from sowlib.config import TopicConfig, expand_file_name, load_config
 from sowlib.errors import ConfigError
 
 SAMPLE = """\
@@ -52,7 +52,10 @@ def test_whole_amps_config_loads(tmp_path: Path) -> None:
     orders, quotes = load_config(path, base_dir=tmp_path / "var")
     assert orders.name == "ORDERS"
     assert orders.keys == ("/orderId", "/venue")
-    assert orders.file_name == str(tmp_path / "var" / "sow" / "ORDERS.json.sow")
+    assert orders.file_name == str(tmp_path / "var" / "sow" / "%n.sow")
+    assert expand_file_name(orders.file_name, orders.name, orders.message_type) == str(
+        tmp_path / "var" / "sow" / "ORDERS.json.sow"
+    )
     assert orders.expiration_enabled
     assert orders.default_ttl == 30.0
     assert orders.slab_size == 2 * 1024 * 1024
@@ -72,7 +75,7 @@ def test_relative_file_name_defaults_to_config_directory(tmp_path: Path) -> None
     path = tmp_path / "amps.xml"
     path.write_text(SAMPLE)
     orders = load_config(str(path))[0]
-    assert orders.file_name == str(tmp_path / "sow" / "ORDERS.json.sow")
+    assert orders.file_name == str(tmp_path / "sow" / "%n.sow")
 
 
 def test_topic_metadata_root_and_bytes_source() -> None:
@@ -86,8 +89,9 @@ def test_config_without_sow_section_has_no_topics() -> None:
 
 def test_file_name_expands_strftime_and_percent() -> None:
     xml = topic("<Name>t</Name><MessageType>json</MessageType><FileName>%Y/%n-%%.sow</FileName>")
-    got = load_config(xml, base_dir="/data")[0].file_name
-    assert got is not None
+    template = load_config(xml, base_dir="/data")[0].file_name
+    assert template == "/data/%Y/%n-%%.sow"
+    got = expand_file_name(template, "t", "json")
     year = got.split("/")[2]
     assert year.isdigit()
     assert len(year) == 4
@@ -104,7 +108,7 @@ def test_environment_expansion_with_predefined_variables(tmp_path: Path) -> None
     )
     cfg = load_config(path, env={"PREFIX": "eu"})[0]
     assert cfg.name == "eu_orders"
-    assert cfg.file_name == str(tmp_path.resolve() / "eu_orders.json.sow")
+    assert cfg.file_name == str(tmp_path.resolve() / "%n.sow")
 
 
 def test_chaining_key_generator_recorded_in_options() -> None:
@@ -231,7 +235,7 @@ def test_missing_file_is_config_error(tmp_path: Path) -> None:
             hash_indexes=[["/x"], ["/y", "/z"]],
             indexes=["/p"],
             history={"window": "2h", "granularity": "1.5s"},
-            file_name="/data/100%/orders.sow",
+            file_name="/data/100%%/orders.sow",
         ),
         TopicConfig.make(
             "e", message_type="xml", durability="sync", expiration="enabled", file_name="/d/e.sow"
