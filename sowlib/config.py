@@ -374,8 +374,10 @@ def load_config(
     ``AMPS_CONFIG_PATH`` and ``AMPS_VERSION``. ``FileName`` keeps its tokens
     (see :func:`expand_file_name`; the store expands them once, when it creates
     the file) and is joined to ``base_dir`` (default: the configuration file's
-    directory) when relative. A ``KeyGenerator`` is recorded as ``options["key_generator"] = {"module": ...,
-    "options": {...}}``; ``Pattern`` and ``RecoveryPoint`` land in ``options`` too.
+    directory) when relative. A ``KeyGenerator`` is recorded as
+    ``options["key_generator"] = {"module": ..., "options": {...}}`` (built by
+    ``SowStore.from_config``, never by parsing); ``Pattern`` and ``RecoveryPoint``
+    land in ``options`` too.
 
     Example:
         >>> load_config("<SOW><Topic><Name>t</Name><MessageType>json</MessageType>"
