@@ -489,7 +489,8 @@ class SowStore:
                     applied += got
             if self.path is not None:
                 before = len(self._topics)
-                self._open_existing()
+                with os_errors(self.path, "refresh the store"):
+                    self._open_existing()
                 for topic in list(self._topics.values())[before:]:
                     applied += len(topic)
             return applied
