@@ -19,6 +19,7 @@ __all__ = [
     "FilterArityError",
     "FilterError",
     "FilterSyntaxError",
+    "FilterTooDeepError",
     "FormatVersionError",
     "InvalidPatternError",
     "InvalidSowKeyError",
@@ -27,6 +28,7 @@ __all__ = [
     "QueryOptionError",
     "ReadOnlyError",
     "RecordTooLargeError",
+    "RegexBudgetError",
     "RegexTimeoutError",
     "SowError",
     "StorageError",
@@ -89,6 +91,14 @@ class FilterSyntaxError(FilterError):
     def message(self) -> str:
         head = f"expected {self.expected}, found {self.found} at column {self.offset + 1}"
         return head + _caret(self.expression, self.offset)
+
+
+class FilterTooDeepError(FilterSyntaxError):
+    """The filter nests deeper than the documented limit (``expr.parser.MAX_NESTING``).
+
+    A :class:`FilterSyntaxError` whose ``offset`` is the token that opens one
+    level too many (a parenthesis, a function call, ``NOT`` or a unary minus).
+    """
 
 
 class InvalidPatternError(FilterSyntaxError):
@@ -160,6 +170,21 @@ class RegexTimeoutError(FilterError):
         return (
             f"LIKE pattern {self.pattern!r} exceeded {self.seconds}s on one value;"
             " simplify the pattern (nested quantifiers backtrack exponentially)"
+        )
+
+
+@attrs.define(auto_exc=True, eq=False)
+class RegexBudgetError(RegexTimeoutError):
+    """The LIKE patterns of one query spent its whole regex time budget.
+
+    ``seconds`` is the budget (``expr.like.QUERY_REGEX_BUDGET`` unless given to
+    ``like.regex_budget``); ``pattern`` is the pattern running when it ran out.
+    """
+
+    def message(self) -> str:
+        return (
+            f"LIKE patterns spent the query's regex budget of {self.seconds}s"
+            f" (last pattern {self.pattern!r}); narrow the query or simplify the pattern"
         )
 
 
