@@ -75,7 +75,7 @@ def test_issue16_unreadable_subdirectory_is_not_skipped_silently(
     def walk(top: str, onerror: object = None, **kwargs: object) -> object:
         assert callable(onerror)
         onerror(PermissionError(13, "Permission denied", os.path.join(top, "sub")))
-        return real_walk(top, **kwargs)  # type: ignore[call-overload]
+        return real_walk(top)
 
     monkeypatch.setattr(os, "walk", walk)
     with pytest.raises(StorePathError, match="sub"):
