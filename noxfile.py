@@ -140,6 +140,15 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def scale(session: nox.Session) -> None:
+    """The scale benchmark against sqlite3 (default 1,000,000 records); not run by default."""
+    session.install("-e", ".")
+    session.run(
+        "python", "tests/bench/scale_report.py", *(session.posargs or ["--records", "1000000"])
+    )
+
+
+@nox.session(python=PYTHON)
 def build(session: nox.Session) -> None:
     """Build the sdist and wheel and check their metadata."""
     session.install("build", "twine")
