@@ -14,6 +14,7 @@ from typing import Any, Protocol
 
 import attrs
 
+from sowlib import display, frames, projection
 from sowlib.errors import FieldPathError, QueryOptionError
 from sowlib.expr import runtime
 from sowlib.index.indexset import IndexSet
@@ -380,20 +381,24 @@ class ResultSet(list[Record]):
         return out
 
     def to_pandas(self) -> Any:
-        """A ``pandas.DataFrame`` of :meth:`rows` (needs the ``spark`` extra's pandas)."""
-        try:
-            import pandas
-        except ImportError as exc:
-            raise ImportError("ResultSet.to_pandas() needs pandas: pip install pandas") from exc
-        return pandas.DataFrame.from_records(self.rows())
+        """A ``pandas.DataFrame``: columns by field (``leg.venue``), ``sow_key``, ``seq``
+        and UTC datetimes ``timestamp``/``expiration`` (:func:`sowlib.frames.to_pandas`)."""
+        return frames.to_pandas(self)
 
     def to_arrow(self) -> Any:
-        """A ``pyarrow.Table`` of :meth:`rows` (needs pyarrow)."""
-        try:
-            import pyarrow
-        except ImportError as exc:
-            raise ImportError("ResultSet.to_arrow() needs pyarrow: pip install pyarrow") from exc
-        return pyarrow.Table.from_pylist(self.rows())
+        """A ``pyarrow.Table`` with the columns of :meth:`to_pandas`."""
+        return frames.to_arrow(self)
+
+    def project(self, expression: str) -> list[Any]:
+        """Each document through a JMESPath ``expression``, e.g. ``"{id: orderId}"``.
+
+        Raises:
+            QueryOptionError: a bad expression (:mod:`sowlib.projection`).
+        """
+        return projection.project((rec.doc for rec in self), expression)
+
+    def _repr_html_(self) -> str:
+        return display.results_html(self)
 
 
 # ----------------------------------------------------------------------------

@@ -70,6 +70,21 @@ class Record(_RecordFields):
             # setdefault is atomic: threads decoding at once all get the first result.
             return kept.setdefault("doc", value.decode(tuple.__getitem__(self, 1)))
 
+    def search(self, expression: str) -> Any:
+        """The document through a JMESPath ``expression`` (see :mod:`sowlib.projection`).
+
+        Raises:
+            QueryOptionError: a bad expression.
+
+        Example:
+            >>> rec.search("{id: orderId, venue: leg.venue}")  # doctest: +SKIP
+            {'id': 7, 'venue': 'XLON'}
+        """
+        # imported here: records are built before anything needs jmespath
+        from sowlib.projection import search
+
+        return search(expression, self.doc)
+
     def _asdict(self) -> dict[str, Any]:
         return {**super()._asdict(), "doc": self.doc}
 

@@ -510,15 +510,32 @@ class SowStore:
             topic.flush()
 
     def close(self) -> None:
-        """Close every topic (writing checkpoints) and release the lock; idempotent."""
+        """Close every topic (writing checkpoints) and release the lock; idempotent.
+
+        Every topic is closed and the writer lock released even when one close fails
+        (a full disk, say); the first error is raised afterwards, and a second ``close``
+        is a no-op.
+
+        Raises:
+            StoreFullError, StorePathError: a topic's flush or checkpoint failed (its
+                acknowledged records are in the page cache and survive the process).
+        """
         with self._lock:
             if self._closed:
                 return
             self._closed = True
-            for topic in self._topics.values():
-                topic.close()
-            if self._writer_lock is not None:
-                self._writer_lock.release()
+            failure: BaseException | None = None
+            try:
+                for topic in self._topics.values():
+                    try:
+                        topic.close()
+                    except Exception as exc:  # every topic must close, whatever one raised
+                        failure = failure or exc
+            finally:
+                if self._writer_lock is not None:
+                    self._writer_lock.release()
+            if failure is not None:
+                raise failure
 
     @property
     def closed(self) -> bool:
@@ -535,6 +552,12 @@ class SowStore:
         if self.path is None:
             raise UnsupportedOperationError("pickling", "a memory-only store has no path to reopen")
         return (open_reader, (self.path,))
+
+    def _repr_html_(self) -> str:
+        """Notebooks: the topics with their record counts and file sizes."""
+        from sowlib.display import store_html  # only notebooks need the HTML view
+
+        return store_html(self)
 
     def __repr__(self) -> str:
         mode = "readonly" if self.readonly else "writer"

@@ -161,8 +161,8 @@ def test_result_set_to_pandas_and_arrow() -> None:
     pyarrow = pytest.importorskip("pyarrow")
     frame = _records(3).to_pandas()
     assert isinstance(frame, pandas.DataFrame)
-    assert list(frame["/px"]) == [0.0, 1.5, 3.0]
+    assert list(frame["px"]) == [0.0, 1.5, 3.0]
     assert list(frame["sow_key"]) == ["0", "1", "2"]
     table = _records(2).to_arrow()
     assert isinstance(table, pyarrow.Table)
-    assert table.column("/id").to_pylist() == [0, 1]
+    assert table.column("id").to_pylist() == [0, 1]
