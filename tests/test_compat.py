@@ -6,8 +6,13 @@ import json
 
 import pytest
 
+import sowlib.compat as AMPS
 from sowlib.compat import Client, Command, Message, MessageStream, parse_options
-from sowlib.errors import QueryOptionError, UnknownTopicError, UnsupportedOperationError
+from sowlib.errors import (
+    QueryOptionError,
+    UnknownTopicError,
+    UnsupportedOperationError,
+)
 from sowlib.store import SowStore
 
 
@@ -25,6 +30,16 @@ def client() -> Client:
 def as_stream(got: MessageStream | str) -> MessageStream:
     assert isinstance(got, MessageStream)
     return got
+
+
+def drain(stream: MessageStream | str) -> list[Message]:
+    """Everything queued on a live stream (it yields None once nothing is left)."""
+    out = []
+    for m in as_stream(stream).timeout(5):
+        if m is None:
+            break
+        out.append(m)
+    return out
 
 
 def fill(client: Client) -> None:
@@ -74,11 +89,16 @@ def test_sow_select_option(client: Client) -> None:
     assert json.loads(msgs[1].get_data()) == {"qty": 10}
 
 
-def test_unknown_topic_raises(client: Client) -> None:
-    with pytest.raises(UnknownTopicError):
-        client.publish("nope", "{}")
-    with pytest.raises(UnknownTopicError):
+def test_topic_without_sow_is_pub_sub(client: Client) -> None:
+    stream = client.subscribe("nope", "/x > 1")
+    assert client.publish("nope", '{"x": 2}') > 0
+    client.publish("nope", '{"x": 0}')
+    assert [m.get_data() for m in drain(stream)] == ['{"x": 2}']
+    with pytest.raises(AMPS.InvalidTopicException) as info:
         client.sow("nope")
+    assert isinstance(info.value, UnknownTopicError)
+    with pytest.raises(UnknownTopicError):
+        client.sow_delete("nope", "1=1")
 
 
 def test_publisher_supplied_key(client: Client) -> None:
@@ -146,7 +166,7 @@ def test_subscribe_stream_and_conflate(client: Client) -> None:
     client.publish("orders", '{"id": 1, "qty": 1}')
     client.publish("orders", '{"id": 2, "qty": 1}')
     client.publish("orders", '{"id": 1, "qty": 2}')
-    got = [json.loads(m.get_data()) for m in stream]
+    got = [json.loads(m.get_data()) for m in drain(stream)]
     assert got == [{"id": 1, "qty": 2}, {"id": 2, "qty": 1}]
     stream.close()
     client.publish("orders", '{"id": 3, "qty": 1}')
@@ -158,15 +178,15 @@ def test_options_string_oof(client: Client) -> None:
     stream = client.sow_and_subscribe("orders", "/qty > 40", options="oof")
     assert not isinstance(stream, str)
     client.publish("orders", '{"id": 5, "qty": 0}')
-    cmds = [(m.get_command(), m.get_reason()) for m in stream]
+    cmds = [(m.get_command(), m.get_reason()) for m in drain(stream)]
     assert cmds[-1] == ("oof", "match")
 
 
 def test_subscription_features_not_available_are_rejected(client: Client) -> None:
     with pytest.raises(UnsupportedOperationError):
         client.subscribe("orders", None, options="select=[+/a]")
-    with pytest.raises(UnsupportedOperationError):
-        client.subscribe("orders", None, bookmark="0")
+    with pytest.raises(AMPS.InvalidTopicException):
+        client.subscribe("orders", None, bookmark="0")  # no transaction log attached
 
 
 def test_execute_commands(client: Client) -> None:
@@ -185,8 +205,10 @@ def test_execute_commands(client: Client) -> None:
     client.execute(Command("unsubscribe").set_sub_id("s1"))
     (ack_msg,) = client.execute(Command("sow_delete").set_topic("orders").set_filter("1=1"))
     assert ack_msg.get_records_deleted() == 2
-    with pytest.raises(UnsupportedOperationError):
-        client.execute(Command("flush"))
+    assert [m.get_ack_type() for m in client.execute(Command("flush"))] == ["completed"]
+    with pytest.raises(AMPS.UsageException) as info:
+        client.execute(Command("start_timer"))
+    assert isinstance(info.value, UnsupportedOperationError)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,508 @@
+"""The AMPS Python client's ``Client`` over an in-process store (no network).
+
+Method names, argument order and defaults follow the real client (spec §17);
+every query and subscription takes an optional leading message handler, else
+returns a :class:`MessageStream`. Subscriptions live in ``compat.subscribe``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from sowlib.compat.command import Command
+from sowlib.compat.exceptions import (
+    AlreadyConnectedException,
+    DisconnectedException,
+    MissingFieldsException,
+    UsageException,
+    translating,
+)
+from sowlib.compat.hub import Hub
+from sowlib.compat.message import Handler, Message
+from sowlib.compat.options import (
+    BY_DATA,
+    BY_KEYS,
+    SOW,
+    SOW_DELETE,
+    bind_arguments,
+    parse_options,
+)
+from sowlib.compat.registry import hub_for, parse_uri
+from sowlib.compat.stream import MessageStream
+from sowlib.compat.subscribe import Subscriber
+from sowlib.errors import QueryOptionError
+from sowlib.journal import EPOCH, MOST_RECENT, NOW
+from sowlib.results import split_keys
+from sowlib.store import SowStore
+
+__all__ = ["Client"]
+
+_ids = itertools.count(1)
+
+
+def _data(data: str | bytes) -> bytes:
+    if isinstance(data, str):
+        return data.encode("utf-8")
+    if isinstance(data, bytes | bytearray | memoryview):
+        return bytes(data)
+    raise MissingFieldsException(f"message data must be str or bytes, got {type(data).__name__}")
+
+
+class Client(Subscriber):
+    """The AMPS client API over an in-process :class:`~sowlib.store.SowStore`.
+
+    ``connect(uri)`` binds the client to the store :func:`sowlib.compat.attach`
+    bound to that URI, else to one in-memory store per URI shared by every
+    client of the process (so a publisher and a subscriber meet). The URI's
+    message type (``.../amps/json``) picks the topics' type. A publish to a topic
+    with no SOW definition is delivered to subscribers and stored nowhere.
+    Handlers run synchronously inside the publish that caused them. sowlib
+    errors leave the client as the AMPS exception classes (also still ``SowError``).
+
+    Example:
+        >>> import sowlib.compat as AMPS
+        >>> store = SowStore()
+        >>> _ = store.create_topic("orders", keys=["/id"])
+        >>> AMPS.attach(store, "tcp://localhost:9007/amps/json")
+        >>> client = AMPS.Client("app")
+        >>> client.connect("tcp://localhost:9007/amps/json")
+        >>> client.logon()
+        ''
+        >>> client.publish("orders", '{"id": 1, "qty": 7}')
+        1
+        >>> [m.get_command() for m in client.sow("orders", "/qty > 5")]
+        ['group_begin', 'sow', 'group_end']
+        >>> AMPS.detach("tcp://localhost:9007/amps/json")
+    """
+
+    class Bookmarks:
+        """Bookmark constants for :meth:`bookmark_subscribe`."""
+
+        EPOCH = EPOCH
+        NOW = NOW
+        MOST_RECENT = MOST_RECENT
+
+    def __init__(self, name: str = "sowlib", store: SowStore | None = None) -> None:
+        super().__init__()
+        self.name = name
+        self.uri: str | None = None
+        self.message_type: str | None = None
+        self._fixed = Hub(store) if store is not None else None
+        self._hub: Hub | None = self._fixed
+        self._lock = threading.RLock()
+        self._handlers: dict[str, Any] = {}
+
+    # ------------------------------------------------------------------ session
+
+    def get_name(self) -> str:
+        return self.name
+
+    def set_name(self, name: str) -> None:
+        self.name = name
+
+    def get_uri(self) -> str:
+        return self.uri or ""
+
+    @property
+    def store(self) -> SowStore:
+        """The store this client reaches (after :meth:`connect`)."""
+        return self._need_hub().store
+
+    def _need_hub(self) -> Hub:
+        if self._hub is None:
+            raise DisconnectedException(f"client {self.name!r} is not connected; call connect()")
+        if self._hub.store.closed:
+            raise DisconnectedException(f"client {self.name!r}: the store was closed")
+        return self._hub
+
+    @translating
+    def connect(self, uri: str) -> None:
+        """Bind to the store for ``uri``; nothing is opened.
+
+        Raises:
+            AlreadyConnectedException: connected already (``disconnect()`` first).
+            InvalidURIException: a malformed URI.
+        """
+        if self.uri is not None:
+            raise AlreadyConnectedException(f"client {self.name!r} is connected to {self.uri}")
+        _, mtype = parse_uri(uri)
+        self._hub = self._fixed or hub_for(uri)
+        self.uri, self.message_type = uri, mtype
+
+    def logon(self, timeout: int = 0, authenticator: object = None, options: str = "") -> str:
+        """Accepted: there is nothing to log on to. Returns ``""``."""
+        self._need_hub()
+        return ""
+
+    def disconnect(self) -> None:
+        """Unsubscribe everything and forget the URI; the store stays open."""
+        self.unsubscribe("all")
+        self.uri = None
+        self._hub = self._fixed
+
+    close = disconnect
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.disconnect()
+
+    def get_server_version(self) -> int:
+        """A fixed AMPS-5.3-like number, for code that branches on it."""
+        return 5030000
+
+    def get_server_version_info(self) -> str:
+        return "5.3.0.0.sowlib"
+
+    # ------------------------------------------------------------------ accepted no-ops
+
+    def set_heartbeat(self, interval: int, timeout: int | None = None) -> None:
+        """No-op: there is no connection to keep alive."""
+
+    def set_disconnect_handler(self, handler: Callable[..., object]) -> None:
+        """No-op: an in-process client is never disconnected behind its back."""
+        self._handlers["disconnect"] = handler
+
+    def add_connection_state_listener(self, listener: Callable[..., object]) -> None:
+        """No-op: the connection state never changes on its own."""
+        self._handlers.setdefault("state", []).append(listener)
+
+    def remove_connection_state_listener(self, listener: Callable[..., object]) -> None:
+        listeners = self._handlers.get("state", [])
+        if listener in listeners:
+            listeners.remove(listener)
+
+    def set_exception_listener(self, listener: Callable[[BaseException], object]) -> None:
+        """Called with the exception when a message handler raises."""
+        self._handlers["exception"] = listener
+
+    def get_exception_listener(self) -> Callable[[BaseException], object] | None:
+        return self._handlers.get("exception")
+
+    def set_duplicate_message_handler(self, handler: Callable[..., object]) -> None:
+        """No-op: a journal replay never delivers a message twice."""
+
+    def set_failed_write_handler(self, handler: Callable[..., object]) -> None:
+        """No-op: a failed publish raises from ``publish`` instead."""
+
+    def set_last_chance_message_handler(self, handler: Callable[..., object]) -> None:
+        """No-op: every message has its subscription's handler or stream."""
+
+    set_unhandled_message_handler = set_last_chance_message_handler
+
+    def set_retry_on_disconnect(self, retry: bool) -> None:
+        """No-op: nothing disconnects."""
+
+    def set_publish_store(self, store: object) -> None:
+        """No-op: publishes are applied before ``publish`` returns; nothing to replay."""
+
+    def set_bookmark_store(self, store: object) -> None:
+        """Refused: bookmarks are not persisted by the client in process.
+
+        Raises:
+            UsageException: always; keep the last bookmark in a SOW topic (see
+                ``examples/resume_from_bookmark.py``) and pass it to bookmark_subscribe.
+        """
+        raise UsageException(
+            "set_bookmark_store: the in-process client keeps bookmarks in memory only;"
+            " store Message.get_bookmark() in a SOW topic and resume with it"
+        )
+
+    def start_timer(self) -> None:
+        """Refused: timers are a server feature with no in-process meaning."""
+        raise UsageException("start_timer has no in-process meaning")
+
+    stop_timer = start_timer
+
+    def set_default_max_depth(self, depth: int) -> None:
+        """The :meth:`MessageStream.max_depth` of streams created from now on."""
+        self.default_max_depth = depth
+
+    def get_default_max_depth(self) -> int:
+        return self.default_max_depth or 0
+
+    # ------------------------------------------------------------------ publishing
+
+    @translating
+    def publish(
+        self,
+        topic: str,
+        data: str | bytes,
+        expiration: float | None = None,
+        correlation_id: str | bytes | None = None,
+        sow_key: str | None = None,
+    ) -> int:
+        """Publish ``data`` to ``topic``; returns the sequence number.
+
+        A topic with no SOW definition delivers to subscribers and stores nothing.
+        """
+        seq, _ = self._need_hub().publish(
+            topic,
+            _data(data),
+            self.message_type,
+            delta=False,
+            expiration=expiration,
+            correlation_id=correlation_id,
+            sow_key=sow_key,
+        )
+        return seq
+
+    @translating
+    def delta_publish(
+        self,
+        topic: str,
+        data: str | bytes,
+        expiration: float | None = None,
+        sow_key: str | None = None,
+        correlation_id: str | bytes | None = None,
+    ) -> int:
+        """Merge ``data`` into the stored record (spec §12.1); returns the sequence number."""
+        seq, _ = self._need_hub().publish(
+            topic,
+            _data(data),
+            self.message_type,
+            delta=True,
+            expiration=expiration,
+            correlation_id=correlation_id,
+            sow_key=sow_key,
+        )
+        return seq
+
+    @translating
+    def publish_flush(self, timeout: int = 0, ack_type: str | None = None) -> None:
+        """Make every publish durable (store and journal fsync)."""
+        hub = self._need_hub()
+        hub.store.flush()
+        if hub.journal is not None:
+            hub.journal.flush()
+
+    flush = publish_flush
+
+    # ------------------------------------------------------------------ queries
+
+    @translating
+    def sow(self, *args: Any, **kwargs: Any) -> MessageStream | str:
+        """``sow([on_message,] topic, filter=None, batch_size=10, timeout=0, top_n=None,
+        order_by=None, bookmark=None, options=0)``.
+
+        Returns a stream of ``group_begin``, one ``sow`` message per record and
+        ``group_end``; with a handler, calls it for each and returns the query id.
+        ``options`` may carry ``skip_n=N``, ``top_n=N`` and ``select=[...]``.
+        """
+        handler, a = bind_arguments(SOW, args, kwargs)
+        return self._sow(handler, a, sow_keys=None, query_id=None, acks=())
+
+    def _sow(
+        self,
+        handler: Handler | None,
+        a: dict[str, Any],
+        *,
+        sow_keys: str | None,
+        query_id: str | None,
+        acks: tuple[str, ...],
+    ) -> MessageStream | str:
+        opts = parse_options(a["options"])
+        for name in ("oof", "no_empties"):
+            if name in opts:
+                raise QueryOptionError("options", name, "not valid for sow")
+        hub = self._need_hub()
+        topics = hub.require_sow(a["topic"], self.message_type, "sow")
+        query_id = query_id or f"q{next(_ids)}"
+        records: list[Any] = []
+        for topic in topics:
+            got = topic.sow(
+                a["filter"],
+                order_by=a["order_by"],
+                top_n=opts.get("top_n", a["top_n"]),
+                skip_n=opts.get("skip_n"),
+                sow_keys=split_keys(sow_keys),
+                bookmark=a["bookmark"] or None,
+                select=opts.get("select"),
+            )
+            records += [(topic.name, r) for r in got]
+        ids = {"query_id": query_id, "command_id": query_id}
+        messages = [Message("ack", a["topic"], ack_type="processed", status="success", **ids)]
+        messages = [m for m in messages if "processed" in acks]
+        messages.append(Message("group_begin", a["topic"], **ids))
+        messages += [Message.from_record(r, name, query_id) for name, r in records]
+        messages.append(Message("group_end", a["topic"], **ids))
+        counts = {"matches": len(records), "records_returned": len(records)}
+        for ack in ("stats", "completed"):
+            if ack in acks:
+                messages.append(
+                    Message("ack", a["topic"], ack_type=ack, status="success", **counts, **ids)
+                )
+        if handler is not None:
+            for message in messages:
+                handler(message)
+            return query_id
+        stream = MessageStream(sub_id=query_id, live=False)
+        for message in messages:
+            stream._put(message)
+        stream._end()
+        return stream
+
+    # ------------------------------------------------------------------ deletes
+
+    def _ack(
+        self, handler: Handler | None, topic: str, counts: tuple[int, int, int], keys: str = ""
+    ) -> Message | str:
+        deleted, matches, examined = counts
+        query_id = f"q{next(_ids)}"
+        ack = Message(
+            "ack",
+            topic,
+            ack_type=Message.AckType.Stats,
+            status="success",
+            matches=matches,
+            topic_matches=examined,
+            records_deleted=deleted,
+            sow_keys=keys or None,
+            query_id=query_id,
+            command_id=query_id,
+        )
+        if handler is None:
+            return ack
+        handler(ack)
+        return query_id
+
+    def _delete(self, name: str, how: Callable[[Any], Any]) -> tuple[int, int, int]:
+        topics = self._need_hub().require_sow(name, self.message_type, "sow_delete")
+        deleted = matches = examined = 0
+        for topic in topics:
+            result = how(topic)
+            deleted += int(result.records_deleted)
+            matches += int(result.matches)
+            examined += int(result.topic_matches)
+        return deleted, matches, examined
+
+    @translating
+    def sow_delete(self, *args: Any, **kwargs: Any) -> Message | str:
+        """``sow_delete([on_message,] topic, filter=None, timeout=0)``: delete the matches.
+
+        Returns a ``stats`` acknowledgement (``get_matches()``, ``get_records_deleted()``);
+        a None filter deletes everything, as ``1=1`` does. ``topic`` may be a regex.
+        """
+        handler, a = bind_arguments(SOW_DELETE, args, kwargs)
+        flt = a["filter"] or "1=1"
+        return self._ack(handler, a["topic"], self._delete(a["topic"], lambda t: t.sow_delete(flt)))
+
+    @translating
+    def sow_delete_by_keys(self, *args: Any, **kwargs: Any) -> Message | str:
+        """``sow_delete_by_keys([on_message,] topic, keys, timeout=0)``; comma-separated keys."""
+        handler, a = bind_arguments(BY_KEYS, args, kwargs)
+        keys = a["keys"]
+        counts = self._delete(a["topic"], lambda t: t.sow_delete_by_keys(keys))
+        return self._ack(handler, a["topic"], counts, keys)
+
+    @translating
+    def sow_delete_by_data(self, *args: Any, **kwargs: Any) -> Message | str:
+        """``sow_delete_by_data([on_message,] topic, data, timeout=0)``: delete data's record."""
+        handler, a = bind_arguments(BY_DATA, args, kwargs)
+        data = _data(a["data"])
+        counts = self._delete(a["topic"], lambda t: t.sow_delete_by_data(data))
+        return self._ack(handler, a["topic"], counts)
+
+    def _delete_keys_matching(
+        self, handler: Handler | None, topic: str, flt: str | None, keys: str
+    ) -> Message | str:
+        """A sow_delete with SowKeys (and maybe a filter): only those keys that match."""
+
+        def how(t: Any) -> Any:
+            if not flt:
+                return t.sow_delete_by_keys(keys)
+            chosen = [r.sow_key for r in t.sow(flt, sow_keys=split_keys(keys))]
+            return t.sow_delete_by_keys(chosen)
+
+        return self._ack(handler, topic, self._delete(topic, how), keys)
+
+    # ------------------------------------------------------------------ commands
+
+    @translating
+    def execute(self, command: Command) -> MessageStream:
+        """Run ``command`` and return its messages as a stream (AMPS ``execute``)."""
+        got = self._run(command, None)
+        if isinstance(got, MessageStream):
+            return got
+        stream = MessageStream(sub_id=command.get_command_id(), live=False)
+        for message in got if isinstance(got, list) else [got] if isinstance(got, Message) else []:
+            stream._put(message)
+        stream._end()
+        return stream
+
+    @translating
+    def execute_async(self, command: Command, on_message: Handler | None = None) -> str:
+        """Run ``command``, delivering its messages to ``on_message``; returns the command id."""
+        if on_message is None:
+            self._run(command, None)
+            return command.get_command_id()
+        got = self._run(command, on_message)
+        if isinstance(got, str):
+            return got
+        for message in got if isinstance(got, list) else [got]:
+            on_message(message)
+        return command.get_command_id()
+
+    def _run(self, command: Command, handler: Handler | None) -> Any:
+        f = dict(command.fields)
+        name = command.get_command()
+        lead = (handler,) if handler is not None else ()
+        topic = f.get("topic", "")
+        cid = command.get_command_id()
+        if name in ("publish", "delta_publish"):
+            if not topic or "data" not in f:
+                raise MissingFieldsException(f"{name} needs set_topic and set_data")
+            seq, mark = self._need_hub().publish(
+                topic,
+                _data(f["data"]),
+                self.message_type,
+                delta=name == "delta_publish",
+                expiration=f.get("expiration"),
+                correlation_id=f.get("correlation_id"),
+                sow_key=f.get("sow_key"),
+            )
+            return Message(
+                "ack",
+                topic,
+                ack_type=Message.AckType.Processed,
+                status="success",
+                sequence=seq,
+                bookmark=mark or str(seq),
+                command_id=cid,
+            )
+        if name == "flush":
+            self.publish_flush()
+            return Message("ack", "", ack_type="completed", status="success", command_id=cid)
+        if name == "unsubscribe":
+            self.unsubscribe(f.get("sub_id") or "all")
+            return []
+        options = f.get("options")
+        if f.get("skip_n") is not None:
+            options = ",".join(p for p in (options, f"skip_n={f['skip_n']}") if p)
+        if name == "sow":
+            a = dict(
+                topic=topic,
+                filter=f.get("filter"),
+                top_n=f.get("top_n"),
+                order_by=f.get("order_by"),
+                bookmark=f.get("bookmark"),
+                options=options or 0,
+            )
+            qid = f.get("query_id") or cid or None
+            return self._sow(
+                handler, a, sow_keys=f.get("sow_keys"), query_id=qid, acks=command.acks()
+            )
+        if name == "sow_delete":
+            keys = f.get("sow_keys") or f.get("sow_key")
+            if keys:
+                return self._delete_keys_matching(handler, topic, f.get("filter"), keys)
+            if f.get("data"):
+                return self.sow_delete_by_data(*lead, topic, f["data"])
+            return self.sow_delete(*lead, topic, f.get("filter"))
+        if name in ("subscribe", "delta_subscribe", "sow_and_subscribe", "sow_and_delta_subscribe"):
+            return self._subscribe_command(name, handler, f, options)
+        raise UsageException(f"command {name!r} is not available in process")

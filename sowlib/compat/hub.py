@@ -1,0 +1,228 @@
+"""One attached store seen as an AMPS server: SOW topics, pub/sub topics, a transaction log.
+
+A publish to a topic with a SOW definition goes to the store; any other publish
+is delivered to the matching pub/sub listeners and stored nowhere (spec §6.1).
+Imports the public ``store``/``topic``/``journal`` APIs, ``codecs``, ``expr`` and
+``compat.exceptions``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import attrs
+
+from sowlib.codecs import get_codec
+from sowlib.compat.exceptions import BadRegexTopicException, InvalidTopicException
+from sowlib.errors import UnknownTopicError
+from sowlib.expr import Filter
+from sowlib.journal import Journal
+from sowlib.results import PublishResult
+from sowlib.store import SowStore
+from sowlib.subscriptions import Message as Event
+from sowlib.topic import Topic
+
+__all__ = ["Hub", "Listener", "is_regex"]
+
+_REGEX_CHARS = re.compile(r"[*+?\[\](){}^$|\\]|\.[*+?]")
+
+
+def is_regex(topic: str) -> bool:
+    """Whether AMPS would read ``topic`` as a regular expression (metacharacters beyond ``.``).
+
+    Example:
+        >>> is_regex("orders.eu"), is_regex("orders.*"), is_regex("^ord")
+        (False, True, True)
+    """
+    return bool(_REGEX_CHARS.search(topic))
+
+
+def compile_topic(topic: str) -> re.Pattern[str]:
+    """Compile a regular-expression topic.
+
+    Raises:
+        BadRegexTopicException: it does not compile.
+    """
+    try:
+        return re.compile(topic)
+    except re.error as exc:
+        raise BadRegexTopicException(f"bad regular-expression topic {topic!r}: {exc}") from None
+
+
+@attrs.define(eq=False)
+class Listener:
+    """A live subscription to pub/sub (non-SOW) topics; :meth:`unsubscribe` ends it."""
+
+    hub: Hub | None = attrs.field(repr=False)
+    topic: str
+    pattern: re.Pattern[str] | None = attrs.field(repr=False)
+    message_type: str | None
+    filter: Filter | None = attrs.field(repr=False)
+    callback: Callable[[Event], object] = attrs.field(repr=False)
+
+    def wants(self, topic: str, message_type: str) -> bool:
+        if self.message_type is not None and self.message_type != message_type:
+            return False
+        if self.pattern is not None:
+            return self.pattern.fullmatch(topic) is not None
+        return topic == self.topic
+
+    def unsubscribe(self) -> None:
+        hub, self.hub = self.hub, None
+        if hub is not None:
+            hub.forget(self)
+
+
+class Hub:
+    """The store behind one or more ``connect()`` URIs, with its pub/sub bus and journal.
+
+    Args:
+        store: the SOW store.
+        journal: an optional transaction log (it starts watching the store's topics).
+    """
+
+    def __init__(self, store: SowStore, journal: Journal | None = None) -> None:
+        self.store = store
+        self.journal = journal
+        self._lock = threading.RLock()
+        self._listeners: tuple[Listener, ...] = ()
+        self._seq = itertools.count(1)
+        if journal is not None:
+            journal.watch(store)
+
+    # ------------------------------------------------------------------ topics
+
+    def sow_topic(self, name: str, message_type: str | None) -> Topic | None:
+        """The SOW topic ``name`` (of ``message_type`` when given), or None (pub/sub)."""
+        try:
+            topic = self.store.topic(name, message_type)
+        except UnknownTopicError:
+            if message_type is None:
+                return None
+            try:  # a URI type that differs from the only topic of that name
+                topic = self.store.topic(name)
+            except UnknownTopicError:
+                return None
+        if self.journal is not None:
+            self.journal.watch_topic(topic)
+        return topic
+
+    def sow_topics(self, name: str, message_type: str | None) -> list[Topic]:
+        """SOW topics for ``name``: the exact topic, else those its regex matches."""
+        exact = self.sow_topic(name, message_type)
+        if exact is not None:
+            return [exact]
+        if not is_regex(name):
+            return []
+        pattern = compile_topic(name)
+        found = [
+            t
+            for t in self.store.topics()
+            if pattern.fullmatch(t.name) and (message_type in (None, t.message_type))
+        ]
+        for topic in found:
+            if self.journal is not None:
+                self.journal.watch_topic(topic)
+        return found
+
+    def require_sow(self, name: str, message_type: str | None, command: str) -> list[Topic]:
+        """Like :meth:`sow_topics` but a topic without a SOW is an error.
+
+        Raises:
+            InvalidTopicException: no SOW topic has that name (or matches that regex).
+        """
+        topics = self.sow_topics(name, message_type)
+        if not topics and not is_regex(name):
+            raise InvalidTopicException(
+                f"{command}: topic {name!r} has no SOW (it is a pub/sub topic here);"
+                " define it in the store (create_topic or the <SOW> configuration)"
+            )
+        return topics
+
+    # ------------------------------------------------------------------ publishing
+
+    def publish(
+        self,
+        name: str,
+        data: bytes,
+        message_type: str | None,
+        *,
+        delta: bool,
+        expiration: float | None,
+        correlation_id: str | bytes | None,
+        sow_key: str | None,
+    ) -> tuple[int, str]:
+        """Publish to a SOW topic or, without one, to pub/sub listeners.
+
+        Returns:
+            The sequence number and the bookmark ("" when the topic is not journalled).
+        """
+        topic = self.sow_topic(name, message_type)
+        if topic is not None:
+            journalled = self.journal is not None and self.journal.covers(name, topic.message_type)
+            with self._lock if journalled else _NOLOCK:
+                write = topic.delta_publish if delta else topic.publish
+                result: PublishResult = write(
+                    data, expiration=expiration, sow_key=sow_key, correlation_id=correlation_id
+                )
+                mark = self.journal.last_bookmark() if journalled and self.journal else ""
+            return int(result.seq), mark
+        mtype = (message_type or "json").lower()
+        corr = correlation_id.encode() if isinstance(correlation_id, str) else correlation_id
+        with self._lock:
+            seq, mark, stamp = next(self._seq), "", time.time()
+            if self.journal is not None and self.journal.covers(name, mtype):
+                entry = self.journal.record(
+                    "publish", name, mtype, data, correlation_id=corr or b"", expiration=expiration
+                )
+                seq, mark, stamp = entry.seq, self.journal.bookmark(entry), entry.timestamp
+            listeners = [x for x in self._listeners if x.wants(name, mtype)]
+        if listeners:
+            doc: Any = None
+            event = Event("publish", name, None, bytes(data), seq, stamp, None, corr or b"", None)
+            for listener in listeners:
+                if listener.filter is not None:
+                    if doc is None:
+                        doc = get_codec(mtype).decode(bytes(data))
+                    if listener.filter.matches(doc) is not True:
+                        continue
+                listener.callback(attrs.evolve(event, doc=doc))
+        return seq, mark
+
+    # ------------------------------------------------------------------ listeners
+
+    def listen(
+        self,
+        topic: str,
+        message_type: str | None,
+        flt: Filter | None,
+        callback: Callable[[Event], object],
+    ) -> Listener:
+        """Deliver later pub/sub publishes to ``topic`` (a name or a regex) to ``callback``."""
+        pattern = compile_topic(topic) if is_regex(topic) else None
+        listener = Listener(
+            self, topic, pattern, message_type.lower() if message_type else None, flt, callback
+        )
+        with self._lock:
+            self._listeners = (*self._listeners, listener)
+        return listener
+
+    def forget(self, listener: Listener) -> None:
+        with self._lock:
+            self._listeners = tuple(x for x in self._listeners if x is not listener)
+
+
+class _NoLock:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_NOLOCK = _NoLock()

@@ -1,0 +1,303 @@
+"""The subscription half of the AMPS ``Client``: subscribe, sow_and_subscribe, bookmarks.
+
+A base class of :class:`sowlib.compat.client.Client`; it reaches the store only
+through the hub the client is connected to. Imports ``compat`` modules, ``expr``
+and ``journal``.
+"""
+
+from __future__ import annotations
+
+import abc
+import itertools
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from sowlib.compat.exceptions import (
+    InvalidTopicException,
+    SubscriptionAlreadyExistsException,
+    UsageException,
+    translating,
+)
+from sowlib.compat.hub import Hub
+from sowlib.compat.message import Handler, Message
+from sowlib.compat.options import (
+    BOOKMARK_SUBSCRIBE,
+    SOW_AND_DELTA_SUBSCRIBE,
+    SOW_AND_SUBSCRIBE,
+    SUBSCRIBE,
+    bind_arguments,
+    parse_options,
+)
+from sowlib.compat.stream import MessageStream
+from sowlib.expr import compile_filter
+from sowlib.journal import EPOCH, MOST_RECENT, Entry
+from sowlib.results import split_keys
+from sowlib.subscriptions import Message as Event
+
+__all__ = ["Subscriber"]
+
+_ids = itertools.count(1)
+Closer = Callable[[], object]
+
+
+class Subscriber(abc.ABC):
+    """Subscriptions of one client, by subscription id."""
+
+    message_type: str | None
+    _handlers: dict[str, Any]
+
+    def __init__(self) -> None:
+        self._sub_lock = threading.Lock()
+        self._subs: dict[str, list[Closer]] = {}
+        self._streams: dict[str, MessageStream] = {}
+        self._bookmarks: dict[str, str] = {}
+        self.default_max_depth: int | None = None
+
+    @abc.abstractmethod
+    def _need_hub(self) -> Hub:
+        """The hub of the connected store (raises when not connected)."""
+
+    # ------------------------------------------------------------------ public forms
+
+    @translating
+    def subscribe(self, *args: Any, **kwargs: Any) -> MessageStream | str:
+        """``subscribe([on_message,] topic, filter=None, options=None, timeout=0, sub_id=None,
+        bookmark=None, oof_enabled=False)``: every later matching publish.
+
+        With a ``bookmark`` this is :meth:`bookmark_subscribe`.
+        """
+        handler, a = bind_arguments(SUBSCRIBE, args, kwargs)
+        if a["bookmark"]:
+            return self._bookmark(handler, a)
+        return self._subscribe(handler, a, sow=False, delta=False)
+
+    @translating
+    def delta_subscribe(self, *args: Any, **kwargs: Any) -> MessageStream | str:
+        """As :meth:`subscribe`; updates carry the key fields plus the changed fields."""
+        handler, a = bind_arguments(SUBSCRIBE, args, kwargs)
+        if a["bookmark"]:
+            raise UsageException("bookmark subscriptions cannot be delta subscriptions")
+        return self._subscribe(handler, a, sow=False, delta=True)
+
+    @translating
+    def sow_and_subscribe(self, *args: Any, **kwargs: Any) -> MessageStream | str:
+        """``sow_and_subscribe([on_message,] topic, filter=None, batch_size=1,
+        oof_enabled=False, timeout=0, top_n=None, order_by=None, bookmark=None, options=None)``.
+
+        The query results (between group markers), then every later change, atomically.
+        """
+        handler, a = bind_arguments(SOW_AND_SUBSCRIBE, args, kwargs)
+        return self._subscribe(handler, a, sow=True, delta=False)
+
+    @translating
+    def sow_and_delta_subscribe(self, *args: Any, **kwargs: Any) -> MessageStream | str:
+        """``sow_and_delta_subscribe([on_message,] topic, filter=None, batch_size=1,
+        oof_enabled=False, send_empties=False, timeout=0, top_n=None, order_by=None,
+        options=None)``: as :meth:`sow_and_subscribe` with delta updates; without
+        ``send_empties`` an update that changes nothing is not sent."""
+        handler, a = bind_arguments(SOW_AND_DELTA_SUBSCRIBE, args, kwargs)
+        a.setdefault("bookmark", None)
+        return self._subscribe(handler, a, sow=True, delta=True)
+
+    @translating
+    def bookmark_subscribe(self, *args: Any, **kwargs: Any) -> MessageStream | str:
+        """``bookmark_subscribe([on_message,] topic, bookmark, filter=None, sub_id=None,
+        options=None, timeout=0)``: replay the transaction log, then continue live.
+
+        ``bookmark`` is ``Client.Bookmarks.EPOCH`` (everything retained), ``NOW``
+        (live only), ``MOST_RECENT`` (after the last bookmark this client delivered
+        or :meth:`ack`-ed for ``sub_id``, else EPOCH), a bookmark from
+        ``Message.get_bookmark()`` (resume just after it) or a timestamp
+        (``20240131T120000Z``). With ``options="oof"`` deletes and expirations are
+        delivered as OOF messages.
+
+        Raises:
+            InvalidTopicException: no transaction log, or it does not record ``topic``.
+            InvalidBookmarkException: a malformed bookmark.
+        """
+        handler, a = bind_arguments(BOOKMARK_SUBSCRIBE, args, kwargs)
+        return self._bookmark(handler, a)
+
+    @translating
+    def unsubscribe(self, sub_id: str | None = None) -> None:
+        """Stop the subscription ``sub_id`` (None or ``"all"``: every subscription)."""
+        with self._sub_lock:
+            ids = list(self._subs) if sub_id in (None, "all") else [str(sub_id)]
+            found = [(self._subs.pop(i, []), self._streams.pop(i, None)) for i in ids]
+        for closers, stream in found:
+            for close in closers:
+                close()
+            if stream is not None:
+                stream._end()
+
+    def ack(self, message: Message | str, bookmark: str | None = None) -> None:
+        """Mark a bookmark-subscription message processed (``ack(message)`` or
+        ``ack(topic, bookmark)``); ``MOST_RECENT`` resumes after it."""
+        if isinstance(message, Message):
+            sub_id, mark = message.get_sub_id(), message.get_bookmark()
+        else:
+            sub_id, mark = str(message), bookmark or ""
+        if mark:
+            self._bookmarks[sub_id] = mark
+
+    # ------------------------------------------------------------------ machinery
+
+    def _open(
+        self, handler: Handler | None, sub_id: str | None, replace: bool = False
+    ) -> tuple[str, Handler, MessageStream | None]:
+        sub_id = str(sub_id or f"s{next(_ids)}")
+        if sub_id in self._subs:
+            if not replace:
+                raise SubscriptionAlreadyExistsException(
+                    f"subscription id {sub_id!r} is already in use by this client"
+                )
+            self.unsubscribe(sub_id)
+        if handler is not None:
+            return sub_id, handler, None
+        stream = MessageStream(self.unsubscribe, sub_id).max_depth(self.default_max_depth)
+        return sub_id, stream._put, stream
+
+    def _register(self, sub_id: str, closers: list[Closer], stream: MessageStream | None) -> Any:
+        with self._sub_lock:
+            self._subs[sub_id] = closers
+            if stream is not None:
+                self._streams[sub_id] = stream
+        return stream if stream is not None else sub_id
+
+    def _on_error(self) -> Callable[[BaseException, Event], object] | None:
+        listener = self._handlers.get("exception")
+        if listener is None:
+            return None
+        return lambda exc, _message: listener(exc)
+
+    def _subscribe(
+        self,
+        handler: Handler | None,
+        a: dict[str, Any],
+        *,
+        sow: bool,
+        delta: bool,
+        sow_keys: str | None = None,
+    ) -> MessageStream | str:
+        opts = parse_options(a["options"])
+        for name, why in (("select", "select lists on"), ("skip_n", "paginated")):
+            if name in opts:
+                raise UsageException(f"{why} subscriptions are not available in process")
+        if a.get("bookmark") and sow:
+            raise UsageException(
+                "historical sow_and_subscribe is not available in process;"
+                " use sow(bookmark=...) and then bookmark_subscribe"
+            )
+        hub = self._need_hub()
+        topic_name = a["topic"]
+        topics = hub.sow_topics(topic_name, self.message_type)
+        sub_id, target, stream = self._open(handler, a.get("sub_id"), bool(opts.get("replace")))
+        keys = set(split_keys(sow_keys) or ()) if sow_keys else None
+        markers = ("group_begin", "group_end")
+
+        def deliver(event: Event) -> None:
+            if event.command in markers:
+                return  # one pair of markers around every topic's results, below
+            if keys is not None and event.sow_key not in keys:
+                return
+            target(Message.from_event(event, sub_id, command_id=sub_id))
+
+        oof = bool(a.get("oof_enabled") or opts.get("oof"))
+        no_empties = bool(opts.get("no_empties")) or (delta and sow and not a.get("send_empties"))
+        on_error = self._on_error()
+        closers: list[Closer] = []
+        try:
+            if sow:
+                target(Message("group_begin", topic_name, sub_id=sub_id, command_id=sub_id))
+            for topic in topics:
+                common: dict[str, Any] = dict(
+                    oof=oof, delta=delta, no_empties=no_empties, on_error=on_error
+                )
+                if sow:
+                    top_n = opts.get("top_n", a.get("top_n"))
+                    sub = topic.sow_and_subscribe(
+                        deliver, a["filter"], order_by=a.get("order_by"), top_n=top_n, **common
+                    )
+                else:
+                    sub = topic.subscribe(deliver, a["filter"], **common)
+                closers.append(sub.unsubscribe)
+            if sow:
+                target(Message("group_end", topic_name, sub_id=sub_id, command_id=sub_id))
+            if len(topics) != 1 or topics[0].name != topic_name:
+                flt = compile_filter(a["filter"]) if a["filter"] else None
+                closers.append(hub.listen(topic_name, self.message_type, flt, deliver).unsubscribe)
+        except BaseException:
+            for close in closers:
+                close()
+            raise
+        return self._register(sub_id, closers, stream)  # type: ignore[no-any-return]
+
+    def _bookmark(self, handler: Handler | None, a: dict[str, Any]) -> MessageStream | str:
+        hub = self._need_hub()
+        journal = hub.journal
+        if journal is None:
+            raise InvalidTopicException(
+                f"bookmark subscription to {a['topic']!r}: the store has no transaction log;"
+                " attach(store, uri, journal=Journal(directory, topics))"
+            )
+        opts = parse_options(a["options"])
+        hub.sow_topics(a["topic"], self.message_type)  # start journalling them if needed
+        sub_id, target, stream = self._open(handler, a.get("sub_id"), bool(opts.get("replace")))
+        bookmark = str(a["bookmark"])
+        if bookmark == MOST_RECENT:
+            bookmark = self._bookmarks.get(sub_id, EPOCH)
+
+        def deliver(entry: Entry) -> None:
+            mark = journal.bookmark(entry)
+            self._bookmarks[sub_id] = mark
+            oof = entry.kind != "publish"
+            target(
+                Message(
+                    "oof" if oof else "publish",
+                    entry.topic,
+                    data=entry.data,
+                    sow_key=entry.sow_key or None,
+                    bookmark=mark,
+                    timestamp=entry.timestamp,
+                    expiration=entry.expiration,
+                    correlation_id=entry.correlation_id,
+                    reason=("deleted" if entry.kind == "delete" else "expired") if oof else None,
+                    sub_id=sub_id,
+                    command_id=sub_id,
+                    message_type=entry.message_type,
+                )
+            )
+
+        sub = journal.subscribe(
+            deliver,
+            a["topic"],
+            bookmark,
+            filter=a["filter"],
+            message_type=self.message_type,
+            oof=bool(opts.get("oof")),
+        )
+        return self._register(sub_id, [sub.unsubscribe], stream)  # type: ignore[no-any-return]
+
+    def _subscribe_command(
+        self, name: str, handler: Handler | None, f: dict[str, Any], options: str | None
+    ) -> MessageStream | str:
+        """Run a subscribe-family :class:`Command` (``Client.execute``)."""
+        a: dict[str, Any] = {
+            "topic": f.get("topic", ""),
+            "filter": f.get("filter"),
+            "options": options,
+            "sub_id": f.get("sub_id") or f.get("command_id"),
+            "bookmark": f.get("bookmark"),
+            "top_n": f.get("top_n"),
+            "order_by": f.get("order_by"),
+            "oof_enabled": False,
+            "send_empties": False,
+        }
+        if name == "subscribe" and a["bookmark"]:
+            return self._bookmark(handler, a)
+        sow = name.startswith("sow_and")
+        delta = "delta" in name
+        if delta and a["bookmark"]:
+            raise UsageException("bookmark subscriptions cannot be delta subscriptions")
+        return self._subscribe(handler, a, sow=sow, delta=delta, sow_keys=f.get("sow_keys"))

@@ -1,0 +1,423 @@
+"""The transaction log: every publish, delta publish and delete of chosen topics, replayable.
+
+Imports ``errors``, ``units``, ``codecs``, ``expr`` and ``journal.log``/``bookmarks``;
+reaches SOW topics only through their public ``sow_and_subscribe``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import secrets
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Protocol
+
+import attrs
+
+from sowlib.codecs import get_codec
+from sowlib.errors import ConfigError, NotJournaledError, StoreClosedError
+from sowlib.expr import Filter, compile_filter
+from sowlib.journal.bookmarks import Position, format_bookmark, parse_bookmark
+from sowlib.journal.log import Entry, JournalLog
+from sowlib.subscriptions import Message as Event
+from sowlib.units import parse_duration, parse_size
+
+__all__ = ["Journal", "JournalSubscription", "WatchedTopic"]
+
+logger = logging.getLogger(__name__)
+Callback = Callable[[Entry], object]
+
+
+class WatchedTopic(Protocol):
+    """The part of a SOW :class:`~sowlib.topic.Topic` a journal uses."""
+
+    name: str
+
+    @property
+    def message_type(self) -> str: ...
+
+    def sow_and_subscribe(
+        self, callback: Callable[[Event], object], filter: Any = None, *, oof: bool = False
+    ) -> Any: ...
+
+
+class _Store(Protocol):
+    def topics(self) -> Sequence[WatchedTopic]: ...
+
+
+_REGEX_CHARS = re.compile(r"[.*+?\[\](){}^$|\\]")
+
+
+def _compile_topic(name: str, where: str = "TransactionLog/Topic/Name") -> re.Pattern[str]:
+    try:
+        return re.compile(name)
+    except re.error as exc:
+        raise ConfigError(where, f"bad topic regular expression {name!r}: {exc}") from None
+
+
+@attrs.define(eq=False)
+class JournalSubscription:
+    """A bookmark subscription over a :class:`Journal`; :meth:`unsubscribe` ends it."""
+
+    id: str
+    topic: str
+    _journal: Journal | None = attrs.field(repr=False)
+    _callback: Callback = attrs.field(repr=False)
+    _topic_re: re.Pattern[str] = attrs.field(repr=False)
+    _filter: Filter | None = attrs.field(repr=False)
+    _message_type: str | None = attrs.field(repr=False)
+    _oof: bool = attrs.field(repr=False)
+    _position: Position = attrs.field(repr=False)
+    _pending: list[Entry] | None = attrs.field(factory=list, repr=False)
+    delivered: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self._journal is not None
+
+    def unsubscribe(self) -> None:
+        """Stop deliveries; idempotent."""
+        journal, self._journal = self._journal, None
+        if journal is not None:
+            journal._forget(self)
+
+    def _wants(self, entry: Entry) -> bool:
+        pos = self._position
+        if entry.seq <= pos.after or (pos.since is not None and entry.timestamp < pos.since):
+            return False
+        if entry.kind != "publish" and not self._oof:
+            return False
+        if self._message_type is not None and entry.message_type != self._message_type:
+            return False
+        if not self._topic_re.fullmatch(entry.topic):
+            return False
+        if self._filter is None:
+            return True
+        doc = get_codec(entry.message_type).decode(entry.data)
+        return self._filter.matches(doc) is True
+
+    def _deliver(self, entry: Entry) -> None:
+        if self._journal is None:
+            return
+        try:
+            if not self._wants(entry):
+                return
+            self._callback(entry)
+            self.delivered += 1
+        except Exception:  # a subscriber must never break the publisher
+            logger.exception(
+                "bookmark subscription %s: delivery of seq %d failed", self.id, entry.seq
+            )
+
+    def _offer(self, entry: Entry) -> None:
+        """Called by the journal under its lock for every new entry."""
+        if self._pending is not None:
+            self._pending.append(entry)
+        else:
+            self._deliver(entry)
+
+
+class Journal:
+    """A transaction log in ``directory`` recording the topics named in ``topics``.
+
+    Records publishes (the merged record for a delta publish), deletes and
+    expirations of watched SOW topics (:meth:`watch`) and whatever is passed to
+    :meth:`record` (pub/sub topics through :mod:`sowlib.compat`), each with an AMPS
+    bookmark ``<journal id>|<seq>|``. :meth:`subscribe` replays from a bookmark,
+    then continues live with no gap and no duplicate. An entry is written before
+    the publish that caused it returns.
+
+    Args:
+        directory: the journal directory (AMPS ``JournalDirectory``).
+        topics: topic names or regular expressions (AMPS ``TransactionLog/Topic``),
+            optionally as ``(name, message_type)`` pairs.
+        retention: drop whole journal files whose entries are all older than this
+            (``"7d"``, seconds); None keeps everything.
+        file_size: size of one journal file before a new one starts (``"64MB"``).
+        sync: fsync every entry (survives power loss, slower).
+        clock: the time source for entry timestamps.
+    Raises:
+        ConfigError: a bad topic pattern, retention or size.
+
+    Example:
+        >>> import tempfile
+        >>> j = Journal(tempfile.mkdtemp(), ["chat"])
+        >>> e = j.record("publish", "chat", "json", b'{"t": "hi"}')
+        >>> j.bookmark(e) == f"{j.id}|1|"
+        True
+        >>> j.close()
+    """
+
+    def __init__(
+        self,
+        directory: str | os.PathLike[str],
+        topics: Sequence[str | tuple[str, str | None]],
+        *,
+        retention: str | float | None = None,
+        file_size: str | int = "64MB",
+        sync: bool = False,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if isinstance(topics, str):
+            topics = [topics]
+        self._topics: list[tuple[re.Pattern[str], str | None]] = []
+        for item in topics:
+            name, mtype = (item, None) if isinstance(item, str) else item
+            self._topics.append((_compile_topic(name), mtype.lower() if mtype else None))
+        self.retention = None if retention is None else parse_duration(retention, "retention")
+        self.directory = os.path.abspath(os.fspath(directory))
+        self._log = JournalLog(
+            self.directory, file_size=parse_size(file_size, "file_size"), sync=sync
+        )
+        self.id = self._load_id()
+        self._clock = clock
+        self._lock = threading.RLock()
+        self._readers: tuple[JournalSubscription, ...] = ()
+        self._watched: dict[int, Any] = {}
+        self._ids = 0
+        self._closed = False
+        self.trim()
+
+    def _load_id(self) -> int:
+        path = os.path.join(self.directory, "journal.id")
+        try:
+            with open(path, encoding="ascii") as fh:
+                text = fh.read().strip()
+            if text.isdigit():
+                return int(text)
+            raise ConfigError(path, f"journal id {text!r} is not a number")
+        except FileNotFoundError:
+            ident = secrets.randbits(63) or 1
+            with open(path, "x", encoding="ascii") as fh:
+                fh.write(f"{ident}\n")
+            return ident
+
+    # ------------------------------------------------------------------ topics
+
+    def covers(self, topic: str, message_type: str | None = None) -> bool:
+        """Whether ``topic`` (of ``message_type``) is recorded by this journal."""
+        mtype = message_type.lower() if message_type else None
+        return any(
+            pattern.fullmatch(topic) and (want is None or mtype is None or want == mtype)
+            for pattern, want in self._topics
+        )
+
+    def watch(self, store: _Store) -> int:
+        """Record every covered topic of ``store`` from now on; returns how many are watched.
+
+        Call again after creating topics; :mod:`sowlib.compat` does so itself.
+        """
+        for topic in store.topics():
+            self.watch_topic(topic)
+        return len(self._watched)
+
+    def watch_topic(self, topic: WatchedTopic) -> bool:
+        """Record ``topic``'s changes if the journal covers it; idempotent."""
+        with self._lock:
+            self._check_open()
+            if id(topic) in self._watched or not self.covers(topic.name, topic.message_type):
+                return id(topic) in self._watched
+            mtype = topic.message_type
+
+            def changed(event: Event) -> None:
+                if event.command == "publish":
+                    kind = "publish"
+                elif event.command == "oof" and event.reason in ("deleted", "expired"):
+                    kind = "delete" if event.reason == "deleted" else "expire"
+                else:
+                    return  # the initial query that puts every record in focus
+                self.record(
+                    kind,
+                    event.topic,
+                    mtype,
+                    event.data,
+                    sow_key=event.sow_key or "",
+                    correlation_id=event.correlation_id,
+                    expiration=event.expiration,
+                )
+
+            # oof=True: the subscription remembers every key it has seen, so deletes and
+            # expirations of any record reach the journal as OOF messages.
+            self._watched[id(topic)] = topic.sow_and_subscribe(changed, oof=True)
+            return True
+
+    # ------------------------------------------------------------------ writing
+
+    def record(
+        self,
+        kind: str,
+        topic: str,
+        message_type: str,
+        data: bytes,
+        *,
+        sow_key: str = "",
+        correlation_id: bytes = b"",
+        expiration: float | None = None,
+    ) -> Entry:
+        """Append one entry and deliver it to live bookmark subscriptions; O(1).
+
+        Raises:
+            StoreClosedError: the journal is closed.
+        """
+        with self._lock:
+            self._check_open()
+            before = self._log.segment_count
+            entry = Entry(
+                self._log.last_seq + 1,
+                self._clock(),
+                kind,
+                topic,
+                message_type,
+                bytes(data),
+                sow_key,
+                bytes(correlation_id or b""),
+                expiration,
+            )
+            self._log.append(entry)
+            if self.retention is not None and self._log.segment_count != before:
+                self.trim()  # a new journal file was started
+            for reader in self._readers:
+                reader._offer(entry)
+            return entry
+
+    def trim(self) -> int:
+        """Apply the retention now; returns how many journal files were removed."""
+        if self.retention is None:
+            return 0
+        limit = self._clock() - self.retention
+        with self._lock:
+            return self._log.trim(lambda stamp: stamp >= limit)
+
+    # ------------------------------------------------------------------ reading
+
+    def bookmark(self, entry: Entry) -> str:
+        """The AMPS bookmark of ``entry``."""
+        return format_bookmark(self.id, entry.seq)
+
+    def last_bookmark(self) -> str:
+        """The bookmark of the newest entry (``"0"`` when the journal is empty)."""
+        seq = self._log.last_seq
+        return format_bookmark(self.id, seq) if seq else "0"
+
+    def position(self, bookmark: str) -> Position:
+        """Parse a bookmark of this journal (``"0"``, ``"0|1|"``, ``"id|seq|"``, a time)."""
+        return parse_bookmark(bookmark, self.id)
+
+    def replay(self, after: int = 0) -> Iterator[Entry]:
+        """Every retained entry after sequence number ``after``, oldest first."""
+        with self._lock:
+            self._check_open()
+            end = self._log.last_seq
+        for entry in self._log.read(after):
+            if entry.seq > end:
+                return
+            yield entry
+
+    def subscribe(
+        self,
+        callback: Callback,
+        topic: str,
+        bookmark: str | Position = "0",
+        *,
+        filter: str | Filter | None = None,
+        message_type: str | None = None,
+        oof: bool = False,
+    ) -> JournalSubscription:
+        """Replay ``topic`` (a name or regex) from ``bookmark``, then continue live.
+
+        Entries up to the moment of the call are replayed from the files, then
+        those that arrived meanwhile, then live ones as they are recorded: none is
+        missed or delivered twice. Deletes and expirations are delivered only with
+        ``oof=True``.
+
+        Raises:
+            NotJournaledError: the journal does not record ``topic``.
+            QueryOptionError: a malformed bookmark.
+            FilterError: a bad filter.
+        """
+        exact = self.covers(topic, message_type)
+        if not exact and not _REGEX_CHARS.search(topic):
+            raise NotJournaledError(topic, message_type)
+        topic_re = re.compile(re.escape(topic)) if exact else _compile_topic(topic, "topic")
+        position = bookmark if isinstance(bookmark, Position) else self.position(bookmark)
+        flt = compile_filter(filter) if filter else None
+        with self._lock:
+            self._check_open()
+            self._ids += 1
+            if position.live_only:
+                position = Position(after=self._log.last_seq)
+            sub = JournalSubscription(
+                f"j{self._ids}",
+                topic,
+                self,
+                callback,
+                topic_re,
+                flt,
+                message_type.lower() if message_type else None,
+                oof,
+                position,
+                None if position.after >= self._log.last_seq else [],
+            )
+            end = self._log.last_seq
+            self._readers = (*self._readers, sub)
+        if sub._pending is None:
+            return sub
+        for entry in self._log.read(position.after):
+            if entry.seq > end:
+                break
+            sub._deliver(entry)
+        while True:
+            with self._lock:
+                pending, sub._pending = sub._pending or [], []
+                if not pending:
+                    sub._pending = None  # caught up: live deliveries from now on
+                    return sub
+            for entry in pending:
+                sub._deliver(entry)
+
+    def _forget(self, sub: JournalSubscription) -> None:
+        with self._lock:
+            self._readers = tuple(r for r in self._readers if r is not sub)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"journal {self.directory}")
+
+    def flush(self) -> None:
+        """fsync the journal (survives power loss)."""
+        with self._lock:
+            self._check_open()
+            self._log.flush()
+
+    def close(self) -> None:
+        """Stop watching topics and close the files; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for sub in self._watched.values():
+                sub.unsubscribe()
+            self._watched.clear()
+            for reader in self._readers:
+                reader._journal = None
+            self._readers = ()
+            self._log.close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> Journal:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        names = [p.pattern for p, _ in self._topics]
+        return f"Journal({self.directory!r}, topics={names!r}, last_seq={self._log.last_seq})"
