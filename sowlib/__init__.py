@@ -21,6 +21,7 @@ from sowlib.keys import ChainingKeyGenerator, ContentKeyGenerator, KeyGenerator
 from sowlib.paths import FieldPath, parse_path
 from sowlib.query import QueryOptions, Record
 from sowlib.results import Change, DeleteResult, PublishResult
+from sowlib.state import StateStore
 from sowlib.store import SowStore
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic import Topic
@@ -48,6 +49,7 @@ __all__ = [
     "Record",
     "SowError",
     "SowStore",
+    "StateStore",
     "Subscription",
     "Topic",
     "TopicConfig",

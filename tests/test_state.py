@@ -107,3 +107,45 @@ def test_topic_keyed_on_other_fields_rejected() -> None:
 def test_publisher_keyed_topic_needs_base64_key() -> None:
     with pytest.raises(InvalidSowKeyError):
         StateStore(FakeTopic(keyed=False), key="not a key!")
+
+
+def test_compound_key_on_callers_fields_and_flat_record() -> None:
+    from sowlib import SowStore, StateStore
+
+    topic = SowStore().create_topic("/ADMIN/bookmarks", keys=["/clientName", "/subId"])
+    key = {"clientName": "app", "subId": "orders"}
+    with StateStore(topic, key=key) as state:
+        state["bookmark"] = "1|5|"
+    (record,) = topic.sow()
+    assert record.doc == {"clientName": "app", "subId": "orders", "bookmark": "1|5|"}
+    assert StateStore(topic, key=key)["bookmark"] == "1|5|"
+    assert StateStore(topic, key={"clientName": "app", "subId": "other"}).snapshot() == {}
+    with pytest.raises(ConfigError):
+        StateStore(topic, key={"clientName": "app"})  # /subId missing
+
+
+def test_any_record_shape_through_two_functions() -> None:
+    from sowlib import SowStore
+
+    topic = SowStore().create_topic("cursor", keys=["/who"])
+
+    def to_record(state: dict[str, Any]) -> dict[str, Any]:
+        return {"who": "sink", "pos": {"offset": state.get("offset", 0)}}
+
+    def from_record(doc: Any) -> dict[str, Any]:
+        return {"offset": doc["pos"]["offset"]}
+
+    with StateStore(topic, key="sink", to_record=to_record, from_record=from_record) as state:
+        state["offset"] = 12
+    assert topic.sow()[0].doc == {"who": "sink", "pos": {"offset": 12}}
+    again = StateStore(topic, key="sink", to_record=to_record, from_record=from_record)
+    assert again["offset"] == 12
+    with pytest.raises(ConfigError):
+        StateStore(topic, key="sink", to_record=to_record)
+
+
+def test_state_store_is_exported() -> None:
+    import sowlib
+
+    assert sowlib.StateStore is StateStore
+    assert "StateStore" in sowlib.__all__
