@@ -130,8 +130,8 @@ class StateStore(MutableMapping[str, Any]):
             return {}
         if self._fields is not None:
             return {k: v for k, v in doc.items() if k not in self._fields}
-        state = doc.get("state")
-        return dict(state) if isinstance(state, Mapping) else {}
+        inner = doc.get("state")
+        return dict(inner) if isinstance(inner, Mapping) else {}
 
     def _record(self) -> Any:
         state = dict(self._state)
