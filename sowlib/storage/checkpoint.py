@@ -6,6 +6,7 @@ the records after ``end_offset``. Imports only sibling storage modules.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import struct
 
@@ -22,7 +23,7 @@ from sowlib.storage.format import (
     FileHeader,
     record_problem,
 )
-from sowlib.storage.fs import FileSystem
+from sowlib.storage.fs import FileSystem, create_exclusive, os_errors
 
 __all__ = [
     "CHECKPOINT_MAGIC",
@@ -38,6 +39,8 @@ CHECKPOINT_MAGIC = b"SOWCKPT\x01"
 # magic, version, reserved, reserved, generation, end_offset, records, last_seq,
 # last_record_offset, blob_len -- 64 bytes; blob follows, then an xxh3_64 checksum.
 CHECKPOINT_HEADER = struct.Struct("<8sHHIQQQQQQ")
+MAX_CHECKPOINT = 1 << 34
+"""Largest side file read (a longer one cannot be a checkpoint this sowlib wrote)."""
 _hash = xxhash.xxh3_64_intdigest
 
 
@@ -116,12 +119,21 @@ def read_checkpoint(
     """
     name = path + ".ckpt"
     try:
-        with open(name, "rb") as fh:
-            data = fh.read()
-    except FileNotFoundError:
-        return None
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        # Missing, unreadable or a planted symlink: no checkpoint; the log is scanned.
+        fd = -1
+    if fd >= 0:
+        try:
+            with os.fdopen(fd, "rb") as fh:
+                data = fh.read(MAX_CHECKPOINT)
+        except OSError:
+            data = b""
     if consume:
-        fs.unlink(name)
+        with os_errors(name, "remove"), contextlib.suppress(FileNotFoundError):
+            fs.unlink(name)
+    if fd < 0:
+        return None
     ckpt = decode_checkpoint(data)
     if ckpt is None or ckpt.generation != header.generation:
         return None
@@ -140,15 +152,28 @@ def read_checkpoint(
 def write_checkpoint(fs: FileSystem, path: str, ckpt: Checkpoint) -> None:
     """Write ``path + ".ckpt"`` atomically (temp file, fsync, rename, directory fsync).
 
+    The temp file is created afresh (``O_EXCL | O_NOFOLLOW``, a leftover or a planted symlink
+    is removed first), so nothing is ever written through a symlink; the rename replaces a
+    symlink ``<log>.ckpt`` itself.
+
     Raises:
-        OSError: a step failed; an older side file, if any, is untouched.
+        StoreFullError: no room for the side file (the temp file is removed).
+        StorePathError: another step failed; an older side file, if any, is untouched.
     """
     tmp, name = path + ".ckpt.tmp", path + ".ckpt"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    data = encode_checkpoint(ckpt)
+    fd = create_exclusive(tmp)
     try:
-        write_all(fd, encode_checkpoint(ckpt))
-        fs.fsync(fd)
-    finally:
-        os.close(fd)
-    fs.rename(tmp, name)
-    fs.fsync_dir(os.path.dirname(path))
+        with os_errors(tmp, "write", len(data)):
+            try:
+                write_all(fd, data, fs)
+                fs.fsync(fd)
+            finally:
+                os.close(fd)
+            fs.rename(tmp, name)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with os_errors(os.path.dirname(path), "fsync the directory"):
+        fs.fsync_dir(os.path.dirname(path))

@@ -1,10 +1,12 @@
 """Writing a whole new log file beside the old one and swapping it in atomically.
 
 Used by ``AppendLog.compact`` and by ``verify(repair=True)``. Protocol: write
-``<log>.compact.tmp`` (locked, so no writer can open it), size it to whole pages (a new
-log: one slab), fsync it, rename it over the log, fsync the directory. A crash before the
-rename leaves the old file (the temp file is removed by the next writer open); after it,
-the new one. Imports only ``sowlib.errors`` and sibling storage modules.
+``<log>.compact.tmp`` (created afresh, never through a symlink, and locked, so no writer can
+open it), reserve its blocks to whole pages (a new log: one slab), fsync it, rename it over
+the log, fsync the directory. A crash before the rename leaves the old file (the temp file
+is removed by the next writer open); after it, the new one. A full disk is a
+``StoreFullError`` and leaves the old file. Imports only ``sowlib.errors`` and sibling
+storage modules.
 """
 
 from __future__ import annotations
@@ -15,9 +17,20 @@ import os
 from collections.abc import Iterable, Iterator
 
 import attrs
+import xxhash
 
-from sowlib.storage.format import PREFIX, Buf, encode_header
-from sowlib.storage.fs import FileSystem
+from sowlib.errors import CorruptRecordError
+from sowlib.storage.format import (
+    PREFIX,
+    RECORD_MARKER,
+    RECORD_OVERHEAD,
+    Buf,
+    commit_slot_offset,
+    decode_header,
+    encode_commit,
+    encode_header,
+)
+from sowlib.storage.fs import FileSystem, create_exclusive, os_errors
 from sowlib.storage.lock import lock_fd
 
 __all__ = [
@@ -58,11 +71,12 @@ class NewFile:
     last_offset: int
 
 
-def write_all(fd: int, data: bytes | bytearray | memoryview) -> None:
+def write_all(fd: int, data: bytes | bytearray | memoryview, fs: FileSystem | None = None) -> None:
     """Write all of ``data`` to ``fd`` (``os.write`` may write less than asked)."""
+    write = os.write if fs is None else fs.write
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view) :]
+        view = view[write(fd, view) :]
 
 
 def write_log_file(
@@ -85,24 +99,32 @@ def write_log_file(
     Returns:
         The open, locked file and its layout.
     Raises:
-        OSError: a write, truncate or fsync failed (the temp file is removed).
+        StoreFullError: no room for the file (the temp file is removed).
+        StorePathError: a write, reservation or fsync failed (the temp file is removed).
+        CorruptRecordError: from ``chunks`` (a damaged record to copy).
     """
-    fd = os.open(tmp_path, os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+    fd = create_exclusive(tmp_path)
+    end = len(header)
     try:
         lock_fd(fd, tmp_path)
-        pending = bytearray(header)
-        end, records, last = len(header), 0, 0
-        for chunk in chunks:
-            last, records = end, records + 1
-            end += len(chunk)
-            pending += chunk
-            if len(pending) >= _CHUNK:
-                write_all(fd, pending)
-                pending.clear()
-        write_all(fd, pending)
-        size = max(unit, -(-end // unit) * unit)
-        fs.truncate(fd, size)
-        fs.fsync(fd)
+        with os_errors(tmp_path, "write", end):
+            pending = bytearray(header)
+            records, last = 0, 0
+            for chunk in chunks:
+                last, records = end, records + 1
+                end += len(chunk)
+                pending += chunk
+                if len(pending) >= _CHUNK:
+                    write_all(fd, pending, fs)
+                    pending.clear()
+            write_all(fd, pending, fs)
+            # Every record of the new file is complete: commit them all, so a damaged
+            # record anywhere in it is corruption, never a torn tail to cut.
+            commit_at = decode_header(header, len(header), tmp_path).commit_at
+            os.pwrite(fd, encode_commit(1, end), commit_slot_offset(commit_at, 1))
+            size = max(unit, -(-end // unit) * unit)
+            fs.allocate(fd, 0, size)
+            fs.fsync(fd)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(FileNotFoundError):
@@ -115,16 +137,18 @@ def install(fs: FileSystem, tmp_path: str, path: str) -> None:
     """Rename ``tmp_path`` over ``path`` and make the rename durable; O(1).
 
     Raises:
-        OSError: from the rename (``path`` unchanged, ``tmp_path`` removed) or from the
-            directory fsync (``path`` already is the new file).
+        StorePathError: from the rename (``path`` unchanged, ``tmp_path`` removed) or from
+            the directory fsync (``path`` already is the new file).
     """
     try:
-        fs.rename(tmp_path, path)
+        with os_errors(path, "rename a new file over"):
+            fs.rename(tmp_path, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_path)
         raise
-    fs.fsync_dir(os.path.dirname(path))
+    with os_errors(os.path.dirname(path), "fsync the directory"):
+        fs.fsync_dir(os.path.dirname(path))
 
 
 def copy_kept(
@@ -132,6 +156,8 @@ def copy_kept(
     offsets: Iterable[int],
     first_offset: int,
     mapping: dict[int, int],
+    limit: int | None = None,
+    file: str = "",
 ) -> Iterator[bytes]:
     """Yield the raw bytes of the records at ``offsets``, filling ``mapping`` {old: new}.
 
@@ -145,12 +171,28 @@ def copy_kept(
         first_offset: where the first kept record goes in the new file (its header length).
         mapping: filled as records are kept (its size and last value give the record count
             and last offset of the new file).
+        limit: end of the written records; when given, every kept record is checked
+            (marker, length, checksum) before it is copied, so a compaction never carries a
+            damaged record into a file whose records all count as committed.
+        file: the old log's path, for the error.
+    Raises:
+        CorruptRecordError: a kept record is damaged (nothing has been installed).
     """
     new = first_offset
     unpack = PREFIX.unpack_from
+    digest = xxhash.xxh3_64_digest
     run_start = run_end = 0
     for off in offsets:
-        length = unpack(buf, off)[0]
+        length, marker = unpack(buf, off)
+        if limit is not None:
+            stop = off + length
+            if (
+                marker != RECORD_MARKER
+                or length < RECORD_OVERHEAD
+                or stop > limit
+                or digest(buf[off : stop - 8]) != buf[stop - 8 : stop]
+            ):
+                raise CorruptRecordError(file, off, "damaged record (run `sowlib verify --repair`)")
         mapping[off] = new
         new += length
         if off != run_end:
@@ -180,7 +222,10 @@ def create_log(fs: FileSystem, path: str, meta: bytes, slab_size: int) -> None:
 
 
 def remove_leftovers(fs: FileSystem, path: str) -> None:
-    """Delete temp files a crash may have left beside ``path`` (writer open only)."""
+    """Delete temp files a crash may have left beside ``path`` (writer open only).
+
+    A planted symlink of such a name is removed itself; its target is never touched.
+    """
     for suffix in LEFTOVERS:
-        with contextlib.suppress(FileNotFoundError):
+        with os_errors(path + suffix, "remove"), contextlib.suppress(FileNotFoundError):
             fs.unlink(path + suffix)

@@ -18,9 +18,11 @@ import xxhash
 from sowlib.errors import CorruptRecordError, FormatVersionError, UnsupportedOperationError
 
 __all__ = [
+    "COMMIT_SLOT",
     "FORMAT_VERSION",
     "MAGIC",
     "HEADER_ALIGN",
+    "HEAD_BYTES",
     "RECORD_HEADER_SIZE",
     "RECORD_MARKER",
     "RECORD_OVERHEAD",
@@ -28,14 +30,17 @@ __all__ = [
     "LogRecord",
     "RecordKind",
     "check_field_sizes",
+    "commit_slot_offset",
     "decode_fields",
     "decode_header",
     "decode_record",
+    "encode_commit",
     "encode_header",
     "encode_record",
     "expected_length",
     "from_micros",
     "make_record",
+    "read_commit",
     "record_problem",
     "record_size",
     "stored_key",
@@ -45,9 +50,17 @@ __all__ = [
 
 MAGIC = b"SOWLOG\x00\x01"
 """First eight bytes of every log file."""
-FORMAT_VERSION = 2
-"""Version written in the header; a reader refuses any other value (version 1 included)."""
+FORMAT_VERSION = 3
+"""Version written in the header; a reader refuses any other value (versions 1 and 2 too)."""
+_OLD_VERSION_HINT = (
+    "format 2 (a pre-release sowlib) has no commit record, so a damaged last record could"
+    " pass for a torn write; export the data with the sowlib that wrote it and publish it"
+    " into a new store"
+)
 
+HEAD_BYTES = 8
+"""A record's first bytes (length, marker, kind, key length): an append writes them last, so
+bytes after the end that start with this many zeros are a write in flight, never damage."""
 RECORD_MARKER = 0xF5
 """Byte 4 of every record (never part of UTF-8 text) so a scanner can resync after damage."""
 MARKER_BYTES = bytes([RECORD_MARKER])
@@ -98,6 +111,13 @@ U64_DIGITS = 20
 # meta follows, then an xxh3_64 checksum of everything before it, then zero padding.
 FILE_HEADER = struct.Struct("<8sHHIQqQI")
 MAX_META = 1 << 24
+# Two commit slots follow the checksummed header: counter, committed end, check. The newer
+# valid slot (higher counter) says how far the log is known to be complete; a write goes to
+# the other slot, so a slot torn by a crash leaves the previous commit readable.
+COMMIT_SLOT = struct.Struct("<QQQ")
+COMMIT_SLOTS = 2
+_COMMIT_SEED = 0x534F57434F4D4954  # b"SOWCOMIT": a zeroed slot never checks out
+_COMMIT_BODY = struct.Struct("<QQ")
 
 
 Buf = bytes | mmap.mmap
@@ -190,6 +210,11 @@ class FileHeader:
         base_seq: highest sequence number ever assigned when this generation was written
             (compaction may drop the newest record; seqs must never be reused).
         meta: opaque bytes from the topic layer (its configuration as JSON).
+        commit_at: offset of the two commit slots (inside the header).
+        committed: end of the records a clean close, a flush or a compaction recorded as
+            complete (``header_len`` when no slot is valid): a bad record before it is
+            corruption, never a torn write.
+        commit_counter: counter of the slot ``committed`` came from (0: none valid).
     """
 
     version: int
@@ -199,6 +224,9 @@ class FileHeader:
     created: float
     base_seq: int
     meta: bytes
+    commit_at: int = 0
+    committed: int = 0
+    commit_counter: int = 0
 
 
 def to_micros(seconds: float) -> int:
@@ -357,12 +385,14 @@ def record_problem(buf: Buf, offset: int, limit: int) -> str | None:
 
 
 def decode_fields(
-    buf: Buf, offset: int, kind_byte: int, key_len: int
+    buf: Buf, offset: int, kind_byte: int, key_len: int, file: str = ""
 ) -> tuple[int, bytes, str, int]:
     """Read the variable part of a record known to be intact; O(key + correlation id).
 
     Returns:
         ``(expiration_us, correlation_id, key text, offset of the payload)``.
+    Raises:
+        CorruptRecordError: the key text is not UTF-8 (a record no sowlib writes).
     """
     pos = offset + RECORD_HEADER_SIZE
     exp = 0
@@ -378,7 +408,10 @@ def decode_fields(
     if kind_byte & FLAG_U64_KEY:
         key = str(U64.unpack_from(buf, pos)[0])
     else:
-        key = bytes(buf[pos : pos + key_len]).decode()
+        try:
+            key = bytes(buf[pos : pos + key_len]).decode()
+        except UnicodeDecodeError:
+            raise CorruptRecordError(file, offset, "key is not UTF-8") from None
     return exp, corr, key, pos + key_len
 
 
@@ -392,7 +425,7 @@ def decode_record(buf: Buf, offset: int, limit: int, file: str = "") -> LogRecor
     if problem is not None:
         raise CorruptRecordError(file, offset, problem)
     (_len, _m, kind_byte, key_len, p, seq, ts) = RECORD_HEADER.unpack_from(buf, offset)
-    exp, corr, key, pos = decode_fields(buf, offset, kind_byte, key_len)
+    exp, corr, key, pos = decode_fields(buf, offset, kind_byte, key_len, file)
     kind_member = KINDS[kind_byte & KIND_MASK]
     assert kind_member is not None
     return LogRecord(
@@ -407,11 +440,50 @@ def decode_record(buf: Buf, offset: int, limit: int, file: str = "") -> LogRecor
     )
 
 
-def encode_header(generation: int, created: float, base_seq: int, meta: bytes) -> bytes:
-    """Return the file header bytes, padded to a multiple of 8; O(len(meta))."""
+def encode_commit(counter: int, end: int) -> bytes:
+    """Return one commit slot: ``counter``, the committed ``end`` and their check; O(1)."""
+    body = _COMMIT_BODY.pack(counter, end)
+    return body + CHECKSUM.pack(_hash(body, _COMMIT_SEED))
+
+
+def commit_slot_offset(commit_at: int, counter: int) -> int:
+    """Where the commit with ``counter`` is written (slots alternate by counter)."""
+    return commit_at + COMMIT_SLOT.size * (counter % COMMIT_SLOTS)
+
+
+def read_commit(buf: Buf, commit_at: int) -> tuple[int, int]:
+    """Return ``(counter, end)`` of the newest valid commit slot, or ``(0, 0)``; O(1)."""
+    best = (0, 0)
+    for slot in range(COMMIT_SLOTS):
+        at = commit_at + slot * COMMIT_SLOT.size
+        counter, end, check = COMMIT_SLOT.unpack_from(buf, at)
+        if check == _hash(buf[at : at + _COMMIT_BODY.size], _COMMIT_SEED) and counter > best[0]:
+            best = (counter, end)
+    return best
+
+
+def _header_sizes(meta_len: int) -> tuple[int, int]:
+    """``(commit_at, header_len)`` of a header carrying ``meta_len`` bytes of meta."""
+    commit_at = _align(FILE_HEADER.size + meta_len + CHECKSUM.size)
+    return commit_at, commit_at + COMMIT_SLOTS * COMMIT_SLOT.size
+
+
+def encode_header(
+    generation: int, created: float, base_seq: int, meta: bytes, committed: int = 0
+) -> bytes:
+    """Return the file header bytes (commit slots included); O(len(meta)).
+
+    Args:
+        generation: the file's generation.
+        created: creation time, seconds since the epoch.
+        base_seq: highest sequence number ever assigned.
+        meta: opaque topic configuration.
+        committed: end of the records the new file holds complete (a compaction's or a
+            repair's whole content); 0 means the header's end (no records yet).
+    """
     if len(meta) > MAX_META:
         raise ValueError(f"meta of {len(meta)} bytes exceeds {MAX_META}")
-    header_len = _align(FILE_HEADER.size + len(meta) + CHECKSUM.size)
+    commit_at, header_len = _header_sizes(len(meta))
     body = (
         FILE_HEADER.pack(
             MAGIC,
@@ -426,6 +498,10 @@ def encode_header(generation: int, created: float, base_seq: int, meta: bytes) -
         + meta
     )
     body += CHECKSUM.pack(_hash(body))
+    body += bytes(commit_at - len(body))
+    slots = [bytes(COMMIT_SLOT.size)] * COMMIT_SLOTS
+    slots[1 % COMMIT_SLOTS] = encode_commit(1, committed or header_len)
+    body += b"".join(slots)
     return body + bytes(header_len - len(body))
 
 
@@ -445,13 +521,25 @@ def decode_header(buf: Buf, size: int, file: str = "") -> FileHeader:
         FILE_HEADER.unpack_from(buf)
     )
     if version != FORMAT_VERSION:
-        raise FormatVersionError(file, version, FORMAT_VERSION)
+        hint = _OLD_VERSION_HINT if version == 2 else ""
+        raise FormatVersionError(file, version, FORMAT_VERSION, hint)
     end = FILE_HEADER.size + meta_len
-    if meta_len > MAX_META or end + CHECKSUM.size > size or header_len != _align(end + 8):
+    commit_at, expected_len = _header_sizes(meta_len)
+    if meta_len > MAX_META or expected_len > size or header_len != expected_len:
         raise CorruptRecordError(file, 0, "bad header sizes")
     if _hash(buf[:end]) != CHECKSUM.unpack_from(buf, end)[0]:
         raise CorruptRecordError(file, 0, "header checksum mismatch")
     meta = bytes(buf[FILE_HEADER.size : end])
+    counter, committed = read_commit(buf, commit_at)
     return FileHeader(
-        version, flags, header_len, generation, from_micros(created_us), base_seq, meta
+        version,
+        flags,
+        header_len,
+        generation,
+        from_micros(created_us),
+        base_seq,
+        meta,
+        commit_at,
+        committed if counter else header_len,
+        counter,
     )

@@ -5,11 +5,13 @@ Imports only ``sowlib.errors``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
+import weakref
 
-from sowlib.errors import StoreLockedError
+from sowlib.errors import StoreLockedError, StorePathError
 
 __all__ = ["WriterLock", "lock_fd"]
 
@@ -28,7 +30,13 @@ def lock_fd(fd: int, path: str) -> None:
     except OSError as exc:
         if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
             raise StoreLockedError(path, None) from None
-        raise
+        raise StorePathError(path, "lock", exc.strerror or str(exc), exc.errno) from exc
+
+
+def _unlock(fd: int) -> None:
+    """Drop the lock held through ``fd`` (closing the descriptor releases the ``flock``)."""
+    with contextlib.suppress(OSError):
+        os.close(fd)
 
 
 def _read_pid(fd: int) -> int | None:
@@ -44,23 +52,39 @@ class WriterLock:
 
     The lock file ``<directory>/LOCK`` is never deleted (deleting it would let two processes
     lock two different inodes). The holder's pid is written in it for the error message.
-    The kernel drops the lock when the holder dies, so a stale pid never blocks anyone.
+    The kernel drops the lock when the holder dies, so a stale pid never blocks anyone; a
+    lock that is garbage-collected without :meth:`release` is released then. A ``LOCK``
+    that is a symlink is refused, never followed.
 
     Args:
-        directory: the store directory (must exist).
+        directory: the store directory (must exist unless ``create``).
+        create: create the directory (and its parents) first.
     Raises:
         StoreLockedError: another process, or another ``WriterLock`` in this process, holds it;
             ``pid`` is the holder's pid when it could be read.
+        StorePathError: the directory or the lock file cannot be created or opened (no
+            permission, a file in the way, a symlink).
 
     Example:
         >>> lock = WriterLock(store_dir)  # doctest: +SKIP
         >>> lock.release()  # doctest: +SKIP
     """
 
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
+    def __init__(self, directory: str | os.PathLike[str], *, create: bool = False) -> None:
         self.directory = os.fspath(directory)
         self.path = os.path.join(self.directory, "LOCK")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        step = "create the store directory"
+        try:
+            if create:
+                os.makedirs(self.directory, exist_ok=True)
+            step = "open the lock file"
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            where = self.directory if step.endswith("directory") else self.path
+            reason = exc.strerror or str(exc)
+            if exc.errno == errno.ELOOP:
+                reason = "it is a symlink (refused: a lock file is never followed)"
+            raise StorePathError(where, step, reason, exc.errno) from exc
         try:
             lock_fd(fd, self.directory)
         except StoreLockedError:
@@ -70,9 +94,15 @@ class WriterLock:
         except BaseException:
             os.close(fd)
             raise
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._fd: int | None = fd
+        self._finalizer = weakref.finalize(self, _unlock, fd)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        except OSError:
+            # The pid only improves another writer's error message; a full disk must not
+            # keep the store from opening.
+            pass
 
     @property
     def held(self) -> bool:
@@ -83,8 +113,10 @@ class WriterLock:
         """Drop the lock; idempotent. The pid is left in the file (harmless once unlocked)."""
         fd, self._fd = self._fd, None
         if fd is not None:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            self._finalizer.detach()
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            _unlock(fd)
 
     def __enter__(self) -> WriterLock:
         return self

@@ -7,6 +7,7 @@ with ``refresh``. Not thread-safe: the topic layer serialises every call. Import
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import mmap
 import os
@@ -18,6 +19,7 @@ from sowlib.errors import (
     CorruptRecordError,
     FormatVersionError,
     ReadOnlyError,
+    StorePathError,
     UnsupportedOperationError,
 )
 from sowlib.storage.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
@@ -31,12 +33,15 @@ from sowlib.storage.compaction import (
     write_log_file,
 )
 from sowlib.storage.format import (
+    HEAD_BYTES,
     MAGIC,
     RECORD_HEADER,
     FileHeader,
     LogRecord,
     RecordKind,
+    commit_slot_offset,
     decode_header,
+    encode_commit,
     encode_header,
     record_problem,
 )
@@ -48,7 +53,7 @@ from sowlib.storage.framing import (
     frame_puts,
     walk_records,
 )
-from sowlib.storage.fs import FileSystem
+from sowlib.storage.fs import FileSystem, os_errors, storage_error
 from sowlib.storage.lock import lock_fd
 from sowlib.storage.reader import LogReader
 from sowlib.storage.recovery import (
@@ -133,13 +138,20 @@ class AppendLog(LogReader):
         self._pending: tuple[int, int, EntryList] | None = None
         self._handed: weakref.ref[EntryList] | None = None
         self._dirty = -1
-        if not readonly and meta is not None and not os.path.exists(self.path):
+        self._commit_at = 0
+        self._committed = (0, 0)  # (counter, end) of the newest commit slot
+        if not readonly and meta is not None and not os.path.lexists(self.path):
             create_log(self._fs, self.path, bytes(meta), slab_size)
         flags = os.O_RDONLY if readonly else os.O_RDWR
         try:
-            self._fd = os.open(self.path, flags | os.O_CLOEXEC)
+            self._fd = os.open(self.path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
             raise FileNotFoundError(errno.ENOENT, "no sowlib log here", self.path) from None
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                reason = "it is a symlink (refused: a log is never followed)"
+                raise StorePathError(self.path, "open the log", reason, exc.errno) from exc
+            raise storage_error(exc, self.path, "open the log") from exc
         try:
             if not readonly:
                 lock_fd(self._fd, self.path)
@@ -155,6 +167,11 @@ class AppendLog(LogReader):
         st = os.fstat(self._fd)
         if st.st_size == 0:
             raise FormatVersionError(self.path, b"", MAGIC)
+        if not self.readonly:
+            # A mapped page the file system cannot back is SIGBUS at the write: make sure
+            # the whole file has its blocks (a file copied sparse, say) before mapping it.
+            with os_errors(self.path, "reserve space for", st.st_size):
+                self._fs.allocate(self._fd, 0, st.st_size)
         access = mmap.ACCESS_READ if self.readonly else mmap.ACCESS_WRITE
         mm = self._mm = mmap.mmap(self._fd, st.st_size, access=access)
         self._size, self._ino = st.st_size, (st.st_dev, st.st_ino)
@@ -164,11 +181,17 @@ class AppendLog(LogReader):
         if ckpt is not None:
             self._ckpt = (ckpt.blob, ckpt.end_offset)
         start = ckpt.end_offset if ckpt else header.header_len
+        # Everything before a valid checkpoint's end was complete at a clean close too.
+        committed = max(header.committed, start)
         found = (
-            recover_live(mm, start, self._size) if self.readonly else recover(mm, start, self._size)
+            recover_live(mm, start, self._size, committed)
+            if self.readonly
+            else recover(mm, start, self._size, committed)
         )
-        if found.next_valid is not None:
+        if found.corrupt:
             reason = record_problem(mm, found.end, self._size) or "zeroed record"
+            if found.end < committed and found.next_valid is None:
+                reason += f" (before the committed end {committed})"
             raise CorruptRecordError(self.path, found.end, reason)
         self._end = found.end
         self._pending = (start, found.end, found.entries)
@@ -189,6 +212,14 @@ class AppendLog(LogReader):
         self.meta = header.meta
         self.generation = header.generation
         self._header_len = header.header_len
+        self._commit_at = header.commit_at
+        self._committed = (header.commit_counter, header.committed)
+
+    @property
+    def committed_end(self) -> int:
+        """End of the records the header records as complete (a clean close, a ``flush``,
+        a compaction); a bad record before it is corruption, never a torn write."""
+        return self._committed[1]
 
     def __enter__(self) -> AppendLog:
         return self
@@ -211,7 +242,15 @@ class AppendLog(LogReader):
 
     def _grow(self, needed: int) -> mmap.mmap:
         size = -(-needed // self._slab) * self._slab
-        self._fs.truncate(self._fd, size)
+        old = self._size
+        try:
+            # Reserve the blocks before mapping them: a full disk is an error here, not a
+            # SIGBUS when a page of a hole is first written.
+            self._fs.allocate(self._fd, old, size - old)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                self._fs.truncate(self._fd, old)  # give back what was reserved
+            raise storage_error(exc, self.path, "grow", size - old) from exc
         # The old map is not closed: a suspended scan() may still read from it; it is
         # unmapped when its last reference goes.
         mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_WRITE)
@@ -219,12 +258,18 @@ class AppendLog(LogReader):
         return mm
 
     def _commit(self, mm: mmap.mmap, data: bytes, last: int, count: int, seq: int) -> None:
-        """Write ``data`` at the end offset (growing once if needed) and advance the state."""
+        """Write ``data`` at the end offset (growing once if needed) and advance the state.
+
+        The first record's first HEAD_BYTES go in last: until then the batch starts with
+        zeros, which recovery knows as a write in flight however much of it is in place.
+        """
         off = self._end
         end = off + len(data)
         if end > self._size:
             mm = self._grow(end)
-        mm[off:end] = data
+        view = memoryview(data)
+        mm[off + HEAD_BYTES : end] = view[HEAD_BYTES:]
+        mm[off : off + HEAD_BYTES] = view[:HEAD_BYTES]
         if self._dirty < 0:
             self._dirty = off
         self._end = end
@@ -278,7 +323,8 @@ class AppendLog(LogReader):
         end = off + len(data)  # _commit inlined: this is the single-publish hot path
         if end > self._size:
             mm = self._grow(end)
-        mm[off:end] = data
+        mm[off + HEAD_BYTES : end] = data[HEAD_BYTES:]  # the first bytes last: see _commit
+        mm[off : off + HEAD_BYTES] = data[:HEAD_BYTES]
         if self._dirty < 0:
             self._dirty = off
         self._end, self._last_off = end, off
@@ -344,18 +390,35 @@ class AppendLog(LogReader):
     def flush(self) -> None:
         """msync the written range and fsync the file (power-loss durability); no-op read-only.
 
+        Then records the end as committed in the header (see ``committed_end``): written
+        only once the records before it are durable, and itself made durable by the next
+        flush or the close.
+
         Raises:
             StoreClosedError: the log is closed.
-            OSError: from msync/fsync (the data is still in the page cache).
+            StorePathError: from msync/fsync (the data is still in the page cache).
         """
         mm = self._live()
         if self.readonly:
             return
-        if self._dirty >= 0:
-            lo = self._dirty - self._dirty % PAGE
-            self._fs.msync(mm, lo, self._end - lo)
-            self._dirty = -1
-        self._fs.fsync(self._fd)
+        with os_errors(self.path, "flush"):
+            if self._dirty >= 0:
+                lo = self._dirty - self._dirty % PAGE
+                self._fs.msync(mm, lo, self._end - lo)
+                self._dirty = -1
+            self._fs.fsync(self._fd)
+        self._write_commit(mm)
+
+    def _write_commit(self, mm: mmap.mmap) -> bool:
+        """Record ``_end`` in the older commit slot; returns whether anything changed."""
+        counter, end = self._committed
+        if end >= self._end or not self._commit_at:
+            return False
+        counter += 1
+        at = commit_slot_offset(self._commit_at, counter)
+        mm[at : at + 24] = encode_commit(counter, self._end)
+        self._committed = (counter, self._end)
+        return True
 
     # ------------------------------------------------------------------ maintenance
 
@@ -372,12 +435,20 @@ class AppendLog(LogReader):
         used bytes rounded up to a page; later appends grow it by slabs as before. See
         ``sowlib.storage.compaction`` for the crash rule.
 
+        Every kept record is checked (checksum included) as it is copied: a damaged one
+        stops the compaction before anything is installed, so a compaction never loses a
+        good record nor carries a bad one into a file where all records count as committed.
+
         Returns:
             ``{old_offset: new_offset}`` for every kept record.
         Raises:
-            OSError: a step failed. Before the rename the log is unchanged; if the directory
-                fsync fails after it, the log already uses the new file (``generation``
-                changed) and the caller must rebuild its offsets from ``scan()``.
+            CorruptRecordError: a kept record is damaged (the log is unchanged; run
+                ``sowlib verify --repair``).
+            StoreFullError: no room for the new file (the log is unchanged).
+            StorePathError: a step failed. Before the rename the log is unchanged; if the
+                directory fsync fails after it, the log already uses the new file
+                (``generation`` changed) and the caller must rebuild its offsets from
+                ``scan()``.
         """
         mm = self._writable("compact")
         meta = self.meta if meta is None else bytes(meta)
@@ -392,7 +463,7 @@ class AppendLog(LogReader):
             offsets = sorted(keep)
             if offsets and not (self._header_len <= offsets[0] and offsets[-1] < self._end):
                 raise CorruptRecordError(self.path, offsets[0], "offset outside the records")
-        chunks = copy_kept(mm, offsets, len(header), mapping)
+        chunks = copy_kept(mm, offsets, len(header), mapping, self._end, self.path)
         new = write_log_file(self._fs, tmp, header, chunks, PAGE)
         last = next(reversed(mapping.values())) if mapping else 0
         new = NewFile(new.fd, new.end, new.size, len(mapping), last)
@@ -438,13 +509,23 @@ class AppendLog(LogReader):
         """Flush and close; idempotent. A writer given ``checkpoint`` saves it beside the log.
 
         The side file ``<path>.ckpt`` is written atomically (temp + fsync + rename) and
-        tagged with the generation, end offset, record count and last seq.
+        tagged with the generation, end offset, record count and last seq. The end is
+        committed in the header first, durably. The file and its lock are released whatever
+        fails (a second ``close`` is a no-op).
+
+        Raises:
+            StoreFullError, StorePathError: a flush or the checkpoint failed (every
+                appended record is still in the page cache: it survives the process).
         """
-        if self._mm is None:
+        mm = self._mm
+        if mm is None:
             return
         try:
             if not self.readonly:
                 self.flush()
+                with os_errors(self.path, "flush"):
+                    self._fs.msync(mm, 0, min(PAGE, self._size))  # the commit slot's page
+                    self._fs.fsync(self._fd)
                 if checkpoint is not None:
                     ckpt = Checkpoint(
                         self.generation,

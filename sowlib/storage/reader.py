@@ -24,6 +24,7 @@ from sowlib.storage.format import (
     LogRecord,
     decode_fields,
     decode_record,
+    record_problem,
 )
 from sowlib.storage.recovery import read_tail
 from sowlib.storage.walk import (
@@ -132,15 +133,24 @@ class LogReader:
         raise CorruptRecordError(self.path, offset, "not a record boundary")
 
     def read_entry(self, offset: int) -> tuple[int, float, float, bytes, int]:
-        """The header fields of the record at ``offset``, without the checksum; O(1).
+        """The header fields of the record at ``offset``, checksum verified; O(record size).
+
+        A record trusted from a checkpoint is read here first: its fields (seq, times,
+        flags) are returned only once its checksum matches.
 
         Returns:
             ``(seq, timestamp, expiration, correlation_id, length)``; times in seconds
             (expiration 0.0: none), ``length`` the bytes the record occupies.
 
         Raises:
-            CorruptRecordError: ``offset`` is not a record boundary.
+            CorruptRecordError: no intact record starts at ``offset``.
         """
+        mm = self._live()
+        if not self._header_len <= offset < self._end:
+            raise CorruptRecordError(self.path, offset, "offset outside the written records")
+        problem = record_problem(mm, offset, self._end)
+        if problem is not None:
+            raise CorruptRecordError(self.path, offset, problem)
         _mm, (length, _m, _kb, _k, _p, seq, ts), (exp, corr, _key, _pos) = self._fields_at(offset)
         return seq, ts / 1e6, exp / 1e6, corr, length
 
@@ -155,7 +165,7 @@ class LogReader:
         if self._header_len <= offset <= self._end - RECORD_OVERHEAD:
             head = RECORD_HEADER.unpack_from(mm, offset)
             if head[1] == RECORD_MARKER and offset + head[0] <= self._end:
-                return mm, head, decode_fields(mm, offset, head[2], head[3])
+                return mm, head, decode_fields(mm, offset, head[2], head[3], self.path)
         raise CorruptRecordError(self.path, offset, "not a record boundary")
 
     def _start(self, start: int | None) -> int:

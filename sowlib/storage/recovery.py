@@ -1,26 +1,30 @@
-"""Scan-on-open recovery (torn tail vs corruption) and ``verify`` / ``verify(repair=True)``.
+"""Scan-on-open recovery (torn write vs corruption) and ``verify`` / ``verify(repair=True)``.
 
-One rule (STYLE §6): a bad or short record with only zeros after it is a torn write; a bad
-record with an intact record anywhere after it is corruption. Imports only ``sowlib.errors``
-and sibling storage modules.
+One rule (docs/storage-format.md, "Recovery rule"): a bad record before the committed end
+the header records is corruption; past it, a bad record is a torn write when nothing intact
+follows it or when its first eight bytes are still zero (a write in flight writes them
+last), and corruption otherwise. ``verify`` applies the same rule. Imports only
+``sowlib.errors`` and sibling storage modules.
 """
 
 from __future__ import annotations
 
 import mmap
 import os
-import shutil
 import time
 from typing import TYPE_CHECKING
 
 import attrs
 
 from sowlib.errors import FormatVersionError
-from sowlib.storage.compaction import PAGE, install, write_log_file
+from sowlib.storage.checkpoint import read_checkpoint
+from sowlib.storage.compaction import PAGE, install, write_all, write_log_file
 from sowlib.storage.format import (
     FILE_HEADER,
+    HEAD_BYTES,
     MAGIC,
     MARKER_BYTES,
+    MAX_META,
     PREFIX,
     RECORD_HEADER,
     Buf,
@@ -31,7 +35,7 @@ from sowlib.storage.format import (
     encode_header,
     record_problem,
 )
-from sowlib.storage.fs import FileSystem
+from sowlib.storage.fs import FileSystem, create_exclusive, os_errors
 from sowlib.storage.lock import lock_fd
 from sowlib.storage.walk import EntryList, verify_entries
 
@@ -43,6 +47,7 @@ __all__ = [
     "ScanResult",
     "VerifyReport",
     "check_log",
+    "classify_tail",
     "check_records",
     "find_next_valid",
     "garbage_end",
@@ -81,9 +86,11 @@ class ScanResult:
         end: offset after the last intact record of the unbroken run.
         records: intact records in the run.
         last_offset: offset of the last intact record (0 if the run is empty).
-        next_valid: an intact record after a damaged stretch at ``end`` (corruption), or None.
+        next_valid: an intact record after a damaged stretch at ``end``, or None.
         garbage_end: end of the non-zero bytes after ``end`` (== end when the tail is clean).
         entries: what ``scan_entries`` yields for the run, built while verifying it.
+        corrupt: the bytes at ``end`` are damage, not a torn write (see
+            :func:`classify_tail`): opening must raise ``CorruptRecordError(file, end)``.
     """
 
     end: int
@@ -92,6 +99,7 @@ class ScanResult:
     next_valid: int | None
     garbage_end: int
     entries: EntryList = attrs.field(factory=EntryList, eq=False, repr=False)
+    corrupt: bool = False
 
 
 @attrs.frozen
@@ -101,6 +109,8 @@ class VerifyReport:
     Attributes:
         path: the log file.
         ok: no corruption (a torn tail alone is the normal aftermath of a crash and is ok).
+            Equal to "a writer open succeeds" unless a valid checkpoint hides damage before
+            its end from the open (the damaged record then fails when it is read).
         generation: generation of the file examined.
         records: intact records found (all of them salvageable).
         last_seq: highest intact sequence number.
@@ -110,6 +120,10 @@ class VerifyReport:
         torn_tail_bytes: size of the torn tail (0 if none).
         repaired: a new file with every intact record replaced the original.
         backup_path: the copy of the original kept by a repair, or None.
+        committed_end: the end of the records the header records as complete; a bad record
+            before it is corruption, never a torn tail.
+        open_error_offset: where opening the log (as it is, checkpoint included) raises
+            ``CorruptRecordError``, or None when it opens (cutting ``torn_tail_bytes``).
     """
 
     path: str
@@ -123,6 +137,8 @@ class VerifyReport:
     torn_tail_bytes: int
     repaired: bool
     backup_path: str | None
+    committed_end: int = 0
+    open_error_offset: int | None = None
 
 
 def walk(buf: Buf, start: int, limit: int) -> tuple[int, int, int]:
@@ -158,21 +174,47 @@ def find_next_valid(buf: Buf, start: int, limit: int) -> int | None:
         pos = found + 1
 
 
-def recover(buf: Buf, start: int, limit: int) -> ScanResult:
+def classify_tail(buf: Buf, end: int, limit: int, committed: int) -> tuple[int, int | None, bool]:
+    """Classify the bytes at ``end``, where the walk of intact records stopped; O(bytes).
+
+    The recovery rule: before ``committed`` (what a clean close, flush or compaction
+    recorded as complete) a bad record is corruption whatever follows. Past it, a bad
+    record with only zeros after it, or whose first eight bytes are still zero, is a torn
+    write: every append writes a record's first eight bytes last (a batch: the first
+    record's), so a write in flight always leaves them zero, and no single flipped bit
+    turns a record's non-zero first bytes (the marker alone has six bits set) into zeros.
+    Any other bad record with an intact record after it is corruption.
+
+    Returns:
+        ``(end of the non-zero bytes after end, first intact record after end or None,
+        corrupt)``.
+    """
+    tail = garbage_end(buf, end, limit)
+    if end < committed:
+        return tail, find_next_valid(buf, end, limit), True
+    if tail == end or not any(buf[end : min(end + HEAD_BYTES, limit)]):
+        return tail, None, False
+    nxt = find_next_valid(buf, end, limit)
+    return tail, nxt, nxt is not None
+
+
+def recover(buf: Buf, start: int, limit: int, committed: int = 0) -> ScanResult:
     """Scan ``[start, limit)`` and classify what follows the last intact record; O(bytes).
 
     Args:
         buf: the mapped log.
         start: a record boundary (first record, or a checkpoint's end offset).
         limit: file size.
+        committed: the committed end (see :func:`classify_tail`).
     """
     end, last, entries = verify_entries(buf, start, limit)
-    tail = garbage_end(buf, end, limit)
-    nxt = find_next_valid(buf, end, limit) if tail > end else None
-    return ScanResult(end, len(entries), last, nxt, tail, entries)
+    tail, nxt, corrupt = classify_tail(buf, end, limit, committed)
+    return ScanResult(end, len(entries), last, nxt, tail, entries, corrupt)
 
 
-def recover_live(buf: Buf, start: int, limit: int, attempts: int = 200) -> ScanResult:
+def recover_live(
+    buf: Buf, start: int, limit: int, committed: int = 0, attempts: int = 200
+) -> ScanResult:
     """:func:`recover` for a read-only opener while a writer may be appending.
 
     A record the writer is copying in right now looks damaged, and by the time the
@@ -181,12 +223,12 @@ def recover_live(buf: Buf, start: int, limit: int, attempts: int = 200) -> ScanR
     from the same boundary until the run stops growing into a clean tail; only a
     hole that stays put across ``attempts`` re-reads (about 0.2 s) is corruption.
     """
-    found = recover(buf, start, limit)
+    found = recover(buf, start, limit, committed)
     for _ in range(attempts):
-        if found.next_valid is None:
+        if not found.corrupt or found.end < committed:
             return found
         time.sleep(0.001)
-        again = recover(buf, found.end, limit)
+        again = recover(buf, found.end, limit, committed)
         found.entries.extend(again.entries)
         found = ScanResult(
             again.end,
@@ -195,6 +237,7 @@ def recover_live(buf: Buf, start: int, limit: int, attempts: int = 200) -> ScanR
             again.next_valid,
             again.garbage_end,
             found.entries,
+            again.corrupt,
         )
     return found
 
@@ -260,10 +303,14 @@ def _seq_at(buf: Buf, offset: int) -> int:
 def verify(path: str | os.PathLike[str], repair: bool = False) -> VerifyReport:
     """Check every record of a log; with ``repair``, salvage every intact record.
 
-    A repair keeps a byte copy of the damaged file as ``<path>.corrupt``, writes the intact
-    records (in order, unchanged) to a new file with the next generation, and renames it over
-    the original. Nothing is repaired when the file has no corruption (a torn tail is cut by
-    the next writer open). O(file size).
+    The damage is classified by the recovery rule an open applies (committed end, torn
+    write, corruption); ``open_error_offset`` says where a writer open of the file as it
+    is (its checkpoint included) raises, or None. A repair keeps a byte copy of the damaged
+    file as ``<path>.corrupt``, writes the intact records (in order, unchanged) to a new
+    file with the next generation, all committed, and renames it over the original.
+    Nothing is repaired when the file has no corruption (a torn tail is cut by the next
+    writer open). A damaged record is lost by a repair (a tombstone too: the report names
+    every damaged stretch). O(file size).
 
     Args:
         path: the log file.
@@ -274,17 +321,23 @@ def verify(path: str | os.PathLike[str], repair: bool = False) -> VerifyReport:
         FormatVersionError: not a sowlib log or an unknown version.
         CorruptRecordError: the header itself is damaged (offset 0); nothing can be salvaged.
         StoreLockedError: ``repair`` while a writer has the log open (nothing is changed).
+        StorePathError, StoreFullError: the file cannot be read, or the repair written.
     """
     file = os.fspath(path)
-    with open(file, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
+    with os_errors(file, "verify"):
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        with os_errors(file, "verify"):
+            size = os.fstat(fd).st_size
         if size == 0:
             raise FormatVersionError(file, b"", MAGIC)
-        with mmap.mmap(fh.fileno(), size, access=mmap.ACCESS_READ) as mm:
+        with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
             report, intact = _examine(mm, size, file)
             if repair and not report.ok:
                 backup = _repair(mm, file, intact, report)
                 return attrs.evolve(report, repaired=True, backup_path=backup)
+    finally:
+        os.close(fd)
     return report
 
 
@@ -296,17 +349,33 @@ def read_header(path: str | os.PathLike[str]) -> FileHeader:
 
     Raises:
         FormatVersionError, CorruptRecordError: as for opening the log.
+        StorePathError: the file cannot be read (or is a symlink).
     """
     file = os.fspath(path)
-    with open(file, "rb") as fh:
-        head = fh.read(FILE_HEADER.size)
-        if len(head) == FILE_HEADER.size and head.startswith(MAGIC):
-            head += fh.read(max(0, FILE_HEADER.unpack_from(head)[3] - len(head)))
+    with os_errors(file, "read the header of"):
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        try:
+            head = os.pread(fd, FILE_HEADER.size, 0)
+            if len(head) == FILE_HEADER.size and head.startswith(MAGIC):
+                more = max(0, FILE_HEADER.unpack_from(head)[3] - len(head))
+                head += os.pread(fd, min(more, MAX_META + PAGE), len(head))
+        finally:
+            os.close(fd)
     return decode_header(head, len(head), file)
+
+
+def _open_outcome(mm: mmap.mmap, size: int, file: str, header: FileHeader) -> int | None:
+    """Where a writer open of the file as it is raises CorruptRecordError, or None."""
+    ckpt = read_checkpoint(FileSystem(), file, mm, size, header, consume=False)
+    start = ckpt.end_offset if ckpt else header.header_len
+    committed = max(header.committed, start)
+    found = recover(mm, start, size, committed)
+    return found.end if found.corrupt else None
 
 
 def _examine(mm: mmap.mmap, size: int, file: str) -> tuple[VerifyReport, list[tuple[int, int]]]:
     header = decode_header(mm, size, file)
+    committed = header.committed
     intact: list[tuple[int, int]] = []
     corrupt: list[int] = []
     corrupt_bytes = torn = 0
@@ -318,14 +387,14 @@ def _examine(mm: mmap.mmap, size: int, file: str) -> tuple[VerifyReport, list[tu
             last_seq = _seq_at(mm, off)
             off = end = off + length
             continue
-        tail = garbage_end(mm, off, size)
-        if tail == off:
-            break
-        nxt = find_next_valid(mm, off, size)
-        if nxt is None:
+        tail, nxt, bad = classify_tail(mm, off, size, committed)
+        if not bad:
             torn = tail - off
             break
         corrupt.append(off)
+        if nxt is None:
+            corrupt_bytes += max(tail, min(committed, size)) - off
+            break
         corrupt_bytes += nxt - off
         off = nxt
     report = VerifyReport(
@@ -340,6 +409,8 @@ def _examine(mm: mmap.mmap, size: int, file: str) -> tuple[VerifyReport, list[tu
         torn,
         False,
         None,
+        committed,
+        _open_outcome(mm, size, file, header),
     )
     return report, intact
 
@@ -347,13 +418,18 @@ def _examine(mm: mmap.mmap, size: int, file: str) -> tuple[VerifyReport, list[tu
 def _repair(mm: mmap.mmap, file: str, intact: list[tuple[int, int]], report: VerifyReport) -> str:
     fs = FileSystem()
     header = decode_header(mm, len(mm), file)
-    fd = os.open(file, os.O_RDWR | os.O_CLOEXEC)
+    with os_errors(file, "repair"):
+        fd = os.open(file, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
     try:
         lock_fd(fd, file)  # a live writer would keep appending to the old inode
         backup = file + ".corrupt"
-        shutil.copyfile(file, backup)
-        with open(backup, "rb") as fh:
-            fs.fsync(fh.fileno())
+        out = create_exclusive(backup)
+        try:
+            with os_errors(backup, "write the backup", len(mm)):
+                write_all(out, memoryview(mm), fs)
+                fs.fsync(out)
+        finally:
+            os.close(out)
         new_header = encode_header(
             header.generation + 1, fs.time(), max(header.base_seq, report.last_seq), header.meta
         )

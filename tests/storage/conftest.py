@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sowlib.storage import AppendLog, LogRecord, RecordKind
+from sowlib.storage.format import COMMIT_SLOT, COMMIT_SLOTS, decode_header, encode_commit
 
 META = b'{"topic": "orders"}'
 SLAB = 4096
@@ -36,6 +37,18 @@ def replay(records: Iterable[LogRecord], state: dict[str, bytes] | None = None) 
 def put(log: AppendLog, key: str, payload: bytes, ts: float = 1_700_000_000.0) -> LogRecord:
     """Append a PUT record."""
     return log.append(RecordKind.PUT, key, payload, timestamp=ts)
+
+
+def uncommit(path: Path, end: int) -> None:
+    """Make the file's commit slots say only ``[0, end)`` is complete: the image a writer
+    killed before committing the later records leaves (what a torn-write test needs)."""
+    data = bytearray(path.read_bytes())
+    header = decode_header(bytes(data), len(data), str(path))
+    at = header.commit_at
+    data[at : at + COMMIT_SLOT.size * COMMIT_SLOTS] = bytes(COMMIT_SLOT.size * COMMIT_SLOTS)
+    slot = at + COMMIT_SLOT.size * (1 % COMMIT_SLOTS)
+    data[slot : slot + COMMIT_SLOT.size] = encode_commit(1, max(end, header.header_len))
+    path.write_bytes(bytes(data))
 
 
 @pytest.fixture

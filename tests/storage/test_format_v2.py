@@ -25,7 +25,7 @@ from sowlib.storage.format import (
 )
 from sowlib.storage.framing import frame_batch, frame_one, frame_puts, framed_size
 
-from .conftest import open_log, put, replay
+from .conftest import open_log, put, replay, uncommit
 
 Factory = Callable[..., AppendLog]
 
@@ -155,6 +155,7 @@ def test_torn_v2_record_at_every_byte(tmp_path: Path) -> None:
             torn = bytearray(data)
             torn[start + cut : end] = bytes(end - start - cut)  # never written
             path.write_bytes(bytes(torn))
+            uncommit(path, start)  # a crash: the torn record was never committed
             log = open_log(path)
             kept = [r for r in recs if r.offset < start]
             assert list(log.scan()) == kept, cut
@@ -324,6 +325,7 @@ def test_open_entries_stop_at_a_torn_tail(tmp_path: Path) -> None:
     with copy.open("r+b") as fh:
         fh.seek(end - 5)
         fh.write(bytes(5))
+    uncommit(copy, recs[-1].offset)
     log = open_log(copy)
     assert [e[0] for e in log.scan_entries()] == [r.offset for r in recs[:-1]]
     assert log.report.truncated_bytes > 0

@@ -250,9 +250,9 @@ def test_not_a_log_is_a_format_error(log_path: Path) -> None:
         AppendLog(log_path, readonly=True)
 
 
-@pytest.mark.parametrize("version", [1, FORMAT_VERSION + 1])
+@pytest.mark.parametrize("version", [1, 2, FORMAT_VERSION + 1])
 def test_other_versions_are_a_format_error(new_log: Factory, log_path: Path, version: int) -> None:
-    assert FORMAT_VERSION == 2
+    assert FORMAT_VERSION == 3
     new_log().close()
     with log_path.open("r+b") as fh:
         fh.seek(8)
@@ -261,6 +261,7 @@ def test_other_versions_are_a_format_error(new_log: Factory, log_path: Path, ver
         with pytest.raises(FormatVersionError) as info:
             opener(log_path)
         assert (info.value.found, info.value.expected) == (version, FORMAT_VERSION)
+        assert bool(info.value.hint) == (version == 2)  # format 2 names the way out
 
 
 @pytest.mark.parametrize("where", [20, 30, 44])

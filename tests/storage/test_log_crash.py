@@ -17,7 +17,7 @@ from sowlib.errors import CorruptRecordError
 from sowlib.storage import AppendLog, FileSystem, LogRecord, RecordKind
 from sowlib.storage.format import RECORD_HEADER_SIZE
 
-from .conftest import open_log, put, replay
+from .conftest import open_log, put, replay, uncommit
 
 ROOT = str(Path(sowlib.__file__).resolve().parent.parent)
 
@@ -61,6 +61,7 @@ def test_torn_tail_is_truncated_on_open_at_every_cut(tmp_path: Path) -> None:
         path = tmp_path / f"cut{cut}.log"
         shutil.copyfile(pristine, path)
         _damage(path, last.offset + cut, bytes(length - cut))  # the bytes never written
+        uncommit(path, last.offset)  # killed before the last record was committed
         before = path.read_bytes()
         reader = AppendLog(path, readonly=True)  # a reader sees the prefix, changes nothing
         assert replay(reader.scan()) == expected
@@ -118,12 +119,13 @@ def test_zeroed_middle_record_is_corruption(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("delta", [0, 3, 4, 5, 12, RECORD_HEADER_SIZE, -9, -1])
-def test_damaged_last_record_is_a_torn_tail(tmp_path: Path, delta: int) -> None:
+def test_damaged_uncommitted_last_record_is_a_torn_tail(tmp_path: Path, delta: int) -> None:
     path = tmp_path / "t.log"
     recs = _fill(path)
     with AppendLog(path, readonly=True) as reader:
         end = reader.end_offset
     _flip(path, (end if delta < 0 else recs[-1].offset) + delta)
+    uncommit(path, recs[-1].offset)  # a crash image: the last record is past the commit
     log = open_log(path)
     assert log.report.truncated_bytes > 0
     assert list(log.scan()) == recs[:-1]

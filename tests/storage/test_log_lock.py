@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sowlib.errors import StoreLockedError
+from sowlib.errors import StoreLockedError, StorePathError
 from sowlib.storage import WriterLock
 
 from .test_log_crash import ROOT
@@ -67,5 +67,7 @@ def test_second_writer_in_another_process_gets_its_pid(tmp_path: Path) -> None:
 
 
 def test_lock_needs_an_existing_directory(tmp_path: Path) -> None:
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(StorePathError) as info:
         WriterLock(tmp_path / "missing")
+    assert isinstance(info.value, OSError)
+    assert info.value.path == str(tmp_path / "missing" / "LOCK")

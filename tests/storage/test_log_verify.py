@@ -9,7 +9,7 @@ import pytest
 from sowlib.errors import CorruptRecordError, FormatVersionError, StoreLockedError
 from sowlib.storage import AppendLog, verify
 
-from .conftest import open_log, put, replay
+from .conftest import open_log, put, replay, uncommit
 from .test_log_crash import _fill, _flip
 
 
@@ -30,11 +30,29 @@ def test_torn_tail_is_reported_but_ok(tmp_path: Path) -> None:
     with AppendLog(path, readonly=True) as log:
         end = log.end_offset
     _flip(path, end - 1)
+    uncommit(path, recs[-1].offset)  # a crash image: the last record was never committed
     report = verify(path, repair=True)
     assert report.ok
     assert not report.repaired
     assert report.records == len(recs) - 1
     assert report.torn_tail_bytes > 0
+    assert report.open_error_offset is None
+
+
+def test_issue16_verify_calls_a_damaged_committed_last_record_corruption(tmp_path: Path) -> None:
+    path = tmp_path / "t.log"
+    recs = _fill(path)
+    with AppendLog(path, readonly=True) as log:
+        end = log.end_offset
+    _flip(path, end - 1)  # the checksum of the last record of a cleanly closed log
+    report = verify(path)
+    assert not report.ok
+    assert report.corrupt_offsets == (recs[-1].offset,)
+    assert report.open_error_offset == recs[-1].offset
+    assert report.committed_end == end
+    with pytest.raises(CorruptRecordError) as info:
+        AppendLog(path)
+    assert info.value.offset == recs[-1].offset
 
 
 def test_repair_salvages_every_intact_record(tmp_path: Path) -> None:
