@@ -18,6 +18,8 @@ INT_MIN = -(2**63)
 #: Characters a number can start with; anything else is text (callers may pre-test).
 NUMBER_START = frozenset("+-.0123456789")
 _NUMBER_END = frozenset(".0123456789")
+#: Digits of the longest 64-bit integer (2**64 - 1 has 20).
+_MAX_INT_DIGITS = 20
 
 
 def infer_scalar(text: str) -> Any:
@@ -29,7 +31,8 @@ def infer_scalar(text: str) -> Any:
     * Decimal point and/or exponent -> ``float`` when finite.
     * Everything else stays ``str``, unchanged: text with spaces, hex (``0x10``),
       ``inf``/``nan``, integers outside the 64-bit range, overflowing floats
-      (``1e999``), and integers with leading zeros (``007``, an identifier rather than
+      (``1e999``; a spelling over 20 digits is text without being parsed), and
+      integers with leading zeros (``007``, an identifier rather than
       a quantity: converting would lose the zeros from keys and re-encoded deltas;
       filters still compare it numerically against numbers, spec §2.4 rule 4).
 
@@ -50,6 +53,8 @@ def infer_scalar(text: str) -> Any:
     if digits.isdigit():
         if not digits.isascii() or (digits[0] == "0" and len(digits) > 1):
             return text
+        if len(digits) > _MAX_INT_DIGITS:
+            return text  # beyond 64 bits whatever the digits; int() would be superlinear
         value = int(text)
         return value if INT_MIN <= value <= INT_MAX else text
     # float() accepts a superset of the AMPS spelling: "inf"/"nan" (excluded by the

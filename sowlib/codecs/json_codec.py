@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import attrs
 
+from sowlib.codecs.limits import MAX_DEPTH, check_depth
 from sowlib.codecs.merge import merge_documents
 from sowlib.errors import DecodeError, EncodeError
 
@@ -76,11 +77,18 @@ def _stdlib_loads(data: bytes) -> Any:
         raise DecodeError(
             "json", data, "unexpected content after document", len(text[:end].encode())
         )
+    if _may_nest_deeply(data):
+        check_depth(doc, "json", data)  # before the recursive surrogate walk
     try:
         _check_surrogates(doc)
     except UnicodeEncodeError:
         raise DecodeError("json", data, "lone surrogate in string") from None
     return doc
+
+
+def _may_nest_deeply(data: bytes) -> bool:
+    """Whether ``data`` has enough brackets to nest past :data:`MAX_DEPTH` (C-level counts)."""
+    return data.count(b"{") + data.count(b"[") > MAX_DEPTH
 
 
 def _skip_space(text: str, pos: int) -> int:
@@ -141,6 +149,8 @@ class JsonCodec:
             raise DecodeError(
                 "json", data, f"top level is a {type(doc).__name__}, not an object", 0
             )
+        if _may_nest_deeply(data if type(data) is bytes else bytes(data)):
+            check_depth(doc, "json", data)
         return doc
 
     def decode_many(self, payloads: Sequence[bytes]) -> list[Any]:
@@ -153,11 +163,10 @@ class JsonCodec:
         Raises:
             DecodeError: the first message that is not a JSON object.
         """
-        if (
-            not self.use_orjson
-            or not set(map(type, payloads)) <= {bytes}
-            or _LONG_RUN in b"\n".join(payloads).translate(_DIGITS_ONLY)
-        ):
+        if not self.use_orjson or not set(map(type, payloads)) <= {bytes}:
+            return [self.decode(p) for p in payloads]
+        joined = b"\n".join(payloads)
+        if _LONG_RUN in joined.translate(_DIGITS_ONLY):
             return [self.decode(p) for p in payloads]
         try:
             docs = list(map(orjson.loads, payloads))
@@ -165,6 +174,11 @@ class JsonCodec:
             return [self.decode(p) for p in payloads]  # raises with the byte offset
         if not set(map(type, docs)) <= {dict}:
             return [self.decode(p) for p in payloads]  # raises: not an object
+        # One "{" per message and no "[": every document is flat (depth 1).
+        if joined.count(b"{") != len(payloads) or b"[" in joined:
+            for payload, doc in zip(payloads, docs, strict=True):
+                if _may_nest_deeply(payload):
+                    check_depth(doc, "json", payload)
         return docs
 
     def top_values(self, payloads: Sequence[bytes], field: str) -> list[Any] | None:
@@ -201,8 +215,12 @@ class JsonCodec:
             raise EncodeError("json", doc, str(exc)) from None
 
     def merge(self, stored: Any, delta: Any) -> Any:
-        """Delta merge (see :func:`sowlib.codecs.merge.merge_documents`)."""
-        return merge_documents(stored, delta)
+        """Delta merge (see :func:`sowlib.codecs.merge.merge_documents`).
+
+        Raises:
+            DecodeError: a document nests deeper than ``MAX_DEPTH``.
+        """
+        return merge_documents(stored, delta, message_type="json")
 
 
 def _byte_offset(data: bytes | bytearray | memoryview, pos: int) -> int:

@@ -1,14 +1,16 @@
 """Delta-publish merge of two decoded documents (spec §12.1 and its nested-object [R] rule).
 
 One recursive function shared by every codec that supports deltas. Imports only
-``document``; never ``expr`` or ``storage``.
+``document``, ``errors`` and ``codecs.limits``; never ``expr`` or ``storage``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from sowlib.codecs.limits import MAX_DEPTH
 from sowlib.document import Element
+from sowlib.errors import DecodeError
 
 __all__ = ["copy_document", "merge_documents"]
 
@@ -50,7 +52,9 @@ def _xml_node(children: dict[str, Any], text: Any) -> Any:
     return Element(children, text)
 
 
-def merge_documents(stored: Any, delta: Any, *, text_nodes: bool = False) -> Any:
+def merge_documents(
+    stored: Any, delta: Any, *, text_nodes: bool = False, message_type: str = "document"
+) -> Any:
     """Merge ``delta`` into ``stored`` and return a new document (spec §12.1).
 
     Rules: a field in the delta replaces the stored one; fields absent from the delta
@@ -66,7 +70,12 @@ def merge_documents(stored: Any, delta: Any, *, text_nodes: bool = False) -> Any
     ``<Px ccy="USD">12</Px>`` and keeps the attribute, and a delta ``<Px ccy="EUR"/>``
     keeps the stored text.
 
-    O(size of the delta + size of the stored containers on merged paths).
+    O(size of the delta + size of the stored containers on merged paths). Decoded
+    documents nest at most ``MAX_DEPTH`` levels, which the recursion handles; a
+    deeper hand-built document is refused.
+
+    Raises:
+        DecodeError: a document too deep to merge (named by ``message_type``).
 
     Example:
         >>> merge_documents({"a": {"x": 0, "y": 2}, "n": [1]}, {"a": {"x": 1}, "n": [5]})
@@ -78,11 +87,22 @@ def merge_documents(stored: Any, delta: Any, *, text_nodes: bool = False) -> Any
         if kinds <= _SCALARS:
             # Flat documents (the usual delta): one C-level merge, nothing to copy.
             return {**stored, **delta}
+    try:
+        return _merge(stored, delta, text_nodes)
+    except RecursionError:
+        raise DecodeError(
+            message_type,
+            None,
+            f"the document nests too deep to merge (decoded documents stop at {MAX_DEPTH})",
+        ) from None
+
+
+def _merge(stored: Any, delta: Any, text_nodes: bool) -> Any:
     if isinstance(stored, dict) and isinstance(delta, dict):
         merged = {k: copy_document(v) for k, v in stored.items()}
         for key, value in delta.items():
             if key in merged:
-                merged[key] = merge_documents(merged[key], value, text_nodes=text_nodes)
+                merged[key] = _merge(merged[key], value, text_nodes)
             else:
                 merged[key] = copy_document(value)
         if not text_nodes:

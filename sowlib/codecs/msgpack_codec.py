@@ -10,6 +10,7 @@ from typing import Any, Final
 import attrs
 import msgpack
 
+from sowlib.codecs.limits import MAX_DEPTH, check_depth
 from sowlib.codecs.merge import merge_documents
 from sowlib.errors import DecodeError, EncodeError
 
@@ -58,6 +59,12 @@ def _key_text(key: Any) -> str:
 _SLOW_MARKERS = bytes(b for b in range(256) if b not in (0xC4, 0xC5, 0xC6, 0xC7, 0xD6, 0xD7))
 
 
+# Every byte except the ones that start a map or an array (fixmap, fixarray, array
+# 16/32, map 16/32): what is left after deleting these bounds the number of containers,
+# so a message with at most MAX_DEPTH of them needs no depth walk.
+_NOT_CONTAINERS = bytes(b for b in range(256) if not (0x80 <= b <= 0x9F or 0xDC <= b <= 0xDF))
+
+
 @attrs.frozen
 class MsgpackCodec:
     """MessagePack maps; the wire format carries the types (spec §2.1, §15).
@@ -81,7 +88,9 @@ class MsgpackCodec:
 
         Raises:
             DecodeError: malformed or truncated data, trailing bytes (offset = where
-                they start), or a top level that is not a map.
+                they start), a top level that is not a map, or nesting deeper than
+                ``MAX_DEPTH`` (lengths and counts are checked against the bytes
+                present before anything is allocated).
         """
         if not isinstance(data, bytes | bytearray | memoryview):
             raise DecodeError("msgpack", data, f"expected bytes, got {type(data).__name__}")
@@ -103,6 +112,8 @@ class MsgpackCodec:
             raise DecodeError("msgpack", data, str(exc) or type(exc).__name__) from None
         if type(doc) is not dict:
             raise DecodeError("msgpack", data, f"top level is a {type(doc).__name__}, not a map", 0)
+        if len(raw.translate(None, _NOT_CONTAINERS)) > MAX_DEPTH:
+            check_depth(doc, "msgpack", data)
         return doc
 
     @staticmethod
@@ -128,5 +139,9 @@ class MsgpackCodec:
             raise EncodeError("msgpack", doc, str(exc) or type(exc).__name__) from None
 
     def merge(self, stored: Any, delta: Any) -> Any:
-        """Delta merge (see :func:`sowlib.codecs.merge.merge_documents`)."""
-        return merge_documents(stored, delta)
+        """Delta merge (see :func:`sowlib.codecs.merge.merge_documents`).
+
+        Raises:
+            DecodeError: a document nests deeper than ``MAX_DEPTH``.
+        """
+        return merge_documents(stored, delta, message_type="msgpack")

@@ -128,7 +128,9 @@ def get_codec(name: str, **options: Any) -> Codec:
         raise ConfigError("message_type", f"unknown message type {name!r} (known: {known})")
     try:
         codec = factory(**options)
-    except TypeError as exc:
+    except (TypeError, ValueError, ImportError) as exc:
+        if isinstance(exc, ConfigError):
+            raise
         raise ConfigError("message_type", f"bad options for {key!r}: {exc}") from None
     if not options:
         _DEFAULTS[key] = codec

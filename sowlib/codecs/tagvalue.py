@@ -203,7 +203,7 @@ class _TagValueCodec:
 
     def merge(self, stored: Any, delta: Any) -> Any:
         """Tags in the delta replace or add; order is stored order, then new tags."""
-        return merge_documents(stored, delta)
+        return merge_documents(stored, delta, message_type=self.name)
 
 
 @attrs.frozen

@@ -16,6 +16,7 @@ import attrs
 from lxml import etree
 
 from sowlib.codecs.infer import infer_scalar
+from sowlib.codecs.limits import MAX_DEPTH
 from sowlib.codecs.merge import merge_documents
 from sowlib.codecs.xml_batch import decode_flat_batch, decode_last_shape, remember_shape
 from sowlib.codecs.xml_render import render_document
@@ -50,6 +51,10 @@ class _Parsers(threading.local):
 
     def __init__(self) -> None:
         self.parser = hardened_parser()
+        # An element's attribute values in document order, in one pass: lxml's
+        # items()/values() look each value up by name, which is quadratic in the
+        # number of attributes (40,000 attributes took seconds).
+        self.attribute_values = etree.XPath("@*", smart_strings=False)
 
 
 _PARSERS = _Parsers()
@@ -93,14 +98,35 @@ def _local(tag: str) -> str:
     return tag if tag[0] != "{" else tag.rpartition("}")[2]
 
 
-def _element_value(el: Any) -> Any:
-    """Decode one element (see :class:`XmlCodec`); O(size of the subtree)."""
-    # el.items() and plain loops instead of el.attrib / helper calls: the walk costs
-    # more than the parse, and every proxy object lxml creates shows up (measured).
-    attributes = el.items()
+class _TooDeep(Exception):
+    """Raised out of the element walk past ``MAX_DEPTH``; ``decode`` reports it."""
+
+
+#: Above this many attributes an element's values are read in one pass (see _Parsers).
+_MANY_ATTRIBUTES = 16
+
+
+def _attributes(el: Any) -> list[tuple[str, str]]:
+    names = el.keys()
+    if len(names) <= _MANY_ATTRIBUTES:
+        return el.items()  # type: ignore[no-any-return]
+    return list(zip(names, _PARSERS.attribute_values(el), strict=True))
+
+
+def _element_value(el: Any, depth: int = 2) -> Any:
+    """Decode one element (see :class:`XmlCodec`); O(size of the subtree).
+
+    ``depth`` is the nesting level of the dict this element becomes (the root's
+    wrapper dict is level 1).
+    """
+    # Plain loops instead of el.attrib / helper calls: the walk costs more than the
+    # parse, and every proxy object lxml creates shows up (measured).
+    attributes = _attributes(el)
     if not attributes and not len(el):
         text = el.text
         return infer_scalar(text) if text else None
+    if depth > MAX_DEPTH:
+        raise _TooDeep
     node: dict[str, Any] = {}
     for name, value in attributes:
         node["@" + (name if name[0] != "{" else name.rpartition("}")[2])] = infer_scalar(value)
@@ -113,7 +139,7 @@ def _element_value(el: Any) -> Any:
             continue  # entity references cannot occur (no DTD), comments/PIs are removed
         if tag[0] == "{":
             tag = tag.rpartition("}")[2]  # identifiers use local names
-        value = _element_value(child)
+        value = _element_value(child, depth + 1)
         if tag not in node:
             node[tag] = value
         elif repeated is not None and tag in repeated:
@@ -233,7 +259,9 @@ class XmlCodec:
 
         Raises:
             DecodeError: malformed XML (offset from the parser's line/column), a
-                DOCTYPE or entity declaration (offset of ``<!``), or non-bytes input.
+                DOCTYPE or entity declaration (offset of ``<!``), nesting deeper than
+                ``MAX_DEPTH``, or non-bytes input. Work is linear in the input,
+                attributes included.
         """
         if not isinstance(data, bytes | bytearray | memoryview):
             raise DecodeError("xml", data, f"expected bytes, got {type(data).__name__}")
@@ -255,7 +283,12 @@ class XmlCodec:
             info: Any = root.getroottree().docinfo
             if info.doctype or info.internalDTD is not None:
                 raise DecodeError("xml", data, "DOCTYPE and entity declarations are not allowed")
-        return {_local(root.tag): _element_value(root)}
+        try:
+            return {_local(root.tag): _element_value(root)}
+        except _TooDeep:
+            raise DecodeError(
+                "xml", data, f"the document nests deeper than {MAX_DEPTH} levels (the limit)"
+            ) from None
 
     def decode_many(self, payloads: Sequence[bytes]) -> list[Any]:
         """Parse many messages, as calling :meth:`decode` on each does; O(total bytes).
@@ -298,4 +331,4 @@ class XmlCodec:
                 "delta_publish",
                 f"the delta's root element {list(delta)} differs from the stored {list(stored)}",
             )
-        return merge_documents(stored, delta, text_nodes=True)
+        return merge_documents(stored, delta, text_nodes=True, message_type="xml")
