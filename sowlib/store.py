@@ -559,12 +559,6 @@ class SowStore:
 
         return store_html(self)
 
-    def _repr_html_(self) -> str:
-        """Notebooks: the topics with their record counts and file sizes."""
-        from sowlib.display import store_html  # only notebooks need the HTML view
-
-        return store_html(self)
-
     def __repr__(self) -> str:
         mode = "readonly" if self.readonly else "writer"
         return f"<SowStore {self.path or '<memory>'} {mode} topics={len(self._topics)}>"
