@@ -7,6 +7,7 @@ only ``errors``; never ``expr`` or ``storage``.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from sowlib.errors import DecodeError
@@ -34,7 +35,7 @@ def document_depth(doc: Any, limit: int = MAX_DEPTH) -> int:
     while stack:
         node, depth = pop()
         if isinstance(node, dict):
-            children = node.values()
+            children: Iterable[Any] = node.values()
         elif isinstance(node, list | tuple):
             children = node
         else:

@@ -110,7 +110,8 @@ def _attributes(el: Any) -> list[tuple[str, str]]:
     names = el.keys()
     if len(names) <= _MANY_ATTRIBUTES:
         return el.items()  # type: ignore[no-any-return]
-    return list(zip(names, _PARSERS.attribute_values(el), strict=True))
+    values: list[str] = _PARSERS.attribute_values(el)  # type: ignore[assignment]
+    return list(zip(names, values, strict=True))
 
 
 def _element_value(el: Any, depth: int = 2) -> Any:
