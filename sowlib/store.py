@@ -354,6 +354,8 @@ class SowStore:
                 log: Any = MemoryLog(json.dumps(config.to_dict()).encode())
             else:
                 full = self._path_for(config)
+                if full in self._files:
+                    raise ConfigError("file_name", f"{full} already holds another topic")
                 with os_errors(full, "create the topic file"):
                     log = AppendLog(
                         full,

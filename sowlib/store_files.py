@@ -141,6 +141,8 @@ class TopicPattern:
 
     def fullmatch(self, name: str, deadline: float | None = None) -> bool:
         """Whether ``name`` fully matches, before ``deadline`` (default: one budget)."""
+        if not isinstance(name, str):
+            return False
         end = time.monotonic() + TOPIC_REGEX_SECONDS if deadline is None else deadline
         try:
             return (

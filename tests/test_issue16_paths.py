@@ -172,3 +172,19 @@ def test_issue16_pattern_topic_regex_from_a_file_is_bounded(tmp_path: Path) -> N
     )
     with SowStore.from_config(xml) as store, pytest.raises(SowError):
         store.topic("a" * 40 + "b")
+
+
+def test_issue16_two_topics_cannot_share_one_file(tmp_path: Path) -> None:
+    with SowStore(tmp_path / "s") as store:
+        store.create_topic("a", file_name="x.sow")
+        with pytest.raises(ConfigError):
+            store.create_topic("b", file_name="x.sow")
+
+
+def test_issue16_topic_lookup_with_a_non_text_name_is_unknown_topic() -> None:
+    xml = (
+        "<SOW><Topic><Name>p</Name><MessageType>json</MessageType><Pattern>p.*</Pattern>"
+        "<Durability>transient</Durability><Key>/id</Key></Topic></SOW>"
+    )
+    with SowStore.from_config(xml) as store, pytest.raises(KeyError):
+        store.topic(5)  # type: ignore[arg-type]

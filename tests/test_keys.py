@@ -13,7 +13,9 @@ from sowlib.keys import (
     ChainingKeyGenerator,
     ContentKeyGenerator,
     describe_generator,
+    generator_name_conflict,
     load_key_generator,
+    stored_key_generator,
     validate_user_key,
 )
 
@@ -130,3 +132,43 @@ def test_generators_round_trip_through_their_description() -> None:
 def test_bad_generator_descriptions_raise_config_error(spec: dict[str, object]) -> None:
     with pytest.raises(ConfigError):
         load_key_generator(spec, domain="d", topic="d")
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"module": "subprocess:Popen", "options": {"args": "true", "shell": True}},
+        {"module": "os:system", "options": {}},
+        {"module": "chaining", "options": {"primary": "/Doc", "file_name": "/tmp/x"}},
+        {"module": "chaining", "options": {"primary": 5}},
+        {"module": "chaining", "options": "primary"},
+        {"module": None},
+        ["chaining"],
+    ],
+)
+def test_issue16_stored_descriptions_never_build_code_or_files(spec: object) -> None:
+    assert stored_key_generator(spec, domain="d", topic="d") is None
+
+
+def test_issue16_stored_chaining_description_rebuilds_from_plain_data() -> None:
+    g = ChainingKeyGenerator("/Doc", ["/Parent"], domain="d", topic="d", validation=True)
+    spec = describe_generator(g)
+    assert spec is not None
+    rebuilt = stored_key_generator(spec, domain="d", topic="d")
+    assert isinstance(rebuilt, ChainingKeyGenerator)
+    assert rebuilt.validation
+    assert rebuilt.file_name is None
+    assert rebuilt({"Doc": 4}) == g({"Doc": 4})
+
+
+def test_issue16_generator_name_conflict() -> None:
+    named = describe_generator(validate_user_key)
+    assert named is not None
+    assert generator_name_conflict(named, validate_user_key) is None
+    assert generator_name_conflict(named, describe_generator) is not None
+    assert generator_name_conflict(named, lambda doc: "k") is None  # unnamed: not checked
+    chaining = {"module": "chaining", "options": {"primary": "/Doc", "secondary": []}}
+    same = ChainingKeyGenerator("/Doc", domain="d", topic="d")
+    assert generator_name_conflict(chaining, same) is None
+    other = ChainingKeyGenerator("/X", domain="d", topic="d")
+    assert generator_name_conflict(chaining, other) is not None
