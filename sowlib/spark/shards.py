@@ -1,7 +1,8 @@
 """Sharded stores: one SOW store per shard (``shard-0000`` ...), each written by one Spark task.
 
 A record lives in shard ``shard_of(key values, N)``. Imports pyspark, ``sowlib.store``,
-``sowlib.paths``, ``sowlib.document`` and ``sowlib.errors``; never ``storage``.
+``sowlib.paths``, ``sowlib.document``, ``sowlib.errors``, ``sowlib.progress`` and
+``sowlib.spark.jobs``; never ``storage``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from pyspark.sql import functions as F
 from sowlib.document import canonical_text
 from sowlib.errors import ConfigError
 from sowlib.paths import parse_path
+from sowlib.progress import ProgressArg, reporter
+from sowlib.spark.jobs import run_with_progress
 from sowlib.store import SowStore
 
 __all__ = [
@@ -124,6 +127,7 @@ def write_sharded(
     keys: Sequence[str],
     message_type: str = "json",
     create_kwargs: Mapping[str, Any] | None = None,
+    progress: ProgressArg = None,
 ) -> list[str]:
     """Write ``df`` as a new sharded store: each row a JSON message, each shard one task.
 
@@ -144,6 +148,9 @@ def write_sharded(
         keys: the key field paths, e.g. ``["/orderId"]``.
         message_type: ``json`` (rows are written as JSON objects).
         create_kwargs: extra :meth:`SowStore.create_topic` arguments (indexes, ...).
+        progress: ``progress(done, total)`` over the job's Spark tasks (the total
+            grows as Spark submits stages), True for a tqdm bar, None for none
+            (:mod:`sowlib.progress`).
     Returns:
         The shard directories, in shard order.
     Raises:
@@ -159,6 +166,7 @@ def write_sharded(
     root = os.path.abspath(os.fspath(path))
     if is_sharded(root) or any(_SHARD.match(n) for n in _listdir(root)):
         raise ConfigError(root, "already holds a sharded store; remove it first")
+    rep = reporter(progress, desc=f"write_sharded {topic}", unit="tasks")
     os.makedirs(root, exist_ok=True)
     staging = os.path.join(root, f"_staging-{uuid.uuid4().hex}")
     os.makedirs(staging)
@@ -180,7 +188,11 @@ def write_sharded(
         yield _write_shard(staging, index, topic, create, (m for _, m in items))
 
     try:
-        pairs.mapPartitions(write_partition).collect()
+        job = pairs.mapPartitions(write_partition)
+        if progress is None or progress is False:
+            job.collect()
+        else:
+            run_with_progress(df.sparkSession.sparkContext, job.collect, rep)
         out = []
         for i in range(n):
             final = os.path.join(root, shard_name(i))
@@ -191,8 +203,10 @@ def write_sharded(
         with open(tmp, "w", encoding="utf-8") as fh:
             json.dump(manifest, fh)
         os.replace(tmp, os.path.join(root, MANIFEST))  # the manifest last: shards are complete
+        rep.update(rep.total or rep.done)
         return out
     finally:
+        rep.close()
         shutil.rmtree(staging, ignore_errors=True)
 
 

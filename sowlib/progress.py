@@ -1,0 +1,191 @@
+"""The ``progress=`` convention of long operations, and a tqdm bar where one helps.
+
+A long operation takes ``progress``: None or False (silent), True (a tqdm bar when
+tqdm is installed and the run is interactive), or a callable ``progress(done,
+total)`` (``total`` None when unknown). Imports only ``errors``; tqdm is optional.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sized
+from types import TracebackType
+from typing import Any, TypeVar
+
+from sowlib.errors import ConfigError
+
+__all__ = ["ProgressArg", "ProgressCallback", "Reporter", "interactive", "reporter", "track"]
+
+#: ``progress(done, total)``: ``done`` never decreases; ``total`` is None when unknown.
+ProgressCallback = Callable[[int, int | None], object]
+#: What a ``progress=`` argument accepts.
+ProgressArg = ProgressCallback | bool | None
+
+T = TypeVar("T")
+
+#: Seconds between two calls of the callback while an operation runs (the last
+#: call, with the final count, is always made).
+INTERVAL = 0.1
+
+
+def interactive() -> bool:
+    """Whether a person is watching: a notebook kernel, or a terminal on stderr, and not CI."""
+    if os.environ.get("CI"):
+        return False
+    if "ipykernel" in sys.modules:
+        return True
+    stream = sys.stderr
+    return stream is not None and hasattr(stream, "isatty") and stream.isatty()
+
+
+def _bar(total: int | None, desc: str, unit: str) -> Any:
+    """A tqdm bar, or None when tqdm is missing."""
+    try:
+        if "ipykernel" in sys.modules:
+            try:
+                from tqdm.notebook import tqdm
+            except ImportError:  # no ipywidgets: the text bar works in notebooks too
+                from tqdm import tqdm
+        else:
+            from tqdm import tqdm
+    except ImportError:
+        return None
+    return tqdm(total=total, desc=desc or None, unit=unit, leave=False, dynamic_ncols=True)
+
+
+class Reporter:
+    """Reports one operation's progress to a callback and/or a bar; a context manager.
+
+    ``update`` takes the absolute count, ``advance`` a step. Counts only grow and
+    never pass a known total; the callback is called at most every ``INTERVAL``
+    seconds, plus once at the start and once with the final count at :meth:`close`.
+    """
+
+    def __init__(
+        self,
+        callback: ProgressCallback | None,
+        bar: Any,
+        total: int | None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._callback = callback
+        self._bar = bar
+        self._clock = clock
+        self.total = total
+        self.done = 0
+        self._reported = -1
+        self._last = clock()
+        self._closed = False
+        self._emit()
+
+    def _emit(self) -> None:
+        if self._callback is not None and self.done != self._reported:
+            self._reported = self.done
+            self._callback(self.done, self.total)
+        self._last = self._clock()
+
+    def set_total(self, total: int | None) -> None:
+        """Change the total (e.g. once a scan knows it); never below ``done``."""
+        self.total = None if total is None else max(total, self.done)
+        if self._bar is not None:
+            self._bar.total = self.total
+            self._bar.refresh()
+
+    def update(self, done: int) -> None:
+        """Set the absolute count (a smaller count than before is ignored)."""
+        if self.total is not None:
+            done = min(done, self.total)
+        if done <= self.done:
+            return
+        if self._bar is not None:
+            self._bar.update(done - self.done)
+        self.done = done
+        if self._clock() - self._last >= INTERVAL:
+            self._emit()
+
+    def advance(self, step: int = 1) -> None:
+        """Add ``step`` to the count."""
+        self.update(self.done + step)
+
+    def close(self) -> None:
+        """Report the final count and remove the bar; idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._emit()
+        if self._bar is not None:
+            self._bar.close()
+
+    def __enter__(self) -> Reporter:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def reporter(
+    progress: ProgressArg, *, total: int | None = None, desc: str = "", unit: str = "records"
+) -> Reporter:
+    """The reporter for a ``progress=`` argument.
+
+    Args:
+        progress: None/False (silent), True (a tqdm bar when installed and
+            :func:`interactive`), or a callable ``(done, total)``.
+        total: the expected count, if known.
+        desc: the bar's label.
+        unit: what is counted.
+    Raises:
+        ConfigError: ``progress`` is none of those, or ``total`` is negative.
+
+    Example:
+        >>> seen = []
+        >>> with reporter(lambda d, t: seen.append((d, t)), total=2) as r:
+        ...     r.advance(); r.advance()
+        >>> seen[0], seen[-1]
+        ((0, 2), (2, 2))
+    """
+    if total is not None and (isinstance(total, bool) or not isinstance(total, int) or total < 0):
+        raise ConfigError("progress", f"total {total!r} is not a count")
+    if progress is None or progress is False:
+        return Reporter(None, None, total)
+    if progress is True:
+        bar = _bar(total, desc, unit) if interactive() else None
+        return Reporter(None, bar, total)
+    if callable(progress):
+        return Reporter(progress, None, total)
+    raise ConfigError(
+        "progress", f"{progress!r} is not None, a bool or a callable progress(done, total)"
+    )
+
+
+def track(
+    items: Iterable[T],
+    progress: ProgressArg,
+    *,
+    total: int | None = None,
+    desc: str = "",
+    unit: str = "records",
+) -> Iterator[T]:
+    """Yield ``items``, reporting one step per item; the total is ``len(items)`` when known.
+
+    Raises:
+        ConfigError: a bad ``progress`` (see :func:`reporter`).
+    """
+    if total is None and isinstance(items, Sized):
+        total = len(items)
+    # made now, not at the first item: a bad ``progress`` fails at the call
+    return _tracked(items, reporter(progress, total=total, desc=desc, unit=unit))
+
+
+def _tracked(items: Iterable[T], rep: Reporter) -> Iterator[T]:
+    with rep:
+        for item in items:
+            yield item
+            rep.advance()
