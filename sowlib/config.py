@@ -283,28 +283,77 @@ class TopicConfig:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any], key_generator: object = None) -> TopicConfig:
-        """Inverse of :meth:`to_dict`; the caller supplies the generator object."""
+        """Inverse of :meth:`to_dict`; the caller supplies the generator object.
+
+        ``data`` comes from a file, so every field's type is checked: a damaged or
+        planted header is a ``ConfigError``, never a config that fails later.
+
+        Raises:
+            ConfigError: a missing field or a value of the wrong kind.
+        """
         try:
+            if not isinstance(data, Mapping):
+                raise TypeError(f"expected a mapping, got {type(data).__name__}")
+            name, message_type = data["name"], data["message_type"]
+            if not isinstance(name, str) or not name:
+                raise TypeError(f"name {name!r} is not text")
+            if not isinstance(message_type, str) or not message_type:
+                raise TypeError(f"message_type {message_type!r} is not text")
+            options = data.get("options") or {}
+            if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
+                raise TypeError("options is not a mapping of names")
+            if data["durability"] not in DURABILITIES:
+                raise ValueError(f"durability {data['durability']!r}")
+            auto_compact = data.get("auto_compact")
+            if auto_compact is not None and not 0 < _number(auto_compact) < 1:
+                raise ValueError(f"auto_compact {auto_compact!r}")
+            slab_size = data["slab_size"]
+            if type(slab_size) is not int or slab_size < 4096:
+                raise ValueError(f"slab_size {slab_size!r}")
             return cls(
-                name=data["name"],
-                message_type=data["message_type"],
-                keys=tuple(data["keys"]),
-                key_domain=data["key_domain"],
+                name=name,
+                message_type=message_type,
+                keys=_paths(_list(data["keys"]), "keys"),
+                key_domain=_text_or_none(data["key_domain"], "key_domain"),
                 key_generator=key_generator,
                 durability=data["durability"],
                 expiration_enabled=bool(data["expiration_enabled"]),
-                default_ttl=data["default_ttl"],
-                slab_size=int(data["slab_size"]),
-                hash_indexes=tuple(tuple(h) for h in data["hash_indexes"]),
-                indexes=tuple(data["indexes"]),
-                history_window=data["history_window"],
-                history_granularity=float(data["history_granularity"]),
-                file_name=data.get("file_name"),
-                auto_compact=data.get("auto_compact"),
-                options=dict(data.get("options") or {}),
+                default_ttl=_number_or_none(data["default_ttl"]),
+                slab_size=slab_size,
+                hash_indexes=_hash_indexes(_list(data["hash_indexes"])),
+                indexes=_paths(_list(data["indexes"]), "indexes"),
+                history_window=_number_or_none(data["history_window"]),
+                history_granularity=_number(data["history_granularity"]),
+                file_name=_text_or_none(data.get("file_name"), "file_name"),
+                auto_compact=auto_compact,
+                options=dict(options),
             )
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, ConfigError) as exc:
             raise ConfigError("stored topic config", f"unreadable: {exc!r}") from None
+
+
+def _list(value: object) -> list[Any]:
+    if not isinstance(value, list):
+        raise TypeError(f"{value!r} is not a list")
+    return value
+
+
+def _text_or_none(value: object, where: str) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"{where} {value!r} is not text")
+    return value
+
+
+def _number(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise TypeError(f"{value!r} is not a number")
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"{value!r} is not a finite non-negative number")
+    return float(value)
+
+
+def _number_or_none(value: object) -> float | None:
+    return None if value is None else _number(value)
 
 
 def _check_name(name: object) -> None:

@@ -173,8 +173,8 @@ class SowStore:
         # log must be opened once, with the topic's own sync and slab settings.
         try:
             config = TopicConfig.from_dict(json.loads(read_header(full).meta))
-        except (ValueError, TypeError) as exc:
-            raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from exc
+        except (ValueError, TypeError, RecursionError) as exc:
+            raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from None
         generator = self._generator_for(config)
         # One pause for the recovery walk and the key map built from it: the
         # walk's tuples are dropped before the collector could look at them.

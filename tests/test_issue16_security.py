@@ -17,7 +17,7 @@ import pytest
 from sowlib import ChainingKeyGenerator, SowStore
 from sowlib.cli import main
 from sowlib.config import TopicConfig
-from sowlib.errors import ConfigError, TopicExistsError
+from sowlib.errors import ConfigError, SowError, TopicExistsError
 from sowlib.storage import AppendLog
 from sowlib.store_files import topic_file_name
 
@@ -195,3 +195,40 @@ def test_issue16_xml_config_is_trusted_to_name_a_generator(tmp_path: Path) -> No
         assert store.topic("orders").publish({"id": 3}).sow_key == "o3"
     with SowStore.from_config(xml, base_dir=store_dir) as store:  # reopen: re-attached
         assert store.topic("orders").publish({"id": 3}).inserted is False
+
+
+def plant_meta(store_dir: Path, meta: bytes) -> None:
+    store_dir.mkdir(parents=True, exist_ok=True)
+    AppendLog(store_dir / topic_file_name("bad", "json"), meta=meta).close()
+
+
+def good_meta(**changes: Any) -> bytes:
+    data = TopicConfig.make("bad", keys=["/id"]).to_dict()
+    data.update(changes)
+    return json.dumps(data).encode()
+
+
+@pytest.mark.parametrize(
+    "meta",
+    [
+        b"[" * 100_000 + b"]" * 100_000,
+        b"\xff\xfe",
+        b"[]",
+        good_meta(name=5),
+        good_meta(keys="/id"),
+        good_meta(keys=[5]),
+        good_meta(hash_indexes=[[]]),
+        good_meta(slab_size=1.5),
+        good_meta(durability="forever"),
+        good_meta(options=[1]),
+        good_meta(default_ttl="soon"),
+        good_meta(history_window=float("inf")),
+        good_meta(file_name=7),
+    ],
+    ids=lambda m: repr(m[:30]),
+)
+def test_issue16_a_planted_header_is_a_sow_error(tmp_path: Path, meta: bytes) -> None:
+    plant_meta(tmp_path / "s", meta)
+    for readonly in (False, True):
+        with pytest.raises(SowError):
+            SowStore(tmp_path / "s", readonly=readonly)
