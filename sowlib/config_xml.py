@@ -1,7 +1,8 @@
 """AMPS XML configuration: read ``<SOW><Topic>`` blocks into :class:`TopicConfig`, and back.
 
 Parsing is hardened (no DTD, no entities, no network; a DOCTYPE is rejected).
-Imports only ``errors``, ``paths``, ``units`` and ``config``; never ``topic`` or ``keys``.
+Imports only ``errors``, ``paths``, ``units``, ``config`` and ``store_files``; never
+``topic`` or ``keys``.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from sowlib.codecs.xml_codec import hardened_parser
 from sowlib.config import DURABILITIES, TopicConfig
 from sowlib.errors import ConfigError, FieldPathError
 from sowlib.paths import parse_path
+from sowlib.store_files import TopicPattern
 from sowlib.units import parse_count, parse_duration, parse_size
 
 __all__ = ["AMPS_VERSION", "IGNORED_SOW_ELEMENTS", "load_xml_config", "topic_to_xml"]
@@ -289,10 +291,7 @@ def _topic(element: Any, where: str, env: _Env, base: Path | None) -> TopicConfi
         options["key_generator"] = _key_generator(kid, path, env)
     pattern = text("Pattern")
     if pattern is not None:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            raise ConfigError(at("Pattern"), f"not a regular expression: {exc}") from None
+        TopicPattern(pattern, at("Pattern"))  # a bad or over-long expression: ConfigError
         options["pattern"] = pattern
     recovery = text("RecoveryPoint")
     if recovery is not None:
