@@ -1,4 +1,5 @@
-"""The ``sowlib`` command: verify, dump, stats, query, publish, compact.
+"""The ``sowlib`` command: verify, dump, stats, publish, compact, and (in ``cli_data``)
+import, export, query, explain.
 
 Sits on top of ``store`` and ``storage``; nothing imports it.
 """
@@ -13,7 +14,9 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TextIO
 
+from sowlib.cli_data import add_commands, add_progress_option
 from sowlib.errors import SowError
+from sowlib.progress import reporter
 from sowlib.storage import AppendLog, RecordKind
 from sowlib.storage.recovery import verify
 from sowlib.store import SowStore
@@ -43,18 +46,24 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
         print(f"no .sow files under {args.target}", file=out)
         return 1
     status = 0
-    for path in files:
-        report = verify(path, repair=args.repair)
-        state = "ok" if report.ok else "CORRUPT"
-        print(
-            f"{path}: {state} records={report.records} last_seq={report.last_seq}"
-            f" corrupt_offsets={list(report.corrupt_offsets)} torn_tail={report.torn_tail_bytes}"
-            + (f" repaired (backup {report.backup_path})" if report.repaired else ""),
-            file=out,
-        )
-        if not report.ok and not args.repair:
-            status = 1
+    sizes = [os.path.getsize(p) for p in files]
+    with reporter(bool(args.progress), total=sum(sizes), desc="verify", unit="B") as rep:
+        for path, size in zip(files, sizes, strict=True):
+            status = max(status, _verify_file(path, args, out))
+            rep.advance(size)
     return status
+
+
+def _verify_file(path: str, args: argparse.Namespace, out: TextIO) -> int:
+    report = verify(path, repair=args.repair)
+    state = "ok" if report.ok else "CORRUPT"
+    print(
+        f"{path}: {state} records={report.records} last_seq={report.last_seq}"
+        f" corrupt_offsets={list(report.corrupt_offsets)} torn_tail={report.torn_tail_bytes}"
+        + (f" repaired (backup {report.backup_path})" if report.repaired else ""),
+        file=out,
+    )
+    return 1 if not report.ok and not args.repair else 0
 
 
 def _cmd_dump(args: argparse.Namespace, out: TextIO) -> int:
@@ -99,16 +108,6 @@ def _cmd_stats(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _cmd_query(args: argparse.Namespace, out: TextIO) -> int:
-    with SowStore(args.directory, readonly=True) as store:
-        topic = store.topic(args.topic, args.message_type)
-        for rec in topic.sow(
-            args.filter, order_by=args.order_by, top_n=args.top_n, skip_n=args.skip_n
-        ):
-            print(rec.data.decode("utf-8", "replace"), file=out)
-    return 0
-
-
 def _cmd_publish(args: argparse.Namespace, out: TextIO) -> int:
     with SowStore(args.directory) as store:
         topic = store.topic(args.topic, args.message_type)
@@ -121,13 +120,14 @@ def _cmd_publish(args: argparse.Namespace, out: TextIO) -> int:
 
 def _cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
     with SowStore(args.directory) as store:
-        for topic in store.topics():
-            if args.topic and topic.name != args.topic:
-                continue
-            before = topic.stats()["used_bytes"]
-            topic.compact()
-            after = topic.stats()["used_bytes"]
-            print(f"{topic.name} ({topic.message_type}): {before} -> {after} bytes", file=out)
+        topics = [t for t in store.topics() if not args.topic or t.name == args.topic]
+        sizes = [int(t.stats()["used_bytes"]) for t in topics]
+        with reporter(bool(args.progress), total=sum(sizes), desc="compact", unit="B") as rep:
+            for topic, before in zip(topics, sizes, strict=True):
+                topic.compact()
+                after = topic.stats()["used_bytes"]
+                print(f"{topic.name} ({topic.message_type}): {before} -> {after} bytes", file=out)
+                rep.advance(before)
     return 0
 
 
@@ -138,6 +138,7 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("verify", help="check every record of a store or file")
     p.add_argument("target", help="a store directory or a .sow file")
     p.add_argument("--repair", action="store_true", help="salvage every intact record")
+    add_progress_option(p)
     p.set_defaults(run=_cmd_verify)
 
     p = sub.add_parser("dump", help="print the records of a .sow file")
@@ -152,26 +153,19 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("directory")
     p.set_defaults(run=_cmd_stats)
 
-    for name, run, help_text in (
-        ("query", _cmd_query, "print the records matching an AMPS filter"),
-        ("publish", _cmd_publish, "publish messages (arguments or stdin lines)"),
-    ):
-        p = sub.add_parser(name, help=help_text)
-        p.add_argument("directory")
-        p.add_argument("topic")
-        p.add_argument("--message-type", default=None)
-        if name == "query":
-            p.add_argument("filter", nargs="?", default=None)
-            p.add_argument("--order-by", default=None)
-            p.add_argument("--top-n", type=int, default=None)
-            p.add_argument("--skip-n", type=int, default=None)
-        else:
-            p.add_argument("messages", nargs="*")
-        p.set_defaults(run=run)
+    p = sub.add_parser("publish", help="publish messages (arguments or stdin lines)")
+    p.add_argument("directory")
+    p.add_argument("topic")
+    p.add_argument("--message-type", default=None)
+    p.add_argument("messages", nargs="*")
+    p.set_defaults(run=_cmd_publish)
+
+    add_commands(sub)
 
     p = sub.add_parser("compact", help="rewrite topic files with only live records")
     p.add_argument("directory")
     p.add_argument("--topic", default=None)
+    add_progress_option(p)
     p.set_defaults(run=_cmd_compact)
     return parser
 
