@@ -57,9 +57,12 @@ def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
 def _verify_file(path: str, args: argparse.Namespace, out: TextIO) -> int:
     report = verify(path, repair=args.repair)
     state = "ok" if report.ok else "CORRUPT"
+    at = report.open_error_offset
+    opens = "yes" if at is None else f"no (CorruptRecordError at byte {at})"
     print(
         f"{path}: {state} records={report.records} last_seq={report.last_seq}"
         f" corrupt_offsets={list(report.corrupt_offsets)} torn_tail={report.torn_tail_bytes}"
+        f" committed_end={report.committed_end} opens={opens}"
         + (f" repaired (backup {report.backup_path})" if report.repaired else ""),
         file=out,
     )
