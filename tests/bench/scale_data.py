@@ -69,26 +69,36 @@ _TEMPLATE = (
 def _chunk(n: int, index: int, size: int) -> list[bytes]:
     rng = random.Random(f"{SEED}:{index}")
     start = index * size
-    rand, randrange = rng.random, rng.randrange
-    return [
-        (
-            _TEMPLATE
-            % (
-                order_id,
-                randrange(SYMBOLS),
-                1.0 + rand() * 499.0,
-                randrange(1, 10_001),
-                "B" if rand() < 0.5 else "S",
-                randrange(100_000),
-                randrange(2_000),
-                _REGIONS[randrange(4)],
-                _VENUES[randrange(8)],
-                _STATUS[randrange(4)],
-                _BASE_TS + order_id * 7,
-            )
-        ).encode()
-        for order_id in range(start, min(n, start + size))
-    ]
+    rand, bits = rng.random, rng.getrandbits
+    return [_render(order_id, rand(), bits(64)) for order_id in range(start, min(n, start + size))]
+
+
+def _render(order_id: int, price: float, r: int) -> bytes:
+    # One 64-bit draw gives every discrete field (mixed radix; the bias is negligible).
+    r, symbol = divmod(r, SYMBOLS)
+    r, qty = divmod(r, 10_000)
+    r, side = divmod(r, 2)
+    r, account = divmod(r, 100_000)
+    r, trader = divmod(r, 2_000)
+    r, region = divmod(r, 4)
+    r, venue = divmod(r, 8)
+    status = r % 4
+    return (
+        _TEMPLATE
+        % (
+            order_id,
+            symbol,
+            1.0 + price * 499.0,
+            qty + 1,
+            "BS"[side],
+            account,
+            trader,
+            _REGIONS[region],
+            _VENUES[venue],
+            _STATUS[status],
+            _BASE_TS + order_id * 7,
+        )
+    ).encode()
 
 
 def chunks(n: int, size: int = CHUNK) -> Iterator[list[bytes]]:
