@@ -17,10 +17,13 @@ PYTHON = f"{sys.version_info.major}.{sys.version_info.minor}"
 def _lint(session: nox.Session) -> None:
     session.run("ruff", "check", "sowlib", "tests", "examples", "noxfile.py")
     session.run("ruff", "format", "--check", "sowlib", "tests", "examples", "noxfile.py")
+    session.run("ruff", "check", "pyspark_sowlib.py")
+    session.run("ruff", "format", "--check", "pyspark_sowlib.py")
 
 
 def _typecheck(session: nox.Session) -> None:
     session.run("mypy", "--strict", "sowlib")
+    session.run("mypy", "--strict", "pyspark_sowlib.py")
     # Benchmarks import their helpers as top-level modules (they run as scripts too).
     session.run("mypy", "--exclude", "tests/bench", "tests")
 
@@ -80,6 +83,14 @@ def _spark(session: nox.Session) -> None:
     )
 
 
+def _notebook(session: nox.Session) -> None:
+    # PYTHONPATH: the checkout's top-level pyspark_sowlib module must be visible to the
+    # pkgutil scan of Spark's workers, which an editable install's import hook is not.
+    root = os.path.dirname(os.path.abspath(__file__))
+    env = {**spark_worker_env(session), "PYTHONPATH": root}
+    session.run("python", "tests/run_notebook.py", "examples/notebook.ipynb", env=env)
+
+
 @nox.session(python=PYTHON)
 def lint(session: nox.Session) -> None:
     """ruff check and ruff format --check."""
@@ -120,6 +131,13 @@ def spark(session: nox.Session) -> None:
     """pytest -m spark against a local SparkSession (needs Java 17)."""
     session.install("-e", ".[test,spark]")
     _spark(session)
+
+
+@nox.session(python=PYTHON)
+def notebook(session: nox.Session) -> None:
+    """Execute examples/notebook.ipynb headless (nbclient); every cell must run."""
+    session.install("-e", ".[notebook,spark]")
+    _notebook(session)
 
 
 @nox.session(python=PYTHON)
@@ -166,3 +184,4 @@ def ci(session: nox.Session) -> None:
     _docs(session)
     _examples(session)
     _spark(session)
+    _notebook(session)
