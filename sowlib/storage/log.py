@@ -19,6 +19,7 @@ from sowlib.errors import (
     CorruptRecordError,
     FormatVersionError,
     ReadOnlyError,
+    StoreNotFoundError,
     StorePathError,
     UnsupportedOperationError,
 )
@@ -95,7 +96,10 @@ class AppendLog(LogReader):
         sync: flush after every append / append_many.
         fs: the durability seam (tests inject failures).
     Raises:
-        FileNotFoundError: the file does not exist and cannot be created (read-only, no meta).
+        StoreNotFoundError: the file does not exist and cannot be created (read-only, no
+            meta); also a ``FileNotFoundError``.
+        StorePathError: the file cannot be opened (permissions, a symlink...).
+        StoreFullError: no room to create the file or reserve its blocks.
         FormatVersionError: not a sowlib log, or an unknown version.
         CorruptRecordError: a damaged record has intact records after it (offset given).
         StoreLockedError: another writer has the file open.
@@ -146,7 +150,7 @@ class AppendLog(LogReader):
         try:
             self._fd = os.open(self.path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
         except FileNotFoundError:
-            raise FileNotFoundError(errno.ENOENT, "no sowlib log here", self.path) from None
+            raise StoreNotFoundError(self.path) from None
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 reason = "it is a symlink (refused: a log is never followed)"
@@ -173,9 +177,17 @@ class AppendLog(LogReader):
             with os_errors(self.path, "reserve space for", st.st_size):
                 self._fs.allocate(self._fd, 0, st.st_size)
         access = mmap.ACCESS_READ if self.readonly else mmap.ACCESS_WRITE
-        mm = self._mm = mmap.mmap(self._fd, st.st_size, access=access)
+        with os_errors(self.path, "map"):
+            mm = self._mm = mmap.mmap(self._fd, st.st_size, access=access)
         self._size, self._ino = st.st_size, (st.st_dev, st.st_ino)
         header = decode_header(mm, st.st_size, self.path)
+        if header.committed > self._size:
+            # A live writer grew the file and committed past the size seen above; the file
+            # only grows, so it now covers the committed end.
+            st = os.fstat(self._fd)
+            with os_errors(self.path, "map"):
+                mm = self._mm = mmap.mmap(self._fd, st.st_size, access=access)
+            self._size = st.st_size
         self._use_header(header)
         ckpt = read_checkpoint(self._fs, self.path, mm, self._size, header, not self.readonly)
         if ckpt is not None:
@@ -253,7 +265,8 @@ class AppendLog(LogReader):
             raise storage_error(exc, self.path, "grow", size - old) from exc
         # The old map is not closed: a suspended scan() may still read from it; it is
         # unmapped when its last reference goes.
-        mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_WRITE)
+        with os_errors(self.path, "map"):
+            mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_WRITE)
         self._size = size
         return mm
 

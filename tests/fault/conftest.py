@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import errno
 import json
+import mmap
 import os
 import shutil
 from pathlib import Path
@@ -36,7 +37,7 @@ def clock() -> float:
 def build_small_store(path: Path) -> None:
     """A closed store with every record shape: PUTs, overwrites, tombstones in the middle and
     last, an expiration, a correlation id, a text key, a batch; two topics."""
-    with SowStore(path, clock=clock) as store:
+    with SowStore(path, clock=clock, fs=NO_SYNC) as store:
         orders = store.create_topic("orders", keys=["/id"], slab_size=4096, expiration="enabled")
         for i in range(1, 7):
             orders.publish({"id": i, "px": i * 10})
@@ -89,7 +90,24 @@ def restore(path: Path, files: dict[str, bytes]) -> None:
         (path / name).write_bytes(data)
 
 
-class FullDisk(FileSystem):
+class NoSync(FileSystem):
+    """fsync, msync and directory fsync do nothing: these tests kill processes or damage
+    files, never the power, so the page cache is the truth and the suite stays fast."""
+
+    def fsync(self, fd: int) -> None:
+        pass
+
+    def msync(self, mm: mmap.mmap, offset: int, size: int) -> None:
+        pass
+
+    def fsync_dir(self, directory: str) -> None:
+        pass
+
+
+NO_SYNC = NoSync()
+
+
+class FullDisk(NoSync):
     """A file system with ``room`` bytes left: reserving or writing past it is ENOSPC.
 
     ``room=None`` means unlimited; the budget counts every reservation and temp-file write.

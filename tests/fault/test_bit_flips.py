@@ -22,6 +22,7 @@ from sowlib.storage import verify
 
 from .conftest import (
     FULL,
+    NO_SYNC,
     SEED,
     Snapshot,
     Tally,
@@ -35,7 +36,7 @@ from .conftest import (
 
 pytestmark = pytest.mark.fault
 
-CI_FLIPS = 500
+CI_FLIPS = 400
 """Flips in the CI sample (each goes through the four openers)."""
 TAIL_SAMPLE = 48
 """Bytes of each log's zero tail in the population (the tail is mostly zeros)."""
@@ -48,7 +49,7 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, bytes]
     path = tmp_path_factory.mktemp("pristine") / "store"
     build_small_store(path)
     files = store_files(path)
-    with SowStore(path, readonly=True, clock=clock) as store:
+    with SowStore(path, readonly=True, clock=clock, fs=NO_SYNC) as store:
         model = snapshot(store)
     return files, model
 
@@ -82,7 +83,7 @@ def _judge(got: Snapshot, model: Snapshot) -> str:
 
 
 def _writer(path: Path, model: Snapshot, seqs: dict[str, int]) -> str:
-    with SowStore(path, clock=clock) as store:
+    with SowStore(path, clock=clock, fs=NO_SYNC) as store:
         got = snapshot(store)
         if got == model:
             top = max(seqs.values())
@@ -91,23 +92,25 @@ def _writer(path: Path, model: Snapshot, seqs: dict[str, int]) -> str:
                 return "reused seq"
             store.topic("orders").sow_delete_by_keys(store.topic("orders").key_for({"id": 99}))
     if got == model:
-        with SowStore(path, clock=clock) as store:  # what the writer left opens the same
+        with SowStore(
+            path, clock=clock, fs=NO_SYNC
+        ) as store:  # what the writer left opens the same
             got = snapshot(store)
     return _judge(got, model)
 
 
 def _reader(path: Path, model: Snapshot, seqs: dict[str, int]) -> str:
-    with SowStore(path, readonly=True, clock=clock) as store:
+    with SowStore(path, readonly=True, clock=clock, fs=NO_SYNC) as store:
         return _judge(snapshot(store), model)
 
 
 def _compact(path: Path, model: Snapshot, seqs: dict[str, int]) -> str:
-    with SowStore(path, clock=clock) as store:
+    with SowStore(path, clock=clock, fs=NO_SYNC) as store:
         for topic in store.topics():
             topic.compact()
         got = snapshot(store)
     if got == model:
-        with SowStore(path, clock=clock) as store:
+        with SowStore(path, clock=clock, fs=NO_SYNC) as store:
             got = snapshot(store)
     return _judge(got, model)
 
@@ -118,7 +121,7 @@ def _verify(path: Path, model: Snapshot, seqs: dict[str, int]) -> str:
     predicted_failure = any(r.open_error_offset is not None for r in reports)
     damaged = [r for r in reports if not r.ok]
     try:
-        store = SowStore(path, clock=clock)
+        store = SowStore(path, clock=clock, fs=NO_SYNC)
     except SowError:
         opened = False
     else:
@@ -129,10 +132,10 @@ def _verify(path: Path, model: Snapshot, seqs: dict[str, int]) -> str:
     if damaged:
         for r in damaged:
             verify(r.path, repair=True)
-        with SowStore(path, clock=clock) as store:  # a repaired store opens
+        with SowStore(path, clock=clock, fs=NO_SYNC) as store:  # a repaired store opens
             snapshot(store)
         return "detected"
-    with SowStore(path, clock=clock) as store:
+    with SowStore(path, clock=clock, fs=NO_SYNC) as store:
         return _judge(snapshot(store), model)
 
 

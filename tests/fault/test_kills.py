@@ -27,7 +27,7 @@ from sowlib import SowStore
 from sowlib.errors import SowError
 from sowlib.storage import FileSystem
 
-from .conftest import FULL, SEED, Tally
+from .conftest import FULL, NO_SYNC, SEED, NoSync, Tally
 
 pytestmark = [pytest.mark.fault, pytest.mark.slow]
 
@@ -39,7 +39,7 @@ IDS = BATCH
 STEPS = ("fsync", "rename", "write", "allocate", "fsync_dir", "timer")
 
 
-class KillAt(FileSystem):
+class KillAt(NoSync):
     """Kills its own process at the ``at``-th call of ``step``."""
 
     def __init__(self, step: str, at: int) -> None:
@@ -118,7 +118,7 @@ def _run_child(path: Path, first: int, step: str, at: int, delay: float) -> list
     if pid == 0:  # the child: never returns into the test runner
         try:
             os.close(read_fd)
-            fs = FileSystem() if step == "timer" else KillAt(step, at)
+            fs = NO_SYNC if step == "timer" else KillAt(step, at)
             _child(path, first, 16, fs, write_fd)
         finally:
             os._exit(0)
@@ -166,10 +166,10 @@ def test_issue16_sigkill_anywhere_loses_nothing_acknowledged(tmp_path: Path) -> 
         if not path.exists():
             continue  # killed before the store directory existed
         try:
-            with SowStore(path, readonly=True) as reader:
+            with SowStore(path, readonly=True, fs=NO_SYNC) as reader:
                 names = [t.name for t in reader.topics()]
                 got = _values(reader.topic("t")) if "t" in names else {}
-            with SowStore(path) as writer:
+            with SowStore(path, fs=NO_SYNC) as writer:
                 names = [t.name for t in writer.topics()]
                 if "t" in names:
                     writer.topic("t").check()
