@@ -7,10 +7,13 @@ history window, honouring the granularity. Imports ``query`` and ``index`` types
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import attrs
+
+from sowlib.index.types import Key
+from sowlib.paths import FieldPath
 
 __all__ = ["History", "Version"]
 
@@ -36,9 +39,9 @@ class History:
 
     window: float
     granularity: float = 0.0
-    _versions: dict[str, list[Version]] = attrs.field(factory=dict)
+    _versions: dict[Key, list[Version]] = attrs.field(factory=dict)
 
-    def add(self, key: str, version: Version) -> None:
+    def add(self, key: Key, version: Version) -> None:
         """Record a new current version (or deletion) of ``key``."""
         versions = self._versions.setdefault(key, [])
         if (
@@ -73,7 +76,7 @@ class History:
 
     def as_of(
         self, seq: int | None, timestamp: float | None, now: float
-    ) -> Iterator[tuple[str, Version]]:
+    ) -> Iterator[tuple[Key, Version]]:
         """Yield ``(key, version)`` live at that point: the newest version with
         ``seq``/``timestamp`` at or before it that is not a deletion. A time
         before the window yields nothing."""
@@ -114,27 +117,27 @@ class HistoricalSource:
     def __init__(
         self,
         topic: Any,
-        versions: Sequence[tuple[str, Version]],
-        make_record: Callable[[str, Version], Any],
+        versions: Sequence[tuple[Key, Version]],
+        make_record: Callable[[Key, Version], Any],
     ) -> None:
         from sowlib.index import IndexSet  # local: history sits beside topic, below query
 
         self._topic = topic
         self._versions = dict(versions)
         self._make = make_record
-        self._records: dict[str, Any] = {}
+        self._records: dict[Key, Any] = {}
         self.name = topic.name
         self.message_type = topic.message_type
         self.key_fields = topic.key_fields
         self.indexes = IndexSet(topic.key_fields, (), ())
 
-    def keys(self) -> Iterator[str]:
+    def keys(self) -> Iterator[Key]:
         return iter(self._versions)
 
     def __len__(self) -> int:
         return len(self._versions)
 
-    def record(self, key: str) -> Any:
+    def record(self, key: Key) -> Any:
         if key not in self._versions:
             return None
         rec = self._records.get(key)
@@ -142,15 +145,26 @@ class HistoricalSource:
             rec = self._records[key] = self._make(key, self._versions[key])
         return rec
 
-    def doc(self, key: str) -> Any:
+    def doc(self, key: Key) -> Any:
         rec = self.record(key)
         return None if rec is None else rec.doc
 
-    def key_for_values(self, values: Sequence[Any]) -> str | None:
+    def docs(self, keys: Iterable[Key]) -> Iterator[tuple[Key, Any]]:
+        for key in keys:
+            rec = self.record(key)
+            if rec is not None:
+                yield key, rec.doc
+
+    def field_values(self, path: FieldPath) -> Iterator[tuple[Key, Any]]:
+        getter = path.getter
+        for key, doc in self.docs(list(self._versions)):
+            yield key, getter(doc)
+
+    def key_for_values(self, values: Sequence[Any]) -> Key | None:
         return self._topic.key_for_values(values)  # type: ignore[no-any-return]
 
     def encode(self, doc: Any) -> bytes:
         return self._topic.encode(doc)  # type: ignore[no-any-return]
 
-    def context(self, key: str) -> Any:
+    def context(self, key: Key) -> Any:
         return self._topic.context(key, self.record(key))

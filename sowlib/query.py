@@ -19,6 +19,7 @@ from sowlib.errors import FieldPathError, QueryOptionError
 from sowlib.expr import runtime
 from sowlib.index.indexset import IndexSet
 from sowlib.index.planner import FilterLike, Plan, plan
+from sowlib.index.types import Key
 from sowlib.paths import FieldPath, parse_path
 from sowlib.record import Record
 
@@ -57,19 +58,25 @@ class QuerySource(Protocol):
     key_fields: tuple[FieldPath, ...]
     indexes: IndexSet
 
-    def keys(self) -> Iterable[str]: ...
+    def keys(self) -> Iterable[Key]: ...
 
     def __len__(self) -> int: ...
 
-    def record(self, key: str) -> Record | None: ...
+    def record(self, key: Key) -> Record | None: ...
 
-    def doc(self, key: str) -> Any: ...
+    def doc(self, key: Key) -> Any: ...
 
-    def key_for_values(self, values: Sequence[Any]) -> str | None: ...
+    def docs(self, keys: Iterable[Key]) -> Iterable[tuple[Key, Any]]:
+        """``(key, document)`` of each live key of ``keys``, in order (read in batches)."""
+        ...
+
+    def field_values(self, path: FieldPath) -> Iterable[tuple[Key, Any]]: ...
+
+    def key_for_values(self, values: Sequence[Any]) -> Key | None: ...
 
     def encode(self, doc: Any) -> bytes: ...
 
-    def context(self, key: str) -> Any: ...
+    def context(self, key: Key) -> Any: ...
 
 
 # ----------------------------------------------------------------------------
@@ -412,39 +419,46 @@ _WALK_RATIO = 8
 def _matching(
     source: QuerySource,
     flt: QueryFilter | None,
-    keys: Iterable[str],
-    unsure: Collection[str] | None = None,
+    keys: Iterable[Key],
+    unsure: Collection[Key] | None = None,
     limit: int | None = None,
-) -> list[str]:
+) -> list[Key]:
     """The keys in ``keys`` whose document matches ``flt``, in order; at most ``limit``.
 
     With ``unsure`` (an exact plan) only those keys are tested and the others
-    pass untouched.
+    pass untouched. Documents stream from the source in batches and are dropped.
     """
     if flt is None or (unsure is not None and not unsure):
         return list(keys if limit is None else itertools.islice(keys, limit))
-    doc_of = source.doc
     matches = flt.matches
-    found: Iterable[str]
+    if unsure is not None:
+        keys = list(keys)
+        sure = [k for k in keys if k not in unsure]
+        if limit is not None and len(sure) >= limit:
+            return sure[:limit]
+        check = [k for k in keys if k in unsure]
+        if flt.uses_context:
+            context = source.context
+            tested = {k for k, d in source.docs(check) if matches(d, context(k))}
+        else:
+            tested = {k for k, d in source.docs(check) if matches(d)}
+        found_keys = [k for k in keys if k not in unsure or k in tested]
+        return found_keys if limit is None else found_keys[:limit]
+    pairs = source.docs(keys)
+    found: Iterable[Key]
     if flt.uses_context:
         context = source.context
-        found = (
-            k
-            for k in keys
-            if (unsure is not None and k not in unsure) or matches(doc_of(k), context(k))
-        )
-    elif unsure is not None:
-        found = (k for k in keys if k not in unsure or matches(doc_of(k)))
+        found = (k for k, d in pairs if matches(d, context(k)))
     elif limit is None:
-        return [k for k in keys if matches(doc_of(k))]
+        return [k for k, d in pairs if matches(d)]
     else:
-        found = (k for k in keys if matches(doc_of(k)))
+        found = (k for k, d in pairs if matches(d))
     return list(found if limit is None else itertools.islice(found, limit))
 
 
 def _candidates(
     source: QuerySource, flt: QueryFilter | None, found: Plan, limit: int | None = None
-) -> list[str]:
+) -> list[Key]:
     cands = found.candidates()
     keys = source.keys() if cands is None else cands
     return _matching(source, flt, keys, found.unsure() if found.exact else None, limit)
@@ -452,7 +466,7 @@ def _candidates(
 
 def _walk(
     source: QuerySource, flt: QueryFilter | None, found: Plan, order: OrderBy, need: int
-) -> list[str] | None:
+) -> list[Key] | None:
     """Matches in memo order until ``need`` are found (whole tie groups), or None.
 
     Only used when the first sort key has a memo index holding one scalar per
@@ -466,7 +480,7 @@ def _walk(
         return None
     allowed = found.candidates()
     allowed = None if allowed is None else set(allowed)
-    out: list[str] = []
+    out: list[Key] = []
     for group in memo.groups(descending=first.descending):
         keys = group if allowed is None else [k for k in group if k in allowed]
         out.extend(_matching(source, flt, keys))
@@ -475,7 +489,7 @@ def _walk(
     return out
 
 
-def _ordered(source: QuerySource, keys: list[str], order: OrderBy, need: int | None) -> list[str]:
+def _ordered(source: QuerySource, keys: list[Key], order: OrderBy, need: int | None) -> list[Key]:
     """``keys`` in ``order`` (ties by SOW key ascending), the first ``need`` of them.
 
     Sorts on native component tuples: by SOW key first, then one stable sort
@@ -484,8 +498,8 @@ def _ordered(source: QuerySource, keys: list[str], order: OrderBy, need: int | N
     is at least as good as the ``need``-th best are sorted.
     Complexity: O(m log m) for m keys, O(m log need) when few tie at the cut.
     """
-    doc_of = source.doc
-    docs = {k: doc_of(k) for k in keys}
+    docs = dict(source.docs(keys))
+    keys = [k for k in keys if k in docs]
     first = order.keys[0]
     if need is not None and need < len(keys):
         plain = first.plain
@@ -496,7 +510,7 @@ def _ordered(source: QuerySource, keys: list[str], order: OrderBy, need: int | N
         else:
             cut = heapq.nsmallest(need, comps.values())[-1]
             keys = [k for k, c in comps.items() if c <= cut]
-    keys = sorted(keys)
+    keys = sorted(keys, key=str)  # SOW key text order (content keys are ints)
     runs = [(d, list(t)) for d, t in itertools.groupby(order.keys, lambda t: t.descending)]
     for descending, terms in reversed(runs):
         if len(terms) == 1:
@@ -508,7 +522,7 @@ def _ordered(source: QuerySource, keys: list[str], order: OrderBy, need: int | N
     return keys if need is None else keys[:need]
 
 
-def _results(source: QuerySource, keys: Iterable[str], select: SelectList | None) -> ResultSet:
+def _results(source: QuerySource, keys: Iterable[Key], select: SelectList | None) -> ResultSet:
     """The live records of ``keys``, projected by ``select``; O(1) per key."""
     record = source.record
     if select is None:
@@ -530,7 +544,7 @@ def run_query(
     source: QuerySource,
     flt: QueryFilter | None,
     options: QueryOptions | None = None,
-    sow_keys: Sequence[str] | None = None,
+    sow_keys: Sequence[Key] | None = None,
 ) -> ResultSet:
     """Run a SOW query: candidates -> filter -> order -> skip -> top -> select (spec §18.3).
 
@@ -563,7 +577,7 @@ def run_query(
     if keys is None:
         keys = _candidates(source, flt, found)
     if order is None:
-        keys.sort()
+        keys.sort(key=str)
         keys = keys[skip:] if need is None else keys[skip:need]
     else:
         keys = _ordered(source, keys, order, need)[skip:]
@@ -571,7 +585,7 @@ def run_query(
 
 
 def explain(
-    source: QuerySource, flt: QueryFilter | None, sow_keys: Sequence[str] | None = None
+    source: QuerySource, flt: QueryFilter | None, sow_keys: Sequence[Key] | None = None
 ) -> Plan:
     """The plan :func:`run_query` would use (builds memo indexes it needs, as a query would).
 

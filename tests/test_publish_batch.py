@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sowlib import SowStore
 from sowlib.codecs import JsonCodec
-from sowlib.errors import DecodeError, MissingKeyFieldError
+from sowlib.errors import DecodeError, MissingKeyFieldError, QueryOptionError
 from sowlib.keys import ContentKeyGenerator
 from sowlib.results import PublishResult, PublishResults
 
@@ -287,8 +287,8 @@ keyed_rows = st.lists(
 def test_rendered_batches_with_key_values_equal_publish_many(
     batches: list[list[tuple[Any, int]]], query_first: bool
 ) -> None:
-    # _publish_rendered (the Spark sink's call) hashes the given values instead of
-    # parsing the messages; whatever the values, the result is publish_many's.
+    # publish_many(key_values=) (the Spark sink's call) hashes the given values instead
+    # of parsing the messages; whatever the values, the result is publish_many's.
     clock = FakeClock()
     with SowStore(clock=clock) as one, SowStore(clock=clock) as many:
         a = one.create_topic("t", keys=["/id"])
@@ -306,7 +306,7 @@ def test_rendered_batches_with_key_values_equal_publish_many(
             except MissingKeyFieldError as exc:
                 expected = type(exc)
             try:
-                got: Any = b._publish_rendered(payloads, "id", values)
+                got: Any = b.publish_many(payloads, key_values=values)
             except MissingKeyFieldError as exc:
                 got = type(exc)
             assert got == expected
@@ -314,10 +314,14 @@ def test_rendered_batches_with_key_values_equal_publish_many(
             clock.advance(1.0)
 
 
-def test_rendered_values_of_another_field_are_not_used(any_store: Any) -> None:
+def test_key_values_need_one_value_per_message_and_tuples_for_several_fields(
+    any_store: Any,
+) -> None:
     t = any_store.create_topic("t", keys=["/id"])
-    results = t._publish_rendered([b'{"id": 1, "v": 2}'], "v", [2])
-    assert list(results) == [PublishResult(t.key_for('{"id": 1}'), 1, True)]
-    other = any_store.create_topic("u", keys=["/a", "/b"])  # no single top field
-    assert other._publish_rendered([b'{"a": 1, "b": 2}'], "a", [1])[0].inserted
+    with pytest.raises(QueryOptionError):
+        t.publish_many([b'{"id": 1, "v": 2}'], key_values=[1, 2])
+    assert len(t) == 0
+    other = any_store.create_topic("u", keys=["/a", "/b"])
+    assert other.publish_many([b'{"a": 1, "b": 2}'], key_values=[(1, 2)])[0].inserted
     assert other.get(other.key_for('{"a": 1, "b": 2}')) is not None
+    assert other.lookup(1, 2) == other.get(other.key_for('{"a": 1, "b": 2}'))

@@ -25,11 +25,11 @@ class TopicVsDict(TopicAgainstDict):
     @rule(data=st.data())
     def torn_write(self, data: st.DataObject) -> None:
         # A record that was never acknowledged: the writer dies mid-append.
-        path = Path(self.topic._log.path)
+        path = Path(self.topic.stats()["path"])
         # Right after the last record. (Not "the file without its trailing zero
         # bytes": a record may end in zero bytes, and the garbage then overwrote an
         # acknowledged record whenever the last checksum byte happened to be 0.)
-        end = self.topic._log.end_offset
+        end = self.topic.stats()["used_bytes"]
         self.store.close()
         blob = b'{"id": 1, "v": "never acknowledged"}' * 2
         cut = data.draw(st.integers(1, 40))

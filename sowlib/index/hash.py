@@ -14,6 +14,7 @@ from typing import Any
 
 import attrs
 
+from sowlib.index.types import Key
 from sowlib.index.values import Loose, as_paths, hash_texts, literal_texts
 from sowlib.paths import FieldPath
 
@@ -44,13 +45,13 @@ class HashIndex:
     """
 
     fields: tuple[FieldPath, ...] = attrs.field(converter=as_paths)
-    _map: dict[tuple[str, ...], set[str]] = attrs.field(factory=dict, init=False)
+    _map: dict[tuple[str, ...], set[Key]] = attrs.field(factory=dict, init=False)
     # Records whose values have no exact text form (NaN, huge integers,
     # objects): every lookup returns them so the filter decides.
-    _loose: set[str] = attrs.field(factory=set, init=False)
+    _loose: set[Key] = attrs.field(factory=set, init=False)
 
     @property
-    def loose(self) -> set[str]:
+    def loose(self) -> set[Key]:
         """Keys every lookup returns because their values have no exact text."""
         return self._loose
 
@@ -96,15 +97,15 @@ class HashIndex:
         """The indexed fields' values in ``doc``, in index order."""
         return tuple(path.getter(doc) for path in self.fields)
 
-    def add(self, key: str, doc: Any) -> None:
+    def add(self, key: Key, doc: Any) -> None:
         """File ``key`` under the values ``doc`` holds; O(1) (O(elements) for arrays)."""
         self.add_entries(key, self.entries(self.values_of(doc)))
 
-    def remove(self, key: str, doc: Any) -> None:
+    def remove(self, key: Key, doc: Any) -> None:
         """Undo :meth:`add` for the same ``key`` and ``doc``; O(1)."""
         self.remove_entries(key, self.entries(self.values_of(doc)))
 
-    def add_entries(self, key: str, entries: Sequence[tuple[str, ...]] | None) -> None:
+    def add_entries(self, key: Key, entries: Sequence[tuple[str, ...]] | None) -> None:
         """File ``key`` under ``entries`` (from :meth:`entries`); O(len(entries))."""
         if entries is None:
             self._loose.add(key)
@@ -117,7 +118,7 @@ class HashIndex:
             else:
                 bucket.add(key)
 
-    def remove_entries(self, key: str, entries: Sequence[tuple[str, ...]] | None) -> None:
+    def remove_entries(self, key: Key, entries: Sequence[tuple[str, ...]] | None) -> None:
         """Undo :meth:`add_entries` for the same ``key`` and ``entries``."""
         if entries is None:
             self._loose.discard(key)
@@ -134,6 +135,20 @@ class HashIndex:
         """Forget every entry."""
         self._map.clear()
         self._loose.clear()
+
+    def export(self) -> tuple[list[tuple[str, ...]], list[set[Key]], set[Key]]:
+        """The index's content: filed text tuples, their key sets, the verify-always keys.
+
+        The sets are the index's own (read them, do not change them); O(entries).
+        """
+        return list(self._map), list(self._map.values()), self._loose
+
+    def restore(
+        self, entries: Iterable[tuple[str, ...]], buckets: Iterable[set[Key]], loose: set[Key]
+    ) -> None:
+        """Replace the content with what :meth:`export` returned; takes the sets as they are."""
+        self._map = dict(zip(entries, buckets, strict=True))
+        self._loose = loose
 
     @staticmethod
     def probes(values: Sequence[Sequence[Any]]) -> list[tuple[str, ...]] | None:
@@ -153,7 +168,7 @@ class HashIndex:
             per_field.append(list(dict.fromkeys(texts)))
         return list(itertools.product(*per_field))
 
-    def lookup(self, values: Sequence[Sequence[Any]]) -> set[str]:
+    def lookup(self, values: Sequence[Sequence[Any]]) -> set[Key]:
         """Keys that may hold, field by field, one of ``values``; O(combinations).
 
         Raises:
@@ -165,7 +180,7 @@ class HashIndex:
             raise ValueError("literal cannot be looked up in a hash index")
         return self.lookup_probes(probes)
 
-    def lookup_probes(self, probes: Iterable[tuple[str, ...]]) -> set[str]:
+    def lookup_probes(self, probes: Iterable[tuple[str, ...]]) -> set[Key]:
         """Union of the buckets for ``probes`` plus the verify-always set."""
         out = set(self._loose)
         for probe in probes:

@@ -14,6 +14,7 @@ import attrs
 from sowlib.gcpause import paused_gc
 from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex
+from sowlib.index.types import Key
 from sowlib.index.values import EXACT_LIMIT, as_path, as_paths, number_text, to_number
 from sowlib.paths import FieldPath
 
@@ -29,9 +30,9 @@ class Index(Protocol):
     @property
     def fields(self) -> tuple[FieldPath, ...]: ...
 
-    def add(self, key: str, doc: Any) -> None: ...
+    def add(self, key: Key, doc: Any) -> None: ...
 
-    def remove(self, key: str, doc: Any) -> None: ...
+    def remove(self, key: Key, doc: Any) -> None: ...
 
     def clear(self) -> None: ...
 
@@ -39,9 +40,9 @@ class Index(Protocol):
 class DocSource(Protocol):
     """The part of a query source an on-demand index build needs."""
 
-    def keys(self) -> Iterable[str]: ...
-
-    def doc(self, key: str) -> Any: ...
+    def field_values(self, path: FieldPath) -> Iterable[tuple[Key, Any]]:
+        """``(key, value of path)`` for every live record; documents are not kept."""
+        ...
 
 
 def is_regular_key_value(value: Any) -> bool:
@@ -86,7 +87,7 @@ class IndexSet:
     hashes: list[HashIndex]
     memos: dict[FieldPath, MemoIndex]
     #: Keys whose key-field values are not regular (see :func:`is_regular_key_value`).
-    irregular: set[str]
+    irregular: set[Key]
     #: Records seen through on_put/on_delete (inserts minus deletes).
     _live: int
     # Every distinct path the indexes and key fields read (key fields first),
@@ -132,7 +133,7 @@ class IndexSet:
     def _values(self, doc: Any) -> list[Any]:
         return [getter(doc) for getter in self._getters]
 
-    def on_put(self, key: str, old_doc: Any | None, new_doc: Any) -> None:
+    def on_put(self, key: Key, old_doc: Any | None, new_doc: Any) -> None:
         """Maintain every index for an insert (``old_doc`` None) or an update.
 
         Each indexed path is resolved once per document. O(1) per hash index
@@ -179,7 +180,34 @@ class IndexSet:
                 memo.update(key, was, False)
             memo.update(key, value, True)
 
-    def on_delete(self, key: str, old_doc: Any) -> None:
+    def on_insert_many(self, keys: Sequence[Key], docs: Sequence[Any]) -> None:
+        """:meth:`on_put` of new keys (none indexed yet, no repeats), a column at a time."""
+        columns = [list(map(getter, docs)) for getter in self._getters]
+        self._live += len(keys)
+        if self._key_at:
+            regular = is_regular_key_value
+            key_columns = [columns[i] for i in self._key_at]
+            add, discard = self.irregular.add, self.irregular.discard
+            for key, values in zip(keys, zip(*key_columns, strict=True), strict=True):
+                if all(map(regular, values)):
+                    discard(key)
+                else:
+                    add(key)
+        for index, at in self._hash_at:
+            add_entries, entries = index.add_entries, index.entries
+            if len(at) == 1:
+                for key, value in zip(keys, columns[at[0]], strict=True):
+                    add_entries(key, entries((value,)))
+            else:
+                rows = zip(*(columns[i] for i in at), strict=True)
+                for key, row in zip(keys, rows, strict=True):
+                    add_entries(key, entries(row))
+        for memo, i in self._memo_at:
+            update = memo.update
+            for key, value in zip(keys, columns[i], strict=True):
+                update(key, value, True)
+
+    def on_delete(self, key: Key, old_doc: Any) -> None:
         """Remove ``key`` (which held ``old_doc``) from every index; same costs as on_put."""
         self._live -= 1
         self.irregular.discard(key)
@@ -208,25 +236,34 @@ class IndexSet:
         """The memo index on ``path``, built from ``source`` the first time; O(n log n) once.
 
         AMPS builds a memo index the first time a query needs a field and keeps
-        it up to date afterwards; this does the same.
+        it up to date afterwards; this does the same. The build streams the
+        field's values: no document is kept.
         """
         parsed = as_path(path)
         index = self.memos.get(parsed)
         if index is None:
             index = MemoIndex(parsed)
-            getter, doc_of, update = parsed.getter, source.doc, index.update
+            update = index.update
             with paused_gc():  # one set per value: nothing cyclic, many containers
-                for key in source.keys():  # noqa: SIM118 (a source, not a dict)
-                    update(key, getter(doc_of(key)), True)
+                for key, value in source.field_values(parsed):
+                    update(key, value, True)
             self.memos[parsed] = index
             self._layout()
         return index
 
-    def rebuild(self, source: DocSource) -> None:
-        """Clear and refill every index from ``source``; O(n) per index."""
-        self.clear()
-        for key in source.keys():  # noqa: SIM118 (a source, not a dict)
-            self.on_put(key, None, source.doc(key))
+    @property
+    def has_field_indexes(self) -> bool:
+        """True when a hash or memo index needs each document's field values."""
+        return bool(self.hashes or self.memos)
+
+    def on_put_keys(self, key: Key, values: Sequence[Any], inserted: bool) -> None:
+        """:meth:`on_put` for a set without field indexes, from the key-field values; O(1)."""
+        if inserted:
+            self._live += 1
+        if all(is_regular_key_value(v) for v in values):
+            self.irregular.discard(key)
+        else:
+            self.irregular.add(key)
 
     def clear(self) -> None:
         """Empty every index (the topic was cleared); memo indexes stay defined."""
@@ -234,6 +271,16 @@ class IndexSet:
         self.irregular.clear()
         for index in self._all():
             index.clear()
+
+    @property
+    def live(self) -> int:
+        """Records seen through :meth:`on_put` / :meth:`on_delete` (inserts minus deletes)."""
+        return self._live
+
+    def restore_counts(self, live: int, irregular: set[Key]) -> None:
+        """Set the record count and the irregular-key set (loading saved indexes)."""
+        self._live = live
+        self.irregular = irregular
 
     def names(self) -> list[str]:
         """Names of every index, hash indexes first: ``['hash(/a)', 'memo(/b)']``."""

@@ -16,6 +16,7 @@ from typing import Any
 import attrs
 
 from sowlib.index.sortedmap import SortedMap
+from sowlib.index.types import Key
 from sowlib.index.values import as_path, is_null_scalar, to_number
 from sowlib.paths import FieldPath
 
@@ -137,7 +138,7 @@ def _irange(sd: SortedMap, iv: Interval) -> list[Any]:
     return list(sd.ordered()[lo:hi]) if lo < hi else []
 
 
-def _mark(keys: set[str], key: str, adding: bool) -> None:
+def _mark(keys: set[Key], key: Key, adding: bool) -> None:
     if adding:
         keys.add(key)
     else:
@@ -171,9 +172,9 @@ class MemoIndex:
     _words: SortedMap = attrs.field(factory=SortedMap, init=False)
     _numstrs: SortedMap = attrs.field(factory=SortedMap, init=False)
     _numvals: SortedMap = attrs.field(factory=SortedMap, init=False)
-    _null: set[str] = attrs.field(factory=set, init=False)
-    _loose: set[str] = attrs.field(factory=set, init=False)
-    _arrays: set[str] = attrs.field(factory=set, init=False)
+    _null: set[Key] = attrs.field(factory=set, init=False)
+    _loose: set[Key] = attrs.field(factory=set, init=False)
+    _arrays: set[Key] = attrs.field(factory=set, init=False)
     _entries: list[int] = attrs.field(factory=lambda: [0, 0, 0, 0], init=False)
 
     @property
@@ -187,7 +188,7 @@ class MemoIndex:
         return (self.field,)
 
     @property
-    def loose(self) -> set[str]:
+    def loose(self) -> set[Key]:
         """Keys whose value no sorted dict can place (NaN, objects, nested arrays)."""
         return self._loose
 
@@ -205,7 +206,7 @@ class MemoIndex:
             return [(1, value)] if num is None else [(2, value), (3, num)]
         return [(-1, None)]
 
-    def update(self, key: str, value: Any, adding: bool) -> None:
+    def update(self, key: Key, value: Any, adding: bool) -> None:
         """File (``adding``) or unfile ``key`` under the field value ``value``; O(log n).
 
         ``value`` is what the field resolves to in the record's document.
@@ -256,11 +257,11 @@ class MemoIndex:
                     if not bucket:
                         sd.drop(place)
 
-    def add(self, key: str, doc: Any) -> None:
+    def add(self, key: Key, doc: Any) -> None:
         """File ``key`` under the field's value(s) in ``doc``; O(log n) per value."""
         self.update(key, self.field.getter(doc), True)
 
-    def remove(self, key: str, doc: Any) -> None:
+    def remove(self, key: Key, doc: Any) -> None:
         """Undo :meth:`add` for the same ``key`` and ``doc``; O(log n) per value."""
         self.update(key, self.field.getter(doc), False)
 
@@ -271,6 +272,21 @@ class MemoIndex:
         for s in (self._null, self._loose, self._arrays):
             s.clear()
         self._entries[:] = [0, 0, 0, 0]
+
+    def export(self) -> tuple[list[dict[Any, set[Key]]], list[set[Key]], list[int]]:
+        """The index's content: its four value maps, the NULL, loose and array key sets,
+        and the entry counts (the index's own objects: read them, do not change them)."""
+        maps = [sd.map for sd in (self._nums, self._words, self._numstrs, self._numvals)]
+        return maps, [self._null, self._loose, self._arrays], list(self._entries)
+
+    def restore(self, maps: list[dict[Any, set[Key]]], sets: list[set[Key]]) -> None:
+        """Replace the content with what :meth:`export` returned (entry counts recomputed)."""
+        for sd, mapping in zip(
+            (self._nums, self._words, self._numstrs, self._numvals), maps, strict=True
+        ):
+            sd.load(mapping)
+        self._null, self._loose, self._arrays = sets
+        self._entries[:] = [sum(map(len, m.values())) for m in maps]
 
     # -- queries -------------------------------------------------------------
 
@@ -294,7 +310,7 @@ class MemoIndex:
             total += self._entries[1]
         return total
 
-    def candidates(self, region: Region) -> set[str]:
+    def candidates(self, region: Region) -> set[Key]:
         """Keys that may satisfy the test ``region`` stands for; O(log n + k).
 
         Includes the :attr:`loose` keys (and, for ``multi`` regions, every
@@ -314,7 +330,7 @@ class MemoIndex:
         """True when every record holds one scalar, so :meth:`groups` is a total order."""
         return not self._loose and not self._arrays
 
-    def _numeric_groups(self, descending: bool) -> Iterator[set[str]]:
+    def _numeric_groups(self, descending: bool) -> Iterator[set[Key]]:
         """Key sets per numeric value, true numbers and numeric strings merged."""
         a, b = self._nums.map, self._numvals.map
         a_keys = self._nums.ordered()
@@ -335,7 +351,7 @@ class MemoIndex:
         for value, _ in itertools.groupby(keys):
             yield (a.get(value) or set()) | (b.get(value) or set())
 
-    def groups(self, descending: bool = False) -> Iterator[set[str]]:
+    def groups(self, descending: bool = False) -> Iterator[set[Key]]:
         """Key sets of equal sort value in mixed-type order (spec §13.3 [R]).
 
         Numbers (and numeric strings, by value) first, then non-numeric strings

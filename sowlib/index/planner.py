@@ -19,6 +19,7 @@ from sowlib.expr.nodes import InList, Node
 from sowlib.index.clauses import conjuncts, equality, regions
 from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex, Region
+from sowlib.index.types import Key
 from sowlib.index.values import number_text, to_number
 from sowlib.paths import FieldPath
 
@@ -62,13 +63,13 @@ class Plan:
     index: str | None
     estimated: int
     detail: str = ""
-    _fetch: Callable[[], Collection[str]] | None = attrs.field(
+    _fetch: Callable[[], Collection[Key]] | None = attrs.field(
         default=None, eq=False, repr=False, alias="fetch"
     )
     #: When set, every candidate outside ``unsure()`` is known to match: the
     #: filter is one index-answerable clause and the index compared by the
     #: rules of spec §2.4 (the caller may skip evaluating it).
-    _unsure: Callable[[], Collection[str]] | None = attrs.field(
+    _unsure: Callable[[], Collection[Key]] | None = attrs.field(
         default=None, eq=False, repr=False, alias="unsure"
     )
 
@@ -77,11 +78,11 @@ class Plan:
         """True when candidates outside :meth:`unsure` need no filter evaluation."""
         return self._unsure is not None
 
-    def candidates(self) -> Collection[str] | None:
+    def candidates(self) -> Collection[Key] | None:
         """The live keys to test, or None for "every record" (a scan)."""
         return None if self._fetch is None else self._fetch()
 
-    def unsure(self) -> Collection[str]:
+    def unsure(self) -> Collection[Key]:
         """For an :attr:`exact` plan, the candidates the filter must still check."""
         return () if self._unsure is None else self._unsure()
 
@@ -120,7 +121,7 @@ def _key_alternatives(value: Any) -> list[Any] | None:
     return None if number_text(num) is None else [value, num]
 
 
-def _live(source: QuerySource, keys: Iterable[str]) -> list[str]:
+def _live(source: QuerySource, keys: Iterable[Key]) -> list[Key]:
     return [k for k in dict.fromkeys(keys) if source.record(k) is not None]
 
 
@@ -144,7 +145,7 @@ def _key_plan(source: QuerySource, eqs: dict[FieldPath, list[Any]]) -> Plan | No
         combos *= len(alts)
     if combos > _MAX_COMBOS:
         return None
-    keys: list[str] = []
+    keys: list[Key] = []
     for combo in itertools.product(*per_field):
         key = source.key_for_values(combo)
         if key is None:
@@ -217,10 +218,10 @@ class _Probe:
     regions: tuple[Region, ...]
     estimate: int
 
-    def keys(self) -> set[str]:
+    def keys(self) -> set[Key]:
         if len(self.regions) == 1:
             return self.memo.candidates(self.regions[0])
-        out: set[str] = set()
+        out: set[Key] = set()
         for region in self.regions or (Region(),):
             out |= self.memo.candidates(region)
         return out
@@ -257,7 +258,7 @@ def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
     if len(probes) > 1 and probes[1].estimate <= best.estimate * _INTERSECT_RATIO:
         use.append(probes[1])
 
-    def fetch() -> set[str]:
+    def fetch() -> set[Key]:
         keys = use[0].keys()
         for probe in use[1:]:
             keys &= probe.keys()
@@ -277,7 +278,7 @@ def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
 
 
 def plan(
-    source: QuerySource, flt: FilterLike | None, sow_keys: Iterable[str] | None = None
+    source: QuerySource, flt: FilterLike | None, sow_keys: Iterable[Key] | None = None
 ) -> Plan:
     """Choose how to find the candidates of a query; builds memo indexes on demand.
 

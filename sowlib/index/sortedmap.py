@@ -80,6 +80,13 @@ class SortedMap:
         self._added.clear()
         self._dropped.clear()
 
+    def load(self, mapping: dict[Any, Any]) -> None:
+        """Replace the content with ``mapping`` (taken as it is); one C sort."""
+        self.map = mapping
+        self._sorted = SortedList(mapping)
+        self._added.clear()
+        self._dropped.clear()
+
     def clear(self) -> None:
         """Forget every key."""
         self.map.clear()

@@ -163,7 +163,7 @@ class SowSink:
             return
         for kind, messages, keys in self._runs(batch_df):
             if kind == "publish" and keys is not None and self._key_field is not None:
-                self.topic._publish_rendered(messages, self._key_field, keys)
+                self.topic.publish_many(messages, key_values=keys)
             elif kind == "publish":
                 self.topic.publish_many(messages)
             else:

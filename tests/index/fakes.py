@@ -96,8 +96,18 @@ class FakeSource:
             doc=doc,
         )
 
-    def doc(self, key: str) -> Any:
+    def doc(self, key: Any) -> Any:
         return self._docs[key]
+
+    def docs(self, keys: Iterable[Any]) -> Iterator[tuple[Any, Any]]:
+        for key in keys:
+            doc = self._docs.get(key)
+            if doc is not None:
+                yield key, doc
+
+    def field_values(self, path: FieldPath) -> Iterator[tuple[Any, Any]]:
+        for key, doc in self._docs.items():
+            yield key, path.getter(doc)
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:
         if not self.key_fields:

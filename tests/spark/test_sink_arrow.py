@@ -332,18 +332,19 @@ def test_boolean_delete_column_in_the_driver_and_others_through_spark(
     assert _docs(tmp_path / "flags") == expected
 
 
-def _spy_rendered(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Record the field of each ``Topic._publish_rendered`` call."""
+def _spy_rendered(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Record the key values count of each ``Topic.publish_many(key_values=)`` call."""
     from sowlib.topic import Topic
 
-    calls: list[str] = []
-    real = Topic._publish_rendered
+    calls: list[int] = []
+    real = Topic.publish_many
 
-    def spy(self: Any, messages: list[bytes], field: str, values: Any) -> Any:
-        calls.append(field)
-        return real(self, messages, field, values)
+    def spy(self: Any, messages: Any, **kwargs: Any) -> Any:
+        if kwargs.get("key_values") is not None:
+            calls.append(len(kwargs["key_values"]))
+        return real(self, messages, **kwargs)
 
-    monkeypatch.setattr(Topic, "_publish_rendered", spy)
+    monkeypatch.setattr(Topic, "publish_many", spy)
     return calls
 
 

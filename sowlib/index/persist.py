@@ -1,0 +1,167 @@
+"""Saving an :class:`IndexSet` to bytes and loading it back without any document.
+
+Keys are saved as their positions in the topic's key order (the caller's list),
+so a load files the very key objects the key map holds: no second copy of a key
+per index. Imports only ``msgpack``, ``xxhash`` and ``index.*``.
+"""
+
+from __future__ import annotations
+
+import array
+import itertools
+import sys
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import msgpack
+import xxhash
+
+from sowlib.index.indexset import IndexSet
+from sowlib.index.types import Key
+
+__all__ = ["dump_indexes", "index_snapshot", "load_indexes"]
+
+_VERSION = 1
+# Positions are stored as little-endian u32 whatever the machine's byte order.
+_SWAP = sys.byteorder != "little"
+
+
+def _pack(positions: Iterable[int]) -> bytes:
+    column = array.array("I", positions)
+    if _SWAP:
+        column.byteswap()
+    return column.tobytes()
+
+
+def _unpack(data: bytes) -> list[int]:
+    column = array.array("I")
+    column.frombytes(data)
+    if _SWAP:
+        column.byteswap()
+    return column.tolist()
+
+
+def _dump_sets(sets: Sequence[set[Key]], at: Callable[[Key], int]) -> list[bytes]:
+    """Each set as its keys' positions, then one flat column (counts first)."""
+    counts = _pack(map(len, sets))
+    flat = _pack(map(at, itertools.chain.from_iterable(sets)))
+    return [counts, flat]
+
+
+def _load_sets(packed: list[bytes], keys: Sequence[Key]) -> list[set[Key]]:
+    counts, flat = _unpack(packed[0]), _unpack(packed[1])
+    take = keys.__getitem__
+    out: list[set[Key]] = []
+    pos = 0
+    for n in counts:
+        out.append(set(map(take, flat[pos : pos + n])))
+        pos += n
+    if pos != len(flat):
+        raise ValueError("positions left over")
+    return out
+
+
+def dump_indexes(indexes: IndexSet, keys: Sequence[Key]) -> bytes:
+    """The declared indexes of ``indexes`` as bytes (with a checksum); O(entries).
+
+    Args:
+        indexes: the topic's indexes (on-demand memo indexes are saved too).
+        keys: every live key, in the order the loader will pass them.
+    """
+    where = dict(zip(keys, range(len(keys)), strict=True))
+    at = where.__getitem__
+    hashes = []
+    for index in indexes.hashes:
+        entries, buckets, loose = index.export()
+        hashes.append([[list(e) for e in entries], _dump_sets([*buckets, loose], at)])
+    memos = []
+    for path, memo in indexes.memos.items():
+        maps, sets, _counts = memo.export()
+        memos.append(
+            [
+                path.to_text(),
+                [[list(m), _dump_sets(list(m.values()), at)] for m in maps],
+                _dump_sets(sets, at),
+            ]
+        )
+    body: bytes = msgpack.packb(
+        [
+            _VERSION,
+            indexes.names(),
+            len(keys),
+            indexes.live,
+            _dump_sets([indexes.irregular], at),
+            hashes,
+            memos,
+        ]
+    )
+    return xxhash.xxh3_64_digest(body) + body
+
+
+def load_indexes(indexes: IndexSet, blob: bytes, keys: Sequence[Key]) -> bool:
+    """Fill ``indexes`` from :func:`dump_indexes`'s bytes; O(entries), no document read.
+
+    Returns False, leaving ``indexes`` cleared, when the bytes are damaged, of another
+    layout, for other index definitions or for another set of keys: the caller then
+    rebuilds the indexes from the records.
+    """
+    try:
+        digest, body = blob[:8], blob[8:]
+        if xxhash.xxh3_64_digest(body) != digest:
+            return False
+        version, names, count, live, irregular, hashes, memos = msgpack.unpackb(
+            body, strict_map_key=False
+        )
+        if version != _VERSION or count != len(keys):
+            return False
+        _restore(indexes, keys, memos, hashes)
+        if names != indexes.names():
+            raise ValueError("other index definitions")
+        indexes.restore_counts(live, _load_sets(irregular, keys)[0])
+        return True
+    except (ValueError, TypeError, IndexError, KeyError, msgpack.UnpackException):
+        indexes.clear()
+        return False
+
+
+def _restore(indexes: IndexSet, keys: Sequence[Key], memos: Any, hashes: Any) -> None:
+    if len(hashes) != len(indexes.hashes):
+        raise ValueError("other hash indexes")
+    for index, (entries, sets) in zip(indexes.hashes, hashes, strict=True):
+        loaded = _load_sets(sets, keys)
+        index.restore(map(tuple, entries), loaded[:-1], loaded[-1])
+    for text, maps, sets in memos:
+        memo = indexes.ensure_memo(text, _NoRecords())
+        restored = []
+        for values, packed in maps:
+            restored.append(dict(zip(values, _load_sets(packed, keys), strict=True)))
+        memo.restore(restored, _load_sets(sets, keys))
+
+
+class _NoRecords:
+    """A source with no records: :meth:`IndexSet.ensure_memo` defines an empty index."""
+
+    def field_values(self, path: Any) -> list[tuple[Key, Any]]:
+        return []
+
+
+def index_snapshot(indexes: IndexSet) -> tuple[Any, ...]:
+    """A comparable copy of everything ``indexes`` holds (for checks and tests); O(entries)."""
+    hashes = []
+    for index in indexes.hashes:
+        entries, buckets, loose = index.export()
+        hashes.append(
+            (
+                {e: frozenset(b) for e, b in zip(entries, buckets, strict=True)},
+                frozenset(loose),
+            )
+        )
+    memos = {}
+    for path, memo in indexes.memos.items():
+        maps, sets, counts = memo.export()
+        memos[path] = (
+            [{v: frozenset(s) for v, s in m.items()} for m in maps],
+            [frozenset(s) for s in sets],
+            counts,
+        )
+    return (indexes.names(), indexes.live, frozenset(indexes.irregular), hashes, memos)

@@ -1,0 +1,50 @@
+"""The expiration queue of a topic: ``(when, seq, key)`` in a heap (spec §10).
+
+Imports only ``index.types``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Iterator
+
+from sowlib.index.types import Key
+
+__all__ = ["Expiry"]
+
+
+class Expiry:
+    """Pending expirations, earliest first; O(log n) per push and pop.
+
+    Entries are hints: a later publish or a delete of the same key makes one stale,
+    which the topic detects by comparing the key's live seq and expiration.
+    """
+
+    __slots__ = ("_heap", "enabled")
+
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+        self._heap: list[tuple[float, int, Key]] = []
+
+    def __len__(self) -> int:
+        return len(self._heap)
+
+    def push(self, when: float, seq: int, key: Key) -> None:
+        """Expect ``key`` (at ``seq``) to expire at ``when``; ignored when disabled."""
+        if self.enabled and when > 0:
+            heapq.heappush(self._heap, (when, seq, key))
+
+    def load(self, entries: Iterable[tuple[float, int, Key]]) -> None:
+        """Replace the queue with ``entries`` (open, reload); O(n)."""
+        self._heap = [e for e in entries if e[0] > 0] if self.enabled else []
+        heapq.heapify(self._heap)
+
+    def due(self, now: float) -> bool:
+        """True when an entry's time has come."""
+        return bool(self._heap) and self._heap[0][0] <= now
+
+    def pop_due(self, now: float) -> Iterator[tuple[float, int, Key]]:
+        """Pop and yield every entry due at ``now``, earliest first."""
+        heap = self._heap
+        while heap and heap[0][0] <= now:
+            yield heapq.heappop(heap)

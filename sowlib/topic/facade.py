@@ -1,0 +1,574 @@
+"""Topic: the public face of one SOW topic — locking and argument checks over its parts.
+
+The parts: the key map (``keymap``), the writer (``writer``), records and the cache
+(``views``, ``cache``), expiry (``expiry``), the query source (``source``), opening
+and checkpoints (``loader``). Every public method takes the topic's lock.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime
+from itertools import islice
+from typing import Any
+
+from sowlib.config import TopicConfig
+from sowlib.errors import (
+    QueryOptionError,
+    ReadOnlyError,
+    StoreClosedError,
+    UnsupportedOperationError,
+)
+from sowlib.expr import Filter, compile_filter
+from sowlib.index.types import Key
+from sowlib.keys import validate_user_key
+from sowlib.query import QueryOptions, Record, explain, run_query
+from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
+from sowlib.storage import RecordKind
+from sowlib.subscriptions import Message, Subscription
+from sowlib.topic.checks import check_topic
+from sowlib.topic.loader import Progress, checkpoint_blob, load
+from sowlib.topic.parts import as_of, build_parts
+
+__all__ = ["Topic"]
+
+_PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
+_CHANGE = {_PUT: "publish", _DELETE: "delete", _EXPIRE: "expire"}
+
+
+class Topic:
+    """A SOW topic: the latest record per SOW key, persisted in one log.
+
+    Get one from :meth:`SowStore.create_topic` or :meth:`SowStore.topic`. Memory is
+    the key map and the declared indexes (kept current on every write and saved at
+    a clean close) plus a cache of hot records bounded by ``cache_bytes``; payloads
+    stay in the log.
+
+    Example:
+        >>> from sowlib import SowStore
+        >>> orders = SowStore().create_topic("orders", keys=["/orderId"])
+        >>> orders.publish('{"orderId": 1, "price": 120}').inserted
+        True
+        >>> len(orders.sow("/price > 100"))
+        1
+    """
+
+    def __init__(
+        self,
+        config: TopicConfig,
+        log: Any,
+        *,
+        clock: Callable[[], float],
+        readonly: bool = False,
+        key_generator: Callable[[Any], str] | None = None,
+        cache_bytes: int | None = None,
+        progress: Progress | None = None,
+    ) -> None:
+        self.config = config
+        self.name = config.name
+        self.message_type = config.message_type
+        self._clock = clock
+        self._readonly = readonly
+        self._lock = threading.RLock()
+        self._closed = False
+        parts = self._p = build_parts(config, log, clock, key_generator, cache_bytes)
+        self.key_fields = parts.key_fields
+        self.indexes = parts.indexes
+        # The log itself (tests and tools read its path and report).
+        self._log = log
+        load(parts.writer, progress)
+        self._tick()
+
+    # ------------------------------------------------------------------ guards
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"topic {self.name!r}")
+
+    def _check_writable(self, operation: str) -> None:
+        self._check_open()
+        if self._readonly:
+            raise ReadOnlyError(f"topic {self.name!r}", operation)
+
+    def _tick(self) -> None:
+        """Process due expirations (lazily, on every operation; spec §10)."""
+        if self._p.expiry.due(self._clock()):
+            self._p.writer.process_expirations(self._clock(), self._readonly)
+
+    def _compile(self, flt: str | Filter | None) -> Filter | None:
+        if flt is None:
+            return None
+        compiled = compile_filter(flt)
+        if not self._p.views.filterable and compiled.fields:
+            raise UnsupportedOperationError(
+                "a content filter",
+                f"topic {self.name!r} holds {self.message_type} messages, which cannot be"
+                " filtered; use '1=1' or sow_keys=",
+            )
+        return compiled
+
+    def _key_of(self, sow_key: object) -> Key | None:
+        return self._p.keys.key_of(sow_key) if type(sow_key) is str else None
+
+    # ------------------------------------------------------------------ writes
+
+    def publish(
+        self,
+        data: str | bytes | dict[str, Any] | Any,
+        *,
+        expiration: float | None = None,
+        sow_key: str | None = None,
+        correlation_id: str | bytes | None = None,
+    ) -> PublishResult:
+        """Store ``data`` as the latest record for its key; O(1) plus index upkeep.
+
+        Args:
+            data: the message as text, bytes, or a value the codec can encode (a dict).
+            expiration: seconds to live, overriding the topic default (0 = never);
+                honoured only when the topic has expiration enabled.
+            sow_key: the key, for topics without key fields (publisher-supplied keys).
+            correlation_id: stored with the record and returned by queries.
+        Returns:
+            PublishResult(sow_key, seq, inserted).
+        Raises:
+            DecodeError: malformed message (nothing is stored).
+            MissingKeyFieldError: no value for a key field (nothing is stored).
+            InvalidSowKeyError: bad or missing publisher key (nothing is stored).
+        """
+        with self._lock:
+            self._check_writable("publish")
+            self._tick()
+            writer = self._p.writer
+            payload, doc = writer.decode_input(data)
+            key = writer.key(doc, sow_key, data)
+            return writer.write(key, payload, doc, expiration, to_corr(correlation_id))
+
+    def publish_many(
+        self,
+        messages: Iterable[str | bytes | dict[str, Any]],
+        *,
+        expiration: float | None = None,
+        key_values: Sequence[Any] | None = None,
+    ) -> Sequence[PublishResult]:
+        """Publish several messages; every one is validated before any is stored.
+
+        Args:
+            messages: the messages (text, bytes or dicts).
+            expiration: seconds to live for each (see :meth:`publish`).
+            key_values: for writers that render the messages from values they hold
+                (``sowlib.spark``'s sink): each message's key-field values, one value per
+                message for a topic with one key field, else a tuple in key order. They
+                are trusted: the keys are hashed from them instead of being parsed out.
+        Returns:
+            One PublishResult per message.
+        Raises:
+            SowError: the errors of :meth:`publish`; then nothing from the batch is stored.
+        """
+        with self._lock:
+            self._check_writable("publish")
+            self._tick()
+            self._p.writer.expires_at(expiration, 0.0)  # validate before anything is written
+            batch = messages if isinstance(messages, list | tuple) else list(messages)
+            if not batch:
+                return []
+            return self._p.writer.write_many(batch, expiration, key_values)
+
+    def delta_publish(
+        self,
+        data: str | bytes | dict[str, Any] | Any,
+        *,
+        expiration: float | None = None,
+        sow_key: str | None = None,
+        correlation_id: str | bytes | None = None,
+    ) -> PublishResult:
+        """Merge ``data`` into the stored record for its key (spec §12.1).
+
+        Fields in the delta replace or add; absent fields stay; nested objects
+        merge; arrays are replaced. With no stored record the delta is stored
+        as is. The expiration is recomputed.
+
+        Raises:
+            UnsupportedOperationError: the message type has no delta support.
+        """
+        with self._lock:
+            self._check_writable("delta_publish")
+            self._tick()
+            codec = self._p.views.codec
+            if not codec.supports_delta:
+                raise UnsupportedOperationError(
+                    "delta_publish", f"{self.message_type} messages cannot be merged"
+                )
+            writer = self._p.writer
+            payload, delta = writer.decode_input(data)
+            key = writer.key(delta, sow_key, data)
+            head = self._p.keys.header(key)
+            corr = to_corr(correlation_id)
+            doc = delta
+            if head is not None:
+                doc = codec.merge(self._p.views.doc(key), delta)
+                payload = codec.encode(doc)
+                corr = corr or head.correlation_id
+            return writer.write(key, payload, doc, expiration, corr, delta)
+
+    # ------------------------------------------------------------------ reads by key
+
+    def get(self, sow_key: str) -> Record | None:
+        """The record stored under ``sow_key``, or None; O(1), a dict lookup when cached."""
+        # Lock-free fast path: the cache only ever holds the live version of a key
+        # (writers drop it under the lock before changing the key), and a dict lookup
+        # is atomic. Topics with due expirations take the locked path.
+        key = self._key_of(sow_key)
+        if key is None:
+            return None
+        if not self._closed and not self._p.expiry.due(self._clock()):
+            cached = self._p.cache.get(key)
+            if cached is not None:
+                return cached
+        with self._lock:
+            self._check_open()
+            self._tick()
+            return self._p.views.record(key)
+
+    def lookup(self, *key_values: Any) -> Record | None:
+        """The record whose key fields hold ``key_values`` (in key order), or None; O(1).
+
+        Hashed directly as the content key generator does (no message is built).
+
+        Example:
+            >>> orders.lookup(1042)  # doctest: +SKIP
+        Raises:
+            UnsupportedOperationError: the topic's keys are not content keys.
+            QueryOptionError: not one value per key field.
+        """
+        content = self._p.content
+        if content is None:
+            raise UnsupportedOperationError(
+                "lookup", f"topic {self.name!r} has no content keys; use get(sow_key)"
+            )
+        if len(key_values) != len(self.key_fields):
+            raise QueryOptionError(
+                "key_values", key_values, f"expected {len(self.key_fields)} values in key order"
+            )
+        text = content.key_for_values(key_values)
+        return None if text is None else self.get(text)
+
+    def key_for_values(self, values: Sequence[Any]) -> str | None:
+        """The SOW key of a message whose key fields hold ``values`` (content keys), or
+        None (a NULL value, or keys that are not content keys)."""
+        content = self._p.content
+        return None if content is None else content.key_for_values(values)
+
+    def lookup_many(self, rows: Iterable[Sequence[Any]]) -> list[Record | None]:
+        """:meth:`lookup` of each row of key values, in order."""
+        lookup = self.lookup
+        return [lookup(*row) for row in rows]
+
+    def key_for(self, message: str | bytes | dict[str, Any] | Any) -> str:
+        """The SOW key ``message`` would be stored under (without storing it)."""
+        with self._lock:
+            self._check_open()
+            _, doc = self._p.writer.decode_input(message)
+            return self._p.keys.text_of(self._p.writer.key(doc, None, message))
+
+    # ------------------------------------------------------------------ queries
+
+    def sow(
+        self,
+        filter: str | Filter | None = None,
+        *,
+        order_by: str | None = None,
+        top_n: int | None = None,
+        skip_n: int | None = None,
+        sow_keys: Sequence[str] | str | None = None,
+        bookmark: int | float | str | datetime | None = None,
+        select: str | None = None,
+        batch_size: int = 10,
+    ) -> list[Record]:
+        """Query the topic: records matching ``filter`` (all when None).
+
+        Args:
+            filter: an AMPS filter expression.
+            order_by: ``"/price DESC, /id"``; results are unordered without it.
+            top_n: at most this many records.
+            skip_n: skip this many records first (needs top_n).
+            sow_keys: restrict to these keys (a list or a comma-separated string).
+            bookmark: a sequence number, epoch seconds, a datetime or an AMPS
+                timestamp (``20240301T090000Z``): answer as of that point (history topics;
+                ignored without history, as in AMPS).
+            select: a select list such as ``"[-/,+/id]"``.
+        Returns:
+            A list of :class:`Record`.
+        Raises:
+            FilterError: a bad filter.
+            QueryOptionError: a bad query option.
+        """
+        options = QueryOptions.make(
+            order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
+        )
+        texts = split_keys(sow_keys)
+        with self._lock:
+            self._check_open()
+            self._tick()
+            flt = self._compile(filter)
+            self._p.writer.counts["queries"] += 1
+            keys = None if texts is None else [self._p.keys.key_of(k) for k in texts]
+            if bookmark is not None and self._p.history is not None:
+                return run_query(as_of(self._p, bookmark, self._clock()), flt, options, keys)
+            top = options.top_n
+            peek = flt is None and keys is None and options.order_by is None
+            if peek and not options.skip_n and top is not None:
+                # The first top_n records, unordered: only those are read.
+                keys = list(islice(self._p.keys.keys(), top))
+            return run_query(self._p.source, flt, options, keys)
+
+    def explain(self, filter: str | Filter | None = None, *, sow_keys: Any = None) -> Any:
+        """The plan a query with this filter would use (index, candidates)."""
+        with self._lock:
+            self._check_open()
+            texts = split_keys(sow_keys)
+            keys = None if texts is None else [self._p.keys.key_of(k) for k in texts]
+            return explain(self._p.source, self._compile(filter), keys)
+
+    def subscribe(
+        self,
+        callback: Callable[[Message], object],
+        filter: str | Filter | None = None,
+        *,
+        oof: bool = False,
+        delta: bool = False,
+        no_empties: bool = False,
+        on_error: Callable[[BaseException, Message], object] | None = None,
+    ) -> Subscription:
+        """Call ``callback`` for every later change that matches ``filter`` (in process)."""
+        with self._lock:
+            self._check_open()
+            flt = self._compile(filter)
+            return self._p.subs.add(
+                callback, flt, oof=oof, delta=delta, no_empties=no_empties, on_error=on_error
+            )
+
+    def sow_and_subscribe(
+        self,
+        callback: Callable[[Message], object],
+        filter: str | Filter | None = None,
+        *,
+        oof: bool = False,
+        delta: bool = False,
+        no_empties: bool = False,
+        on_error: Callable[[BaseException, Message], object] | None = None,
+        order_by: str | None = None,
+        top_n: int | None = None,
+        batch_size: int = 10,
+    ) -> Subscription:
+        """Deliver the matching records, then every later change — atomically (spec §13.1).
+
+        The query and the subscription happen under the topic's lock, so no
+        change falls between them and none is delivered twice.
+        """
+        options = QueryOptions.make(order_by=order_by, top_n=top_n, batch_size=batch_size)
+        with self._lock:
+            self._check_open()
+            self._tick()
+            flt = self._compile(filter)
+            initial = run_query(self._p.source, flt, options)
+            return self._p.subs.add(
+                callback,
+                flt,
+                oof=oof,
+                delta=delta,
+                no_empties=no_empties,
+                initial=initial,
+                on_error=on_error,
+            )
+
+    # ------------------------------------------------------------------ deletes
+
+    def sow_delete(self, filter: str | Filter) -> DeleteResult:
+        """Delete every record matching ``filter`` (``"1=1"`` deletes all).
+
+        Returns:
+            The number deleted (a :class:`DeleteResult` int with AMPS counts).
+        """
+        with self._lock:
+            self._check_writable("sow_delete")
+            self._tick()
+            flt = self._compile(filter)
+            examined = len(self._p.keys)
+            matched = [self._p.keys.key_of(r.sow_key) for r in run_query(self._p.source, flt, None)]
+            for key in matched:
+                self._p.writer.remove(key, _DELETE)
+            return DeleteResult(len(matched), len(matched), examined)
+
+    def sow_delete_by_keys(self, sow_keys: Sequence[str] | str) -> DeleteResult:
+        """Delete the records with these keys (a list or comma-separated string).
+
+        A well-formed key with no record deletes nothing.
+
+        Raises:
+            InvalidSowKeyError: a malformed key (nothing is deleted).
+        """
+        texts = split_keys(sow_keys) or []
+        for text in texts:
+            validate_user_key(text)
+        with self._lock:
+            self._check_writable("sow_delete_by_keys")
+            self._tick()
+            done = 0
+            for text in dict.fromkeys(texts):
+                key = self._p.keys.key_of(text)
+                if key in self._p.keys:
+                    self._p.writer.remove(key, _DELETE)
+                    done += 1
+            return DeleteResult(done, done, len(texts))
+
+    def sow_delete_by_data(self, data: str | bytes | dict[str, Any] | Any) -> DeleteResult:
+        """Delete the record ``data`` would replace if it were published.
+
+        Raises:
+            UnsupportedOperationError: the topic uses publisher-supplied keys.
+        """
+        with self._lock:
+            self._check_writable("sow_delete_by_data")
+            self._tick()
+            writer = self._p.writer
+            if writer.keygen is None:
+                raise UnsupportedOperationError(
+                    "sow_delete_by_data",
+                    f"topic {self.name!r} has publisher-supplied keys; use sow_delete_by_keys",
+                )
+            _, doc = writer.decode_input(data)
+            key = writer.key(doc, None, data)
+            if key not in self._p.keys:
+                return DeleteResult(0, 0, 1)
+            writer.remove(key, _DELETE)
+            return DeleteResult(1, 1, 1)
+
+    # ------------------------------------------------------------------ log and lifecycle
+
+    def replay(self, since: int = 0) -> Iterator[Change]:
+        """Yield every change still in the log with a sequence number above ``since``.
+
+        Compaction keeps only live records (and, for history topics, the
+        window), so older changes may be gone.
+        """
+        with self._lock:
+            self._check_open()
+            of_log = self._p.views.of_log
+            changes = [
+                Change(_CHANGE[rec.kind], of_log(rec))
+                for rec in self._log.scan()
+                if rec.seq > since
+            ]
+        return iter(changes)
+
+    def process_expirations(self) -> int:
+        """Expire every record whose time has passed; returns how many."""
+        with self._lock:
+            self._check_open()
+            if not self.config.expiration_enabled:
+                return 0
+            return self._p.writer.process_expirations(self._clock(), self._readonly)
+
+    def compact(self) -> None:
+        """Rewrite the log with only live records (and retained history)."""
+        with self._lock:
+            self._check_writable("compact")
+            self._tick()
+            self._p.writer.compact()
+
+    def stats(self) -> dict[str, Any]:
+        """Counters and sizes (spec §16): records, bytes, garbage ratio, indexes, ..."""
+        with self._lock:
+            self._check_open()
+            log = self._log
+            used, live = log.end_offset, self._p.keys.live_bytes
+            return {
+                "topic": self.name,
+                "message_type": self.message_type,
+                "path": log.path,
+                "records": len(self._p.keys),
+                "valid_keys": len(self._p.keys),
+                "file_bytes": log.file_size,
+                "used_bytes": used,
+                "live_bytes": live,
+                "garbage_ratio": (1.0 - live / used) if used else 0.0,
+                "indexes": self.indexes.names(),
+                "expirations_pending": len(self._p.expiry),
+                "history_window": self.config.history_window,
+                "history_granularity": self.config.history_granularity,
+                "last_seq": log.last_seq,
+                "subscriptions": self._p.subs.count if hasattr(self._p.subs, "count") else None,
+                "from_checkpoint": self._p.reads.from_checkpoint,
+                "cache_bytes": self._p.cache.budget,
+                "cache_used_bytes": self._p.cache.used,
+                "cache_records": len(self._p.cache),
+                **self._p.writer.counts,
+            }
+
+    def refresh(self) -> int:
+        """Read-only topics: apply what the writer appended since; returns records applied."""
+        with self._lock:
+            self._check_open()
+            records = self._log.refresh()
+            if records is None:
+                return -1
+            for rec in records:
+                self._p.writer.apply(rec)
+            self._tick()
+            return len(records)
+
+    def flush(self) -> None:
+        """Make every returned publish survive power loss (msync + fsync)."""
+        with self._lock:
+            self._check_open()
+            if not self._readonly:
+                self._log.flush()
+
+    def check(self) -> None:
+        """Assert every invariant of the topic, its log and its indexes (``sowlib verify``).
+
+        The indexes are compared with indexes rebuilt from the records; O(records).
+        """
+        with self._lock:
+            self._check_open()
+            check_topic(self._p.writer, self._p.source)
+
+    def close(self) -> None:
+        """Write a checkpoint with the key map and indexes (writers); close; idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            blob = None
+            if not self._readonly and self._p.history is None:
+                blob = checkpoint_blob(self._p.writer)
+            self._log.close(blob)
+            self._p.cache.clear()
+
+    @property
+    def closed(self) -> bool:
+        """Whether :meth:`close` was called."""
+        return self._closed
+
+    def __len__(self) -> int:
+        with self._lock:
+            self._check_open()
+            self._tick()
+            return len(self._p.keys)
+
+    def __contains__(self, sow_key: object) -> bool:
+        with self._lock:
+            self._check_open()
+            self._tick()
+            return self._key_of(sow_key) in self._p.keys
+
+    def __iter__(self) -> Iterator[Record]:
+        """Iterate over a snapshot of every live record."""
+        with self._lock:
+            self._check_open()
+            self._tick()
+            return iter(self._p.views.records(self._p.keys.keys()))
+
+    def __repr__(self) -> str:
+        return f"<Topic {self.name!r} ({self.message_type}) records={len(self._p.keys)}>"

@@ -1,0 +1,254 @@
+"""The key map: where the live version of each key sits in the log, and nothing more.
+
+The one owner of an entry's in-memory layout. Content keys (64-bit hashes) are held
+as ints, other keys as their text. Imports only ``storage``, ``index.types`` and the
+sibling ``logview``.
+"""
+
+from __future__ import annotations
+
+import array
+import sys
+from collections.abc import Iterable, Iterator
+
+import msgpack
+
+from sowlib.index.types import Key
+from sowlib.storage import RecordKind
+from sowlib.topic.logview import Header, LogView
+
+__all__ = ["Header", "KeyMap"]
+
+_PUT = RecordKind.PUT
+_U64 = 1 << 64
+_BLOB_VERSION = 3
+_SWAP = sys.byteorder != "little"
+
+
+def _column(code: str, values: Iterable[int]) -> bytes:
+    col = array.array(code, values)
+    if _SWAP:
+        col.byteswap()
+    return col.tobytes()
+
+
+def _uncolumn(code: str, data: bytes) -> list[int]:
+    col = array.array(code)
+    col.frombytes(data)
+    if _SWAP:
+        col.byteswap()
+    return col.tolist()
+
+
+class KeyMap:
+    """``key -> live record`` for one topic; O(1) per operation.
+
+    A key whose record has no expiration and no correlation id is held as its bare
+    log offset (one int); its other header fields are read from the log when needed.
+    Others keep a plain tuple of the header fields (an exact tuple of atomic values,
+    which CPython's cyclic collector stops tracking).
+
+    Args:
+        log: the topic's log.
+        content: keys are content keys (decimal text of a 64-bit hash) held as ints.
+    """
+
+    __slots__ = ("_log", "_slots", "content", "live_bytes")
+
+    def __init__(self, log: LogView, *, content: bool) -> None:
+        self._log = log
+        self._slots: dict[Key, int | tuple[int, int, float, float, bytes, int]] = {}
+        self.content = content
+        #: Bytes the live records occupy in the log.
+        self.live_bytes = 0
+
+    # ------------------------------------------------------------------ keys
+
+    def key_of(self, sow_key: str) -> Key:
+        """The in-memory key of a SOW key's text (an int for a content key); O(len)."""
+        if (
+            self.content
+            and sow_key.isascii()
+            and sow_key.isdigit()
+            and len(sow_key) <= 20
+            and (sow_key[0] != "0" or sow_key == "0")
+        ):
+            value = int(sow_key)
+            if value < _U64:
+                return value
+        return sow_key
+
+    @staticmethod
+    def text_of(key: Key) -> str:
+        """The SOW key text of an in-memory key."""
+        return key if type(key) is str else str(key)
+
+    def __len__(self) -> int:
+        return len(self._slots)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._slots
+
+    def keys(self) -> list[Key]:
+        """A snapshot of every live key, in insertion order."""
+        return list(self._slots)
+
+    def __iter__(self) -> Iterator[Key]:
+        return iter(list(self._slots))
+
+    # ------------------------------------------------------------------ entries
+
+    def offset(self, key: Key) -> int | None:
+        """The log offset of ``key``'s live record, or None; O(1)."""
+        slot = self._slots.get(key)
+        if slot is None or isinstance(slot, int):
+            return slot
+        return slot[0]
+
+    def offsets(self) -> list[tuple[Key, int]]:
+        """``(key, offset)`` of every live record."""
+        return [(k, s if isinstance(s, int) else s[0]) for k, s in self._slots.items()]
+
+    def header(self, key: Key) -> Header | None:
+        """The header fields of ``key``'s live record (read from the log for a bare offset)."""
+        slot = self._slots.get(key)
+        if slot is None:
+            return None
+        if isinstance(slot, int):
+            return self._log.header(slot)
+        return Header(*slot)
+
+    def _size(self, slot: int | tuple[int, int, float, float, bytes, int]) -> int:
+        if isinstance(slot, int):
+            return self._log.header(slot).size
+        return slot[5]
+
+    def put(self, key: Key, head: Header) -> bool:
+        """Point ``key`` at a record; True when the key is new; O(1)."""
+        old = self._slots.get(key)
+        if head.expiration or head.correlation_id:
+            self._slots[key] = (
+                head.offset,
+                head.seq,
+                head.timestamp,
+                head.expiration,
+                head.correlation_id,
+                head.size,
+            )
+        else:
+            self._slots[key] = head.offset
+        if old is None:
+            self.live_bytes += head.size
+            return True
+        self.live_bytes += head.size - self._size(old)
+        return False
+
+    def put_bare(self, keys: list[Key], offsets: list[int], sizes: list[int]) -> list[bool]:
+        """:meth:`put` of records without expiration or correlation id, in order."""
+        slots = self._slots
+        get = slots.get
+        inserted: list[bool] = []
+        flag = inserted.append
+        live = self.live_bytes
+        for key, offset, size in zip(keys, offsets, sizes, strict=True):
+            old = get(key)
+            slots[key] = offset
+            if old is None:
+                live += size
+                flag(True)
+            else:
+                live += size - self._size(old)
+                flag(False)
+        self.live_bytes = live
+        return inserted
+
+    def remove(self, key: Key) -> None:
+        """Forget ``key`` (present); O(1)."""
+        self.live_bytes -= self._size(self._slots.pop(key))
+
+    def clear(self) -> None:
+        """Forget every key."""
+        self._slots.clear()
+        self.live_bytes = 0
+
+    def expiring(self) -> list[tuple[float, int, Key]]:
+        """``(expiration, seq, key)`` of every live record that expires."""
+        return [
+            (s[3], s[1], k) for k, s in self._slots.items() if not isinstance(s, int) and s[3] > 0
+        ]
+
+    def remap(self, mapping: dict[int, int]) -> None:
+        """Apply compaction's ``{old offset: new offset}``."""
+        self._slots = {
+            k: mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:])
+            for k, s in self._slots.items()
+        }
+
+    # ------------------------------------------------------------------ replay
+
+    def replay(
+        self, scan: Iterable[tuple[int, RecordKind, int, float, float, str, bytes, int]]
+    ) -> None:
+        """Apply the log's ``scan_entries`` tuples (open: the tight loop of recovery)."""
+        slots = self._slots
+        get, pop = slots.get, slots.pop
+        key_of = self.key_of
+        live = 0
+        size_of = self._size
+        for offset, kind, seq, stamp, expires, text, corr, size in scan:
+            key = key_of(text)
+            old = get(key)
+            if old is not None:
+                live -= size_of(old)
+            if kind == _PUT:
+                slots[key] = (
+                    (offset, seq, stamp, expires, corr, size) if expires or corr else offset
+                )
+                live += size
+            elif old is not None:
+                pop(key)
+        self.live_bytes += live
+
+    # ------------------------------------------------------------------ checkpoint
+
+    def to_blob(self) -> tuple[bytes, list[Key]]:
+        """The key map as bytes :meth:`load_blob` reads back, and the keys in the order
+        :meth:`keys` lists them after that load; O(keys)."""
+        bare_keys: list[Key] = []
+        bare_offsets: list[int] = []
+        full: list[tuple[Key, tuple[int, int, float, float, bytes, int]]] = []
+        for key, slot in self._slots.items():
+            if isinstance(slot, int):
+                bare_keys.append(key)
+                bare_offsets.append(slot)
+            else:
+                full.append((key, slot))
+        ints = self.content and all(type(k) is int for k in bare_keys)
+        blob: bytes = msgpack.packb(
+            [
+                _BLOB_VERSION,
+                self.live_bytes,
+                _column("Q", bare_keys) if ints else bare_keys,  # type: ignore[arg-type]
+                _column("q", bare_offsets),
+                [k for k, _ in full],
+                [list(s) for _, s in full],
+            ]
+        )
+        return blob, [*bare_keys, *(k for k, _ in full)]
+
+    def load_blob(self, blob: bytes) -> bool:
+        """Replace the content with :meth:`to_blob`'s bytes; False (unchanged) if unreadable."""
+        try:
+            version, live, keys, offsets, full_keys, full = msgpack.unpackb(blob)
+            if version != _BLOB_VERSION:
+                return False
+            if isinstance(keys, bytes):
+                keys = _uncolumn("Q", keys)
+            slots: dict[Key, int | tuple[int, int, float, float, bytes, int]] = dict(
+                zip(keys, _uncolumn("q", offsets), strict=True)
+            )
+            slots.update(zip(full_keys, map(tuple, full), strict=True))
+        except (ValueError, TypeError, msgpack.UnpackException):
+            return False
+        self._slots, self.live_bytes = slots, int(live)
+        return True

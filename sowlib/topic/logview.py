@@ -1,0 +1,81 @@
+"""What the topic reads from its log: header fields, checked payloads, record sizes.
+
+Works over the persistent ``AppendLog`` and the transient ``MemoryLog`` alike (the
+latter has no header-only reads: they are answered from the record). Imports only
+``storage``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from sowlib.storage import LogRecord
+from sowlib.storage.framing import framed_size
+
+__all__ = ["Header", "LogView"]
+
+
+class Header(NamedTuple):
+    """The header fields of a key's live record."""
+
+    offset: int
+    seq: int
+    timestamp: float
+    expiration: float  # 0.0: never
+    correlation_id: bytes
+    size: int  # bytes the record occupies in the log
+
+
+class LogView:
+    """Reads of one topic's log; O(1) per header, O(record) per payload."""
+
+    __slots__ = ("_memory", "log")
+
+    def __init__(self, log: Any) -> None:
+        self.log = log
+        self._memory = not hasattr(log, "read_entry")
+
+    @property
+    def persistent(self) -> bool:
+        """True for a log file (header-only reads, batch framing); False in memory."""
+        return not self._memory
+
+    @property
+    def from_checkpoint(self) -> bool:
+        """True when the open restored state from a clean-close checkpoint."""
+        report = getattr(self.log, "report", None)
+        return bool(getattr(report, "from_checkpoint", False))
+
+    def size_of(self, rec: LogRecord) -> int:
+        """Bytes a record just appended or read occupies in a log file."""
+        return framed_size(rec.key, len(rec.correlation_id), len(rec.payload), rec.expiration)
+
+    def header_of(self, rec: LogRecord) -> Header:
+        """The key map header of a record just appended or read."""
+        return Header(
+            rec.offset,
+            rec.seq,
+            rec.timestamp,
+            rec.expiration,
+            rec.correlation_id,
+            self.size_of(rec),
+        )
+
+    def header(self, offset: int) -> Header:
+        """The header fields of the record at ``offset`` (no checksum check); O(1)."""
+        if self._memory:
+            return self.header_of(self.log.read(offset))
+        seq, stamp, expires, corr, size = self.log.read_entry(offset)
+        return Header(offset, seq, stamp, expires, corr, size)
+
+    def payload(self, offset: int) -> bytes:
+        """The payload at ``offset``, its checksum verified; O(record)."""
+        payload: bytes = self.log.read(offset).payload
+        return payload
+
+    def payloads(self, offsets: list[int]) -> Sequence[bytes]:
+        """The payloads at ``offsets``, in order, checksums verified; O(their bytes)."""
+        if self._memory:
+            return [self.log.read(off).payload for off in offsets]
+        return [f[5] for f in self.log.read_puts(offsets)]

@@ -1,0 +1,123 @@
+"""The parts one topic is composed of, wired together (and the as-of view of history).
+
+Imports ``codecs``, ``config``, ``index``, ``keys``, ``subscriptions``, ``history`` and
+sibling modules; never the facade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+import attrs
+
+from sowlib.codecs import get_codec
+from sowlib.config import TopicConfig
+from sowlib.errors import QueryOptionError
+from sowlib.history import HistoricalSource, History, Version
+from sowlib.index import IndexSet
+from sowlib.index.types import Key
+from sowlib.keys import ContentKeyGenerator
+from sowlib.paths import FieldPath, parse_path
+from sowlib.record import Record
+from sowlib.results import parse_bookmark
+from sowlib.subscriptions import SubscriptionManager
+from sowlib.topic.cache import DEFAULT_CACHE_BYTES, RecordCache
+from sowlib.topic.expiry import Expiry
+from sowlib.topic.keymap import KeyMap
+from sowlib.topic.logview import LogView
+from sowlib.topic.source import TopicSource
+from sowlib.topic.views import Views
+from sowlib.topic.writer import Writer
+
+__all__ = ["Parts", "as_of", "build_parts"]
+
+
+@attrs.define(eq=False)
+class Parts:
+    """Everything a topic holds, each part owning its own state."""
+
+    log: Any  # the AppendLog (or MemoryLog) itself
+    reads: LogView
+    keys: KeyMap
+    cache: RecordCache
+    views: Views
+    indexes: IndexSet
+    key_fields: tuple[FieldPath, ...]
+    subs: SubscriptionManager
+    expiry: Expiry
+    history: History | None
+    writer: Writer
+    source: TopicSource
+    content: ContentKeyGenerator | None
+
+
+def build_parts(
+    config: TopicConfig,
+    log: Any,
+    clock: Callable[[], float],
+    key_generator: Callable[[Any], str] | None,
+    cache_bytes: int | None,
+) -> Parts:
+    """Wire a topic's parts over ``log`` (nothing is read yet).
+
+    Raises:
+        QueryOptionError: ``cache_bytes`` is not a number of bytes >= 0.
+    """
+    budget = DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes
+    if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
+        raise QueryOptionError("cache_bytes", cache_bytes, "a number of bytes >= 0")
+    codec = get_codec(config.message_type, **dict(config.options.get("codec", {})))
+    keygen = key_generator or (
+        ContentKeyGenerator(config.keys, domain=config.domain, topic=config.name)
+        if config.keys
+        else None
+    )
+    content = keygen if isinstance(keygen, ContentKeyGenerator) else None
+    key_fields = tuple(parse_path(k) for k in config.keys)
+    reads = LogView(log)
+    keys = KeyMap(reads, content=content is not None)
+    cache = RecordCache(budget)
+    views = Views(config.name, config.message_type, codec, keys, reads, cache)
+    indexes = IndexSet(key_fields, config.hash_indexes, config.indexes)
+    subs = SubscriptionManager(config.name, config.message_type, codec.encode, keys=config.keys)
+    expiry = Expiry(config.expiration_enabled)
+    history = (
+        History(config.history_window, config.history_granularity)
+        if config.history_window is not None
+        else None
+    )
+    writer = Writer(config, views, indexes, expiry, history, subs, clock, keygen, key_fields)
+    source = TopicSource(views, keys, indexes, key_fields, content, clock)
+    return Parts(
+        log,
+        reads,
+        keys,
+        cache,
+        views,
+        indexes,
+        key_fields,
+        subs,
+        expiry,
+        history,
+        writer,
+        source,
+        content,
+    )
+
+
+def as_of(parts: Parts, bookmark: int | float | str | datetime, now: float) -> HistoricalSource:
+    """The topic as it was at ``bookmark`` (a history topic's query source)."""
+    history = parts.history
+    assert history is not None
+    seq, stamp = parse_bookmark(bookmark)
+    history.trim(now)
+    versions = list(history.as_of(seq, stamp, now))
+    log, of_log = parts.log, parts.views.of_log
+
+    def make(key: Key, v: Version) -> Record:
+        assert v.offset is not None
+        return of_log(log.read(v.offset))
+
+    return HistoricalSource(parts.source, versions, make)

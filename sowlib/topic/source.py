@@ -1,0 +1,107 @@
+"""The topic as the query engine reads it (:class:`~sowlib.query.QuerySource`).
+
+Imports ``expr``, ``index``, ``paths``, ``record`` and sibling modules; never the facade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any
+
+from sowlib.expr import EvalContext
+from sowlib.index import IndexSet
+from sowlib.index.types import Key
+from sowlib.keys import ContentKeyGenerator
+from sowlib.paths import FieldPath
+from sowlib.record import Record
+from sowlib.topic.keymap import KeyMap
+from sowlib.topic.views import Views
+
+__all__ = ["TopicSource"]
+
+
+class TopicSource:
+    """What :func:`sowlib.query.run_query` and the planner call; under the topic's lock.
+
+    Args:
+        views: records and documents of live keys.
+        keys: the key map.
+        indexes: the topic's indexes.
+        key_fields: the topic's key fields.
+        content: the content key generator when keys are content keys.
+        clock: the topic's clock (context functions).
+    """
+
+    def __init__(
+        self,
+        views: Views,
+        keys: KeyMap,
+        indexes: IndexSet,
+        key_fields: tuple[FieldPath, ...],
+        content: ContentKeyGenerator | None,
+        clock: Callable[[], float],
+    ) -> None:
+        self.name = views.name
+        self.message_type = views.message_type
+        self.key_fields = key_fields
+        self.indexes = indexes
+        self._views = views
+        self._keys = keys
+        self._content = content
+        self._clock = clock
+
+    def keys(self) -> Iterator[Key]:
+        """Every live key (a snapshot); O(1) per key."""
+        return iter(self._keys.keys())
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def record(self, key: Key) -> Record | None:
+        """The live record of ``key``, or None."""
+        return self._views.record(key)
+
+    def records_of(self, keys: Iterable[Key]) -> list[Record]:
+        """The live records of ``keys``, in order, absent keys left out."""
+        return self._views.records(keys)
+
+    def doc(self, key: Key) -> Any:
+        """The document of a live key."""
+        return self._views.doc(key)
+
+    def docs(self, keys: Iterable[Key]) -> Iterable[tuple[Key, Any]]:
+        """``(key, document)`` of each live key, read in batches; nothing kept."""
+        return self._views.docs(keys)
+
+    def field_values(self, path: FieldPath) -> Iterator[tuple[Key, Any]]:
+        """``(key, value of path)`` of every live record; documents dropped at once."""
+        getter = path.getter
+        for key, doc in self._views.docs(self._keys.keys()):
+            yield key, getter(doc)
+
+    def key_for_values(self, values: Sequence[Any]) -> Key | None:
+        """The key content-keyed messages with these key-field values get."""
+        if self._content is None:
+            return None
+        text = self._content.key_for_values(values)
+        return None if text is None else self._keys.key_of(text)
+
+    def encode(self, doc: Any) -> bytes:
+        """Encode a document in this topic's message type."""
+        return self._views.codec.encode(doc)
+
+    def context(self, key: Key, record: Record | None = None) -> EvalContext:
+        """The evaluation context for context functions such as SOW_KEY()."""
+        rec = record if record is not None else self.record(key)
+        text = self._keys.text_of(key)
+        if rec is None:
+            return EvalContext(sow_key=text, topic=self.name, now=self._clock())
+        return EvalContext(
+            sow_key=text,
+            topic=self.name,
+            message_size=len(rec.data),
+            correlation_id=rec.correlation_id.decode("utf-8", "replace") or None,
+            timestamp=rec.timestamp,
+            seq=rec.seq,
+            now=self._clock(),
+        )

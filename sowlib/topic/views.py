@@ -1,0 +1,162 @@
+"""Records and documents of live keys: read from the log, decoded, kept in a bounded cache.
+
+The one place a :class:`~sowlib.record.Record` of a live key is built. Imports
+``codecs``, ``record``, ``storage`` and sibling modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from functools import partial
+from typing import Any
+
+from sowlib.codecs import Codec
+from sowlib.document import MISSING
+from sowlib.index.types import Key
+from sowlib.record import DeferredDoc, Record
+from sowlib.storage import LogRecord, RecordKind
+from sowlib.topic.cache import RecordCache, record_cost
+from sowlib.topic.keymap import KeyMap
+from sowlib.topic.logview import Header, LogView
+
+__all__ = ["Views"]
+
+_new_record = partial(tuple.__new__, Record)
+# Keys read per batch when a query walks many records.
+_CHUNK = 2048
+
+
+class Views:
+    """Builds Records and documents of live keys; O(1) per cached read.
+
+    Args:
+        name: the topic name.
+        message_type: the topic's message type.
+        codec: decodes payloads.
+        keys: the key map.
+        log: the log reader.
+        cache: the record cache.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        message_type: str,
+        codec: Codec,
+        keys: KeyMap,
+        log: LogView,
+        cache: RecordCache,
+    ) -> None:
+        self.name = name
+        self.message_type = message_type
+        self.codec = codec
+        self.keys = keys
+        self.log = log
+        self.cache = cache
+        self.filterable = codec.supports_filter
+        # What a Record read by key holds as its doc until first touched (binary
+        # payloads are their own document).
+        self._deferred = DeferredDoc(codec.decode) if self.filterable else None
+        decode_many = getattr(codec, "decode_many", None)
+        self._decode_many = decode_many if decode_many is not None and self.filterable else None
+
+    def decode(self, payload: bytes) -> Any:
+        """The document of a payload (the bytes themselves for binary message types)."""
+        return self.codec.decode(payload) if self.filterable else payload
+
+    def decode_many(self, payloads: list[bytes]) -> list[Any]:
+        """:meth:`decode` of each payload, in one batch where the codec can."""
+        if self._decode_many is not None:
+            return self._decode_many(payloads)  # type: ignore[no-any-return]
+        return [self.decode(p) for p in payloads]
+
+    def make(self, key: Key, head: Header, payload: bytes, doc: Any = MISSING) -> Record:
+        """The Record of a live version; ``doc`` decoded on first access when not given."""
+        if doc is MISSING:
+            doc = payload if self._deferred is None else self._deferred
+        return _new_record(
+            (
+                self.keys.text_of(key),
+                payload,
+                head.seq,
+                head.timestamp,
+                head.expiration or None,
+                self.name,
+                self.message_type,
+                head.correlation_id,
+                doc,
+            )
+        )
+
+    def of_log(self, rec: LogRecord) -> Record:
+        """A Record for a log record read directly (history, replay)."""
+        return Record(
+            rec.key,
+            rec.payload,
+            rec.seq,
+            rec.timestamp,
+            rec.expiration or None,
+            self.name,
+            self.message_type,
+            rec.correlation_id,
+            self.decode(rec.payload) if rec.kind == RecordKind.PUT else None,
+        )
+
+    def keep(self, key: Key, rec: Record) -> None:
+        """Offer ``rec`` to the cache (the caller holds the topic's lock)."""
+        if self.cache.budget:
+            self.cache.put(key, rec, record_cost(len(rec.data), self.filterable))
+
+    def record(self, key: Key) -> Record | None:
+        """The live Record of ``key`` or None; from the cache, else read and cached."""
+        rec = self.cache.get(key)
+        if rec is None:
+            head = self.keys.header(key)
+            if head is None:
+                return None
+            rec = self.make(key, head, self.log.payload(head.offset))
+            self.keep(key, rec)
+        return rec
+
+    def records(self, keys: Iterable[Key]) -> list[Record]:
+        """The live Records of ``keys`` in order, absent keys left out."""
+        record = self.record
+        return [r for k in keys if (r := record(k)) is not None]
+
+    def doc(self, key: Key) -> Any:
+        """The document of a live key (KeyError when absent)."""
+        rec = self.record(key)
+        if rec is None:
+            raise KeyError(key)
+        return rec.doc
+
+    def docs(self, keys: Iterable[Key]) -> Iterator[tuple[Key, Any]]:
+        """``(key, document)`` for each live key of ``keys``, in order; nothing is kept.
+
+        Reads and decodes in batches; cached records give their documents as they are.
+        """
+        get_cached, offset_of = self.cache.get, self.keys.offset
+        batch: list[Key] = []
+        offsets: list[int] = []
+        for key in keys:
+            rec = get_cached(key)
+            if rec is not None:
+                if batch:
+                    yield from self._decoded(batch, offsets)
+                    batch, offsets = [], []
+                yield key, rec.doc
+                continue
+            off = offset_of(key)
+            if off is None:
+                continue
+            batch.append(key)
+            offsets.append(off)
+            if len(batch) >= _CHUNK:
+                yield from self._decoded(batch, offsets)
+                batch, offsets = [], []
+        if batch:
+            yield from self._decoded(batch, offsets)
+
+    def _decoded(self, keys: list[Key], offsets: list[int]) -> Iterator[tuple[Key, Any]]:
+        payloads = list(self.log.payloads(offsets))
+        return zip(keys, self.decode_many(payloads), strict=True)

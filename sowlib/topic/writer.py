@@ -1,0 +1,353 @@
+"""The write path: decode -> key -> append -> index -> install, single and batch in one place.
+
+Also deletes, expirations, log replay (refresh, history) and compaction. Callers
+hold the topic's lock. Imports ``codecs``, ``keys``, ``index``, ``storage``,
+``subscriptions``, ``history``, ``results`` and sibling modules; never the facade.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, cast
+
+from sowlib.config import TopicConfig
+from sowlib.document import MISSING
+from sowlib.errors import InvalidSowKeyError, MissingKeyFieldError, QueryOptionError
+from sowlib.history import History, Version
+from sowlib.index import IndexSet
+from sowlib.index.types import Key
+from sowlib.keys import ContentKeyGenerator, validate_user_key
+from sowlib.paths import FieldPath
+from sowlib.results import PublishResult, PublishResults
+from sowlib.storage import LogRecord, RecordKind
+from sowlib.subscriptions import SubscriptionManager
+from sowlib.topic.expiry import Expiry
+from sowlib.topic.keymap import KeyMap
+from sowlib.topic.logview import Header
+from sowlib.topic.prepare import Batch, prepare_batch
+from sowlib.topic.views import Views
+
+__all__ = ["Writer"]
+
+_PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
+# Do not compact files smaller than this: rewriting tiny files buys nothing.
+_MIN_COMPACT_BYTES = 1 << 20
+COUNTERS = ("inserts", "updates", "deletes", "expirations", "queries", "publishes")
+
+
+class Writer:
+    """Every change to a topic's state goes through here (under the topic's lock)."""
+
+    def __init__(
+        self,
+        config: TopicConfig,
+        views: Views,
+        indexes: IndexSet,
+        expiry: Expiry,
+        history: History | None,
+        subs: SubscriptionManager,
+        clock: Callable[[], float],
+        keygen: Callable[[Any], str] | None,
+        key_fields: tuple[FieldPath, ...],
+    ) -> None:
+        self.config = config
+        self.views = views
+        self.keys: KeyMap = views.keys
+        self.log = views.log
+        self.indexes = indexes
+        self.expiry = expiry
+        self.history = history
+        self.subs = subs
+        self.clock = clock
+        self.keygen = keygen
+        self.content = keygen if isinstance(keygen, ContentKeyGenerator) else None
+        self._key_getters = tuple(path.getter for path in key_fields)
+        self.counts = dict.fromkeys(COUNTERS, 0)
+
+    # ------------------------------------------------------------------ inputs
+
+    def decode_input(self, data: object) -> tuple[bytes, Any]:
+        """The payload bytes and document of a message as given to publish."""
+        if isinstance(data, str):
+            payload = data.encode("utf-8")
+        elif isinstance(data, bytes | bytearray | memoryview):
+            payload = bytes(data)
+        else:
+            payload = self.views.codec.encode(data)
+        return payload, self.views.decode(payload)
+
+    def key(self, doc: Any, sow_key: str | None, data: object) -> Key:
+        """The in-memory key of a message (its SOW key as the key map holds it)."""
+        name = self.config.name
+        if self.keygen is not None:
+            if sow_key is not None:
+                raise InvalidSowKeyError(
+                    sow_key,
+                    f"topic {name!r} derives its keys from the message; do not pass sow_key",
+                )
+            try:
+                if self.content is not None:
+                    return self.content.hashes_of((doc,))[0]
+                key = self.keygen(doc)
+            except MissingKeyFieldError as exc:
+                raise MissingKeyFieldError(exc.topic, exc.field, data) from None
+            if not isinstance(key, str) or not key:
+                raise InvalidSowKeyError(key, "the key generator must return non-empty text")
+            return self.keys.key_of(key)
+        if sow_key is None:
+            raise InvalidSowKeyError(
+                None, f"topic {name!r} has no key fields: the publisher must pass sow_key="
+            )
+        return self.keys.key_of(validate_user_key(sow_key))
+
+    def expires_at(self, expiration: float | str | None, now: float) -> float:
+        """Absolute expiry for a publish at ``now`` (0.0: never); validates ``expiration``."""
+        if expiration is not None:
+            if isinstance(expiration, bool) or not isinstance(expiration, int | float):
+                raise QueryOptionError("expiration", expiration, "seconds as a number >= 0")
+            if expiration < 0 or expiration != expiration:
+                raise QueryOptionError("expiration", expiration, "seconds as a number >= 0")
+        ttl = expiration if expiration is not None else self.config.default_ttl
+        return now + float(ttl) if ttl else 0.0
+
+    # ------------------------------------------------------------------ publish
+
+    def write(
+        self,
+        key: Key,
+        payload: bytes,
+        doc: Any,
+        expiration: float | None,
+        corr: bytes,
+        delta_doc: Any = None,
+    ) -> PublishResult:
+        """Append one PUT and install it."""
+        now = self.clock()
+        expires = self.expires_at(expiration, now)
+        rec = self.log.log.append(
+            _PUT,
+            self.keys.text_of(key),
+            payload,
+            timestamp=now,
+            expiration=expires,
+            correlation_id=corr,
+        )
+        inserted = self._install(key, self.log.header_of(rec), payload, doc, delta_doc)
+        self.maybe_compact()
+        return PublishResult(self.keys.text_of(key), rec.seq, inserted)
+
+    def write_many(
+        self,
+        messages: Sequence[object],
+        expiration: float | None,
+        key_values: Sequence[Any] | None,
+    ) -> PublishResults:
+        """Validate a whole batch, append it with one log call, install each in order."""
+        now = self.clock()
+        expires = self.expires_at(expiration, now)
+        batch = prepare_batch(self, messages, key_values)
+        texts = list(map(self.keys.text_of, batch.keys))
+        log = self.log.log
+        if self.content is not None and self.log.persistent:
+            # Times as the log stores them (microseconds), so a reopen reads the same.
+            stamp = round(now * 1_000_000) / 1_000_000
+            expires = round(expires * 1_000_000) / 1_000_000 if expires else 0.0
+            ints = cast("list[int]", batch.keys)
+            offsets, sizes, first = log.append_puts(texts, batch.payloads, stamp, expires, ints)
+            heads = [
+                Header(off, first + i, stamp, expires, b"", size)
+                for i, (off, size) in enumerate(zip(offsets, sizes, strict=True))
+            ]
+        else:
+            items = [
+                (_PUT, t, p, now, expires, b"") for t, p in zip(texts, batch.payloads, strict=True)
+            ]
+            records: list[LogRecord] = log.append_many(items)
+            heads = [self.log.header_of(r) for r in records]
+            first = records[0].seq if records else self.log.log.last_seq + 1
+        inserted = self._install_batch(batch, heads)
+        self.maybe_compact()
+        return PublishResults(texts, first, inserted)
+
+    def _install_batch(self, batch: Batch, heads: list[Header]) -> list[bool]:
+        keys = batch.keys
+        plain = (
+            not self.subs.active and self.history is None and not (heads and heads[0].expiration)
+        )
+        if not plain:
+            return self._install_each(batch, heads)
+        indexes, views = self.indexes, self.views
+        old_docs: dict[Key, Any] = {}
+        if batch.docs is not None and indexes.has_field_indexes:
+            # The replaced versions' field values leave the indexes: read them first.
+            old_docs = dict(views.docs([k for k in dict.fromkeys(keys) if k in self.keys]))
+        drop = views.cache.drop
+        for key in keys:
+            drop(key)
+        inserted = self.keys.put_bare(keys, [h.offset for h in heads], [h.size for h in heads])
+        if batch.docs is None or not indexes.has_field_indexes:
+            on_keys = indexes.on_put_keys
+            if batch.key_values is not None:
+                for key, vals, new in zip(keys, batch.key_values, inserted, strict=True):
+                    on_keys(key, vals, new)
+            else:
+                docs = batch.docs or [MISSING] * len(keys)
+                getters = self._key_getters
+                for key, doc, new in zip(keys, docs, inserted, strict=True):
+                    on_keys(key, [g(doc) for g in getters], new)
+        elif not old_docs and len(set(keys)) == len(keys):
+            indexes.on_insert_many(keys, batch.docs)
+        else:
+            on_put = indexes.on_put
+            for key, doc, new in zip(keys, batch.docs, inserted, strict=True):
+                on_put(key, None if new else old_docs[key], doc)
+                old_docs[key] = doc
+        self._count(inserted)
+        return inserted
+
+    def _install_each(self, batch: Batch, heads: list[Header]) -> list[bool]:
+        keys = batch.keys
+        docs = batch.docs if batch.docs is not None else [MISSING] * len(keys)
+        values: list[Sequence[Any] | None] = (
+            list(batch.key_values) if batch.key_values is not None else [None] * len(keys)
+        )
+        out = [
+            self._install(key, head, payload, doc, counted=False, values=vals)
+            for key, head, payload, doc, vals in zip(
+                keys, heads, batch.payloads, docs, values, strict=True
+            )
+        ]
+        self._count(out)
+        return out
+
+    def _count(self, inserted: list[bool]) -> None:
+        counts = self.counts
+        added = inserted.count(True)
+        counts["inserts"] += added
+        counts["updates"] += len(inserted) - added
+        counts["publishes"] += len(inserted)
+
+    def _install(
+        self,
+        key: Key,
+        head: Header,
+        payload: bytes,
+        doc: Any,
+        delta_doc: Any = None,
+        *,
+        counted: bool = True,
+        values: Sequence[Any] | None = None,
+    ) -> bool:
+        """Point ``key`` at its appended record: indexes, cache, expiry, history, subscribers."""
+        subs = self.subs.active
+        exists = key in self.keys
+        old_rec = self.views.record(key) if subs and exists else None
+        old_doc = self.views.doc(key) if exists and self.indexes.has_field_indexes else None
+        self.views.cache.drop(key)
+        inserted = self.keys.put(key, head)
+        self._index_put(key, inserted, old_doc, doc, values)
+        if counted:
+            self._count([inserted])
+        self.expiry.push(head.expiration, head.seq, key)
+        if self.history is not None:
+            self.history.add(key, Version(head.seq, head.timestamp, head.offset))
+        if subs:
+            new = self.views.make(key, head, payload, doc)
+            self.subs.on_change("publish", self.keys.text_of(key), old_rec, new, delta_doc)
+        return inserted
+
+    def _index_put(
+        self, key: Key, inserted: bool, old_doc: Any, doc: Any, values: Sequence[Any] | None = None
+    ) -> None:
+        """Index upkeep of a put; ``values`` are the key-field values when ``doc`` is MISSING."""
+        if self.indexes.has_field_indexes:
+            self.indexes.on_put(key, None if inserted else old_doc, doc)
+        else:
+            if values is None:
+                values = [g(doc) for g in self._key_getters]
+            self.indexes.on_put_keys(key, values, inserted)
+
+    # ------------------------------------------------------------------ removal
+
+    def remove(self, key: Key, kind: RecordKind) -> None:
+        """Append a tombstone for live ``key`` and forget it (delete or expire)."""
+        old = self.views.record(key) if self.subs.active else None
+        rec = self.log.log.append(kind, self.keys.text_of(key), b"", timestamp=self.clock())
+        self.forget(key)
+        if self.history is not None:
+            self.history.add(key, Version(rec.seq, rec.timestamp, None))
+        self.counts["expirations" if kind == _EXPIRE else "deletes"] += 1
+        if old is not None:
+            kind_text = "expire" if kind == _EXPIRE else "delete"
+            self.subs.on_change(kind_text, self.keys.text_of(key), old, None)
+
+    def forget(self, key: Key) -> None:
+        """Drop live ``key`` from memory: key map, indexes, cache (no log record)."""
+        old_doc = self.views.doc(key) if self.indexes.has_field_indexes else None
+        self.keys.remove(key)
+        self.views.cache.drop(key)
+        self.indexes.on_delete(key, old_doc)
+
+    def process_expirations(self, now: float, readonly: bool) -> int:
+        """Expire every due record (readers only hide them); returns how many."""
+        count = 0
+        for when, seq, key in self.expiry.pop_due(now):
+            head = self.keys.header(key)
+            if head is None or head.seq != seq or head.expiration != when:
+                continue  # superseded by a later publish or already deleted
+            if readonly:
+                self.forget(key)
+            else:
+                self.remove(key, _EXPIRE)
+            count += 1
+        return count
+
+    # ------------------------------------------------------------------ replay
+
+    def apply(self, rec: LogRecord) -> None:
+        """Replay one log record into memory (a reader's refresh, a history topic's open)."""
+        key = self.keys.key_of(rec.key)
+        if rec.kind == _PUT:
+            exists = key in self.keys
+            old_doc = self.views.doc(key) if exists and self.indexes.has_field_indexes else None
+            self.views.cache.drop(key)
+            head = self.log.header_of(rec)
+            inserted = self.keys.put(key, head)
+            self._index_put(key, inserted, old_doc, self.views.decode(rec.payload))
+            self.expiry.push(rec.expiration, rec.seq, key)
+            offset: int | None = rec.offset
+        else:
+            if key in self.keys:
+                self.forget(key)
+            offset = None
+        if self.history is not None:
+            self.history.add(key, Version(rec.seq, rec.timestamp, offset))
+
+    # ------------------------------------------------------------------ compaction
+
+    def maybe_compact(self) -> None:
+        """Compact when the garbage ratio passes the topic's ``auto_compact``."""
+        ratio = self.config.auto_compact
+        if ratio is None or self.history is not None:
+            return
+        used = self.log.log.end_offset
+        if used >= _MIN_COMPACT_BYTES and 1.0 - self.keys.live_bytes / used > ratio:
+            self.compact()
+
+    def compact(self) -> None:
+        """Rewrite the log with only live records (and retained history)."""
+        log = self.log.log
+        history = self.history
+        if history is not None:
+            history.trim(self.clock())
+            keep_offsets, keep_seqs = history.offsets(), history.seqs()
+
+            def keep(rec: LogRecord) -> bool:
+                return rec.offset in keep_offsets or rec.seq in keep_seqs
+
+            mapping: dict[int, int] = log.compact(keep)
+        else:
+            mapping = log.compact([off for _k, off in self.keys.offsets()])
+        self.keys.remap(mapping)
+        if history is not None:
+            history.remap(mapping)
