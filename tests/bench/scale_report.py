@@ -512,6 +512,15 @@ def render(m: dict[str, Cell], settings: Settings, notes: Sequence[str], facts: 
         f" `{m.get('sqlite3.lookup_api')}`; {settings.lookup_batches} batches of"
         f" {LOOKUP_BATCH:,} random keys, taking turns in one process, median per call."
     )
+    lines += [
+        "- Ratio = sowlib / sqlite3 (below 1x sowlib is faster or smaller). Every figure"
+        ' comes from a fresh child process, sowlib and sqlite3 taking turns; "first" or'
+        ' "cold" is the first query of a process that just opened the store (the files'
+        " were just written, so they sit in the OS page cache). Memory is the growth of"
+        " RssAnon from before opening (after the imports) to after the queries, over N."
+        " Build time counts only the `publish_many` / `executemany` calls, not generating"
+        " the messages.",
+    ]
     lines += [f"- {note}" for note in notes]
     return "\n".join(lines) + "\n"
 
