@@ -30,6 +30,8 @@ from sowlib.expr.nodes import (
     Node,
     Not,
     Or,
+    arith_chain,
+    chain,
 )
 
 __all__ = ["evaluate"]
@@ -45,8 +47,12 @@ def evaluate(node: Node, doc: Any, ctx: EvalContext | None = None) -> Any:
             return p.resolve(doc)
         case Neg(operand=o):
             return runtime.negate(ev(o, doc, ctx))
-        case Arith(op=op, left=a, right=b):
-            return runtime.arith(op, ev(a, doc, ctx), ev(b, doc, ctx))
+        case Arith():
+            first, steps = arith_chain(node)  # a loop, not one recursion per operator
+            acc = ev(first, doc, ctx)
+            for op, b in steps:
+                acc = runtime.arith(op, acc, ev(b, doc, ctx))
+            return acc
         case Compare(op=op, left=a, right=b):
             return runtime.compare_any(op, ev(a, doc, ctx), ev(b, doc, ctx))
         case Between(value=v, low=lo, high=hi, negated=neg):
@@ -67,16 +73,20 @@ def evaluate(node: Node, doc: Any, ctx: EvalContext | None = None) -> Any:
             return runtime.is_nan(ev(v, doc, ctx)) != neg
         case Not(operand=o):
             return runtime.logic_not(ev(o, doc, ctx))
-        case And(left=a, right=b):
-            left = runtime.to_logic(ev(a, doc, ctx))
-            if left is not True:
-                return left  # FALSE, or NULL ending the evaluation (spec §2.5 table)
-            return runtime.to_logic(ev(b, doc, ctx))
-        case Or(left=a, right=b):
-            left = runtime.to_logic(ev(a, doc, ctx))
-            if left is not False:
-                return left
-            return runtime.to_logic(ev(b, doc, ctx))
+        case And():
+            # (a AND b) AND c, left to right: the first operand that is not TRUE is the
+            # result, FALSE or a NULL ending the evaluation (spec §2.5 table)
+            for operand in chain(node):
+                value = runtime.to_logic(ev(operand, doc, ctx))
+                if value is not True:
+                    return value
+            return True
+        case Or():
+            for operand in chain(node):
+                value = runtime.to_logic(ev(operand, doc, ctx))
+                if value is not False:
+                    return value
+            return False
         case Call(name=name, args=args):
             spec = FUNCTIONS[name]
             if spec.lazy:  # IF

@@ -2,33 +2,104 @@
 
 Search semantics (match anywhere), byte semantics (ASCII values use a str
 pattern with ASCII rules; others are matched as UTF-8 bytes), a per-match
-timeout, and raw patterns as plain substring search. Imports only ``errors``.
+timeout and a per-query budget (:func:`regex_budget`), and raw patterns as
+plain substring search. Imports only ``errors``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache
 from typing import Any
 
 import attrs
 import regex
 
-from sowlib.errors import InvalidPatternError, RegexTimeoutError
+from sowlib.errors import InvalidPatternError, RegexBudgetError, RegexTimeoutError
 
 __all__ = [
+    "MAX_PATTERN_LENGTH",
+    "QUERY_REGEX_BUDGET",
     "REGEX_TIMEOUT",
     "InvalidPatternError",
     "check_pattern",
     "compile_pattern",
     "like_matcher",
+    "regex_budget",
     "regexp_replace",
     "translate",
 ]
 
 #: Seconds one pattern may spend on one value before RegexTimeoutError (module-level knob).
 REGEX_TIMEOUT: float = 1.0
+#: Longest LIKE / REGEXP_REPLACE pattern, in characters. The regex engine prepares a
+#: long literal on its first search in more than quadratic time that its timeout does
+#: not interrupt, so longer patterns are refused (use IN or BEGINS WITH lists instead).
+MAX_PATTERN_LENGTH = 512
+#: Seconds of regex matching (LIKE and REGEXP_REPLACE, all values together) that the
+#: work inside one :func:`regex_budget` block may spend before RegexBudgetError.
+QUERY_REGEX_BUDGET: float = 5.0
+
+
+@attrs.define
+class _Budget:
+    seconds: float
+    left: float
+
+
+_budget: ContextVar[_Budget | None] = ContextVar("sowlib_regex_budget", default=None)
+
+
+@contextmanager
+def regex_budget(seconds: float | None = None) -> Iterator[None]:
+    """Bound the regex time of everything evaluated inside the block (one query).
+
+    Each match still stops at :data:`REGEX_TIMEOUT`; together the matches may
+    spend ``seconds`` (default :data:`QUERY_REGEX_BUDGET`), measured as time
+    spent inside the regex engine, then the next one raises
+    :class:`~sowlib.errors.RegexBudgetError`. Nested blocks share the
+    outermost budget. Context-local: threads and async tasks have their own.
+
+    Example:
+        >>> with regex_budget(2.0):  # doctest: +SKIP
+        ...     hits = [d for d in docs if flt.matches(d)]
+    """
+    if _budget.get() is not None:
+        yield
+        return
+    total = QUERY_REGEX_BUDGET if seconds is None else seconds
+    token = _budget.set(_Budget(total, total))
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+def _run(pattern: str, fn: Callable[[float], Any]) -> Any:
+    """``fn(timeout)`` under the per-match limit and the current budget, if any."""
+    budget = _budget.get()
+    if budget is None:
+        try:
+            return fn(REGEX_TIMEOUT)
+        except TimeoutError:
+            raise _timeout(pattern) from None
+    if budget.left <= 0:
+        raise RegexBudgetError(pattern, budget.seconds)
+    limit = min(REGEX_TIMEOUT, budget.left)
+    start = time.monotonic()
+    try:
+        return fn(limit)
+    except TimeoutError:
+        if limit < REGEX_TIMEOUT:
+            raise RegexBudgetError(pattern, budget.seconds) from None
+        raise _timeout(pattern) from None
+    finally:
+        budget.left -= time.monotonic() - start
+
 
 _QUANT = re.compile(r"\*|\+|\?|\{\d+(?:,\d*)?\}")
 _INLINE = re.compile(r"\(\?([a-zA-Z]*)(?:-([a-zA-Z]*))?([:)])")
@@ -218,8 +289,10 @@ def compile_pattern(pattern: str) -> _Compiled:
     """Translate and compile a PCRE pattern (the bytes form lazily); cached by pattern text.
 
     Raises:
-        regex.error: the pattern is invalid.
+        regex.error: the pattern is invalid, or longer than :data:`MAX_PATTERN_LENGTH`.
     """
+    if len(pattern) > MAX_PATTERN_LENGTH:
+        raise regex.error(f"longer than {MAX_PATTERN_LENGTH} characters")
     translated = translate(pattern)
     return _Compiled(pattern, translated, regex.compile(translated, regex.ASCII | regex.V0))
 
@@ -230,7 +303,7 @@ def check_pattern(pattern: str, expression: str, offset: int) -> None:
     A plain literal (letters, digits, ``_``, spaces, optional ``^``/``$`` anchors) is
     accepted without compiling; anything else is compiled once (cached).
     """
-    if _PLAIN.fullmatch(pattern):
+    if len(pattern) <= MAX_PATTERN_LENGTH and _PLAIN.fullmatch(pattern):
         return
     try:
         compile_pattern(pattern)
@@ -259,7 +332,7 @@ def like_matcher(pattern: str, raw: bool) -> Callable[[str], bool]:
         return lambda text: False
     if raw:
         return lambda text: pattern in text
-    if not _PLAIN.fullmatch(pattern):
+    if len(pattern) > MAX_PATTERN_LENGTH or not _PLAIN.fullmatch(pattern):
         compile_pattern(pattern)
     compiled: _Compiled | None = None
     search: Any = None
@@ -269,40 +342,79 @@ def like_matcher(pattern: str, raw: bool) -> Callable[[str], bool]:
         if search is None:
             compiled = compile_pattern(pattern)
             search = compiled.text_rx.search
-        try:
-            if text.isascii():
-                return search(text, 0, None, None, False, REGEX_TIMEOUT) is not None
-            assert compiled is not None
-            return _search_bytes(compiled, text)
-        except TimeoutError:
-            raise _timeout(pattern) from None
+        if _budget.get() is None:
+            try:
+                if text.isascii():
+                    return search(text, 0, None, None, False, REGEX_TIMEOUT) is not None
+                assert compiled is not None
+                return _search_bytes(compiled, text, REGEX_TIMEOUT)
+            except TimeoutError:
+                raise _timeout(pattern) from None
+        assert compiled is not None
+        found: bool = _run(pattern, lambda limit: _search_any(compiled, text, limit))
+        return found
 
     return match
 
 
-def _search_bytes(compiled: _Compiled, text: str) -> bool:
+def _search_any(compiled: _Compiled, text: str, limit: float) -> bool:
+    if text.isascii():
+        return compiled.text_rx.search(text, 0, None, None, False, limit) is not None
+    return _search_bytes(compiled, text, limit)
+
+
+def _search_bytes(compiled: _Compiled, text: str, limit: float) -> bool:
     bytes_rx = compiled.bytes_rx
     if bytes_rx is None:
-        return compiled.text_rx.search(text, 0, None, None, False, REGEX_TIMEOUT) is not None
+        return compiled.text_rx.search(text, 0, None, None, False, limit) is not None
     data = text.encode("utf-8", "surrogateescape")
-    return bytes_rx.search(data, 0, None, None, False, REGEX_TIMEOUT) is not None
+    return bytes_rx.search(data, 0, None, None, False, limit) is not None
 
 
 def regexp_replace(text: str, pattern: str, replacement: str) -> str:
     """Replace every match of ``pattern`` in ``text`` by the literal ``replacement``.
+
+    All the matching of one call shares one :data:`REGEX_TIMEOUT` (and the current
+    :func:`regex_budget`).
 
     Raises:
         regex.error: the pattern is invalid.
         RegexTimeoutError: matching took longer than :data:`REGEX_TIMEOUT`.
     """
     compiled = compile_pattern(pattern)
-    try:
-        bytes_rx = None if text.isascii() else compiled.bytes_rx
-        if bytes_rx is None:
-            return str(compiled.text_rx.sub(lambda m: replacement, text, timeout=REGEX_TIMEOUT))
-        data = text.encode("utf-8", "surrogateescape")
-        rep = replacement.encode("utf-8", "surrogateescape")
-        out = bytes_rx.sub(lambda m: rep, data, timeout=REGEX_TIMEOUT)
-        return bytes(out).decode("utf-8", "surrogateescape")
-    except TimeoutError:
-        raise _timeout(pattern) from None
+    bytes_rx = None if text.isascii() else compiled.bytes_rx
+    if bytes_rx is None:
+        out: str = _run(pattern, lambda limit: _replace(compiled.text_rx, text, replacement, limit))
+        return out
+    data = text.encode("utf-8", "surrogateescape")
+    rep = replacement.encode("utf-8", "surrogateescape")
+    got: bytes = _run(pattern, lambda limit: _replace(bytes_rx, data, rep, limit))
+    return got.decode("utf-8", "surrogateescape")
+
+
+def _replace(rx: Any, text: Any, replacement: Any, limit: float) -> Any:
+    """``rx.sub`` with a literal replacement, as a loop of searches within ``limit`` seconds.
+
+    The engine's own ``sub``/``finditer`` with a function replacement were seen to run
+    for minutes past their timeout on long literal patterns; a plain search honours it.
+    After an empty match the next search starts one character later (as ``re.sub``).
+    """
+    deadline = time.monotonic() + limit
+    pieces = []
+    pos, n = 0, len(text)
+    while pos <= n:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError
+        m = rx.search(text, pos, None, None, False, left)
+        if m is None:
+            break
+        start, end = m.span()
+        pieces.append(text[pos:start])
+        pieces.append(replacement)
+        if end == start:
+            pieces.append(text[start : start + 1])
+            end = start + 1
+        pos = end
+    pieces.append(text[pos:])
+    return text[:0].join(pieces)

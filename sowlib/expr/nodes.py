@@ -34,6 +34,8 @@ __all__ = [
     "Node",
     "Not",
     "Or",
+    "arith_chain",
+    "chain",
     "new_and",
     "new_compare",
     "new_field",
@@ -302,6 +304,40 @@ def new_or(left: Node, right: Node) -> Or:
 def _new_logic(cls: type[Any], setters: tuple[Any, ...], left: Node, right: Node) -> Any:
     """An ``And``/``Or`` node built by storing into its slots with ``setters``."""
     return _filled(cls, setters, (left, right, left.start, right.end))
+
+
+def chain(node: And | Or) -> list[Node]:
+    """The operands of the left-nested ``And`` (or ``Or``) chain at ``node``, left to right.
+
+    ``a AND b AND c`` parses as ``And(And(a, b), c)``: back-ends read such a chain with
+    this loop instead of recursing once per clause, so its length is not limited by the
+    Python stack. O(length of the chain).
+    """
+    cls = type(node)
+    rights: list[Node] = []
+    n: Node = node
+    while type(n) is cls:
+        assert isinstance(n, And | Or)
+        rights.append(n.right)
+        n = n.left
+    rights.append(n)
+    rights.reverse()
+    return rights
+
+
+def arith_chain(node: Arith) -> tuple[Node, list[tuple[str, Node]]]:
+    """``(first, [(op, operand), ...])`` of the left-nested arithmetic at ``node``.
+
+    ``a - b * c + d`` is ``first = a`` then ``('-', b * c)``, ``('+', d)``: applied left
+    to right they give the node's value. Iterative, as :func:`chain`.
+    """
+    steps: list[tuple[str, Node]] = []
+    n: Node = node
+    while isinstance(n, Arith):
+        steps.append((n.op, n.right))
+        n = n.left
+    steps.reverse()
+    return n, steps
 
 
 def walk(node: Node) -> list[Node]:

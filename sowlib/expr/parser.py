@@ -7,7 +7,12 @@ expression and an offset. Imports only ``errors``, ``paths`` and ``expr``.
 
 from __future__ import annotations
 
-from sowlib.errors import FilterArityError, FilterSyntaxError, UnknownFunctionError
+from sowlib.errors import (
+    FilterArityError,
+    FilterSyntaxError,
+    FilterTooDeepError,
+    UnknownFunctionError,
+)
 from sowlib.expr import like
 from sowlib.expr.functions import FUNCTIONS
 from sowlib.expr.lexer import pattern_body, tokenize, unescape
@@ -34,7 +39,13 @@ from sowlib.expr.nodes import (
 from sowlib.expr.tokens import Kind, Token
 from sowlib.paths import FieldPath
 
-__all__ = ["parse"]
+__all__ = ["MAX_NESTING", "parse"]
+
+#: Most levels of parentheses, function calls, ``NOT`` and unary minus, nested in one
+#: another, that a filter may have (FilterTooDeepError past it). Chains of AND, OR and
+#: arithmetic at one level (``a AND b AND c ...``) are not nesting: any length works.
+#: Parsing, compiling and evaluating recurse once per level, so this bounds the stack.
+MAX_NESTING = 32
 
 # Kind members as module globals: ``Kind.WORD`` is an attribute lookup through the enum
 # metaclass (~40 ns) and parsing a filter tests kinds a few hundred times
@@ -67,6 +78,7 @@ class _Parser:
         self.tokens = tokenize(text)
         self.i = 0
         self.tok = self.tokens[0]  # the current token (a plain attribute: read very often)
+        self.depth = 0  # nesting levels open now (see MAX_NESTING)
 
     # -- token helpers -------------------------------------------------------
     def peek(self) -> Token:
@@ -87,6 +99,17 @@ class _Parser:
     def fail(self, expected: str, tok: Token | None = None) -> FilterSyntaxError:
         tok = tok or self.tok
         return FilterSyntaxError(self.text, tok.start, expected, tok.describe())
+
+    def enter(self, tok: Token) -> None:
+        """Open one nesting level at ``tok``; past :data:`MAX_NESTING`, FilterTooDeepError."""
+        self.depth += 1
+        if self.depth > MAX_NESTING:
+            raise FilterTooDeepError(
+                self.text,
+                tok.start,
+                f"at most {MAX_NESTING} nested parentheses, calls, NOT or unary minus",
+                tok.describe(),
+            )
 
     def expect(self, kind: Kind, expected: str) -> Token:
         if self.tok.kind is not kind:
@@ -127,8 +150,10 @@ class _Parser:
 
     def not_expr(self) -> Node:
         if self.is_word("NOT"):
+            self.enter(self.tok)
             start = self.advance().start
             operand = self.not_expr()
+            self.depth -= 1
             return Not(operand, start=start, end=operand.end)
         return self.predicate()
 
@@ -239,7 +264,8 @@ class _Parser:
 
     def unary(self) -> Node:
         if self.tok.kind is _OP and self.tok.value == "-":
-            start = self.advance().start
+            minus = self.advance()
+            start = minus.start
             num = self.tok
             if num.kind is _NUMBER:
                 self.advance()
@@ -249,7 +275,9 @@ class _Parser:
                 if isinstance(folded, int) and folded < _I64_MIN:
                     folded = float(folded)
                 return Literal(folded, start=start, end=num.end)
+            self.enter(minus)
             operand = self.unary()
+            self.depth -= 1
             return Neg(operand, start=start, end=operand.end)
         return self.primary()
 
@@ -274,9 +302,11 @@ class _Parser:
                 body = unescape(body, self.text, tok.start + 1)
             return new_literal(body or None, tok.start, tok.end)
         if tok.kind is _LPAREN:
+            self.enter(tok)
             self.advance()
             node = self.or_expr()
             self.expect(_RPAREN, "')'")
+            self.depth -= 1
             return node
         if tok.kind is _WORD:
             return self.word()
@@ -297,6 +327,7 @@ class _Parser:
         spec = FUNCTIONS.get(name)
         if spec is None:
             raise UnknownFunctionError(self.text, tok.start, tok.text)
+        self.enter(tok)
         self.advance()
         self.advance()
         args: list[Node] = []
@@ -306,6 +337,7 @@ class _Parser:
                 self.advance()
                 args.append(self.argument(name, len(args)))
         end = self.expect(_RPAREN, "',' or ')'").end
+        self.depth -= 1
         if not spec.min_args <= len(args) <= (spec.max_args if spec.max_args >= 0 else 1 << 30):
             raise FilterArityError(self.text, tok.start, name, spec.arity_text(), len(args))
         return Call(name, tuple(args), start=tok.start, end=end)

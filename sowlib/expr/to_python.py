@@ -34,6 +34,8 @@ from sowlib.expr.nodes import (
     Node,
     Not,
     Or,
+    arith_chain,
+    chain,
 )
 from sowlib.paths import FieldPath
 
@@ -100,10 +102,10 @@ def _compile(node: Node) -> tuple[Compiled, bool]:
     """The closure for ``node`` and whether it is boolean (as :func:`boolean_nodes` says)."""
     # the commonest nodes of a filter (AND/OR over comparisons) are matched first
     match node:
-        case And(left=a, right=b):
-            return _and(a, b)
-        case Or(left=a, right=b):
-            return _or(a, b)
+        case And():
+            return _and(chain(node))
+        case Or():
+            return _or(chain(node))
         case Compare(op=op, left=a, right=b):
             return _compare(op, a, b), True
         case InList(value=v, items=items, negated=neg):
@@ -123,10 +125,8 @@ def _compile(node: Node) -> tuple[Compiled, bool]:
         case Neg(operand=o):
             f = compile_node(o)
             return (lambda d, c: runtime.negate(f(d, c))), False
-        case Arith(op=op, left=a, right=b):
-            fa, fb = compile_node(a), compile_node(b)
-            arith = runtime.arith
-            return (lambda d, c: arith(op, fa(d, c), fb(d, c))), False
+        case Arith():
+            return _arith(*arith_chain(node)), False
         case Between(value=v, low=lo, high=hi, negated=neg):
             fv, flo, fhi = compile_node(v), compile_node(lo), compile_node(hi)
             return (lambda d, c: runtime.between(fv(d, c), flo(d, c), fhi(d, c), neg)), True
@@ -153,34 +153,86 @@ def _is_null(v: Node, neg: bool) -> Compiled:
     return lambda d, c: is_null(f(d, c))
 
 
-def _and(a: Node, b: Node) -> tuple[Compiled, bool]:
-    (fa, bool_a), (fb, bool_b) = _compile(a), _compile(b)
-    if bool_a and bool_b:
-        return (lambda d, c: fa(d, c) and fb(d, c)), True
+def _and(operands: list[Node]) -> tuple[Compiled, bool]:
+    """A chain ``a AND b AND ...``: one closure over its operands, left to right."""
+    parts = [_compile(o) for o in operands]
+    fs = [f for f, _ in parts]
+    if all(boolean for _, boolean in parts):
+        if len(fs) == 2:
+            fa, fb = fs
+            return (lambda d, c: fa(d, c) and fb(d, c)), True
+        if len(fs) == 3:
+            fa, fb, fc = fs
+            return (lambda d, c: fa(d, c) and fb(d, c) and fc(d, c)), True
+
+        def all_of(d: Any, c: EvalContext | None) -> bool:
+            # a plain loop: all() over a generator allocates one per document
+            for f in fs:  # noqa: SIM110
+                if not f(d, c):
+                    return False
+            return True
+
+        return all_of, True
     to_logic = runtime.to_logic
 
     def and3(d: Any, c: EvalContext | None) -> bool | None:
-        left = to_logic(fa(d, c))
-        if left is not True:
-            return left  # FALSE, or NULL ending the evaluation (spec §2.5 table)
-        return to_logic(fb(d, c))
+        for f in fs:
+            v = to_logic(f(d, c))
+            if v is not True:
+                return v  # FALSE, or NULL ending the evaluation (spec §2.5 table)
+        return True
 
     return and3, False
 
 
-def _or(a: Node, b: Node) -> tuple[Compiled, bool]:
-    (fa, bool_a), (fb, bool_b) = _compile(a), _compile(b)
-    if bool_a and bool_b:
-        return (lambda d, c: fa(d, c) or fb(d, c)), True
+def _or(operands: list[Node]) -> tuple[Compiled, bool]:
+    """A chain ``a OR b OR ...``: one closure over its operands, left to right."""
+    parts = [_compile(o) for o in operands]
+    fs = [f for f, _ in parts]
+    if all(boolean for _, boolean in parts):
+        if len(fs) == 2:
+            fa, fb = fs
+            return (lambda d, c: fa(d, c) or fb(d, c)), True
+        if len(fs) == 3:
+            fa, fb, fc = fs
+            return (lambda d, c: fa(d, c) or fb(d, c) or fc(d, c)), True
+
+        def any_of(d: Any, c: EvalContext | None) -> bool:
+            for f in fs:  # noqa: SIM110 (as all_of)
+                if f(d, c):
+                    return True
+            return False
+
+        return any_of, True
     to_logic = runtime.to_logic
 
     def or3(d: Any, c: EvalContext | None) -> bool | None:
-        left = to_logic(fa(d, c))
-        if left is not False:
-            return left
-        return to_logic(fb(d, c))
+        for f in fs:
+            v = to_logic(f(d, c))
+            if v is not False:
+                return v  # TRUE, or NULL ending the evaluation (spec §2.5 table)
+        return False
 
     return or3, False
+
+
+def _arith(first: Node, steps: list[tuple[str, Node]]) -> Compiled:
+    """A left-nested arithmetic chain, applied left to right (every operand evaluated)."""
+    arith = runtime.arith
+    f0 = compile_node(first)
+    if len(steps) == 1:
+        ((op, b),) = steps
+        fb = compile_node(b)
+        return lambda d, c: arith(op, f0(d, c), fb(d, c))
+    rest = [(op, compile_node(b)) for op, b in steps]
+
+    def apply(d: Any, c: EvalContext | None) -> Any:
+        acc = f0(d, c)
+        for op, f in rest:
+            acc = arith(op, acc, f(d, c))
+        return acc
+
+    return apply
 
 
 def _key(path: FieldPath) -> str | None:

@@ -26,6 +26,7 @@ from sowlib.expr.nodes import (
     Node,
     Not,
     Or,
+    chain,
 )
 
 __all__ = ["quote_pattern", "quote_string", "to_text"]
@@ -112,6 +113,22 @@ def _literal(value: int | float | str | None) -> str:
     return repr(value)
 
 
+def _arith_text(node: Arith) -> str:
+    """``a op b op c ...``: the left operands that need no parentheses, read in a loop."""
+    tails: list[str] = []
+    n: Node = node
+    while isinstance(n, Arith):
+        level = _prec(n)
+        tails.append(f" {n.op} {_at(n.right, level + 1)}")
+        left = n.left
+        if not (isinstance(left, Arith) and _prec(left) >= level):
+            head = _at(left, level)
+            break
+        n = left
+    tails.reverse()
+    return head + "".join(tails)
+
+
 def to_text(node: Node) -> str:
     """Canonical text of ``node``; O(size of the tree).
 
@@ -129,9 +146,8 @@ def to_text(node: Node) -> str:
             if isinstance(o, Literal) and isinstance(o.value, int | float):
                 return f"-({_literal(o.value)})"  # '-3' would read back as the literal -3
             return "-" + _at(o, 7)
-        case Arith(op=op, left=a, right=b):
-            level = _prec(node)
-            return f"{_at(a, level)} {op} {_at(b, level + 1)}"
+        case Arith():
+            return _arith_text(node)
         case Compare(op=op, left=a, right=b):
             return f"{_at(a, 5)} {op} {_at(b, 5)}"
         case Between(value=v, low=lo, high=hi, negated=neg):
@@ -150,10 +166,12 @@ def to_text(node: Node) -> str:
             return f"{_at(v, 5)} IS{_not(neg)} NAN"
         case Not(operand=o):
             return "NOT " + _at(o, 3)
-        case And(left=a, right=b):
-            return f"{_at(a, 2)} AND {_at(b, 3)}"
-        case Or(left=a, right=b):
-            return f"{_at(a, 1)} OR {_at(b, 2)}"
+        case And():
+            first, *rest = chain(node)  # a loop, not one recursion per clause
+            return " AND ".join([_at(first, 2), *(_at(o, 3) for o in rest)])
+        case Or():
+            first, *rest = chain(node)
+            return " OR ".join([_at(first, 1), *(_at(o, 2) for o in rest)])
         case Call(name=name, args=args):
             parts = []
             for i, a in enumerate(args):
