@@ -32,6 +32,13 @@ def as_stream(got: MessageStream | str) -> MessageStream:
     return got
 
 
+def listed(got: MessageStream | str) -> list[Message]:
+    """The messages of a finished (query) stream."""
+    out = [m for m in as_stream(got)]
+    assert None not in out
+    return [m for m in out if m is not None]
+
+
 def drain(stream: MessageStream | str) -> list[Message]:
     """Everything queued on a live stream (it yields None once nothing is left)."""
     out = []
@@ -57,7 +64,7 @@ def test_publish_returns_increasing_sequence_numbers(client: Client) -> None:
 
 def test_sow_yields_group_markers_around_records(client: Client) -> None:
     fill(client)
-    msgs = list(as_stream(client.sow("orders", "/qty > 20", order_by="/qty DESC")))
+    msgs = listed(client.sow("orders", "/qty > 20", order_by="/qty DESC"))
     assert [m.get_command() for m in msgs] == [
         Message.Command.GroupBegin,
         Message.Command.SOW,
@@ -85,7 +92,7 @@ def test_sow_handler_form_and_options(client: Client) -> None:
 
 def test_sow_select_option(client: Client) -> None:
     fill(client)
-    msgs = list(as_stream(client.sow("orders", "/id = 1", options="select=[-/,+/qty]")))
+    msgs = listed(client.sow("orders", "/id = 1", options="select=[-/,+/qty]"))
     assert json.loads(msgs[1].get_data()) == {"qty": 10}
 
 
@@ -103,7 +110,7 @@ def test_topic_without_sow_is_pub_sub(client: Client) -> None:
 
 def test_publisher_supplied_key(client: Client) -> None:
     client.publish("raw", "hello", sow_key="abc")
-    (msg,) = [m for m in as_stream(client.sow("raw")) if m.get_command() == "sow"]
+    (msg,) = [m for m in listed(client.sow("raw")) if m.get_command() == "sow"]
     assert msg.get_sow_key() == "abc"
     assert msg.get_data() == "hello"
 
@@ -111,7 +118,7 @@ def test_publisher_supplied_key(client: Client) -> None:
 def test_delta_publish_merges(client: Client) -> None:
     client.publish("orders", '{"id": 9, "qty": 1, "note": "x"}')
     client.delta_publish("orders", '{"id": 9, "qty": 2}')
-    (msg,) = [m for m in as_stream(client.sow("orders", "/id = 9")) if m.get_command() == "sow"]
+    (msg,) = [m for m in listed(client.sow("orders", "/id = 9")) if m.get_command() == "sow"]
     assert json.loads(msg.get_data()) == {"id": 9, "qty": 2, "note": "x"}
 
 
@@ -124,7 +131,7 @@ def test_sow_delete_acks_carry_counts(client: Client) -> None:
     assert ack.get_status() == "success"
     assert ack.get_matches() == 3
     assert ack.get_records_deleted() == 3
-    keys = [m.get_sow_key() for m in as_stream(client.sow("orders")) if m.get_command() == "sow"]
+    keys = [m.get_sow_key() for m in listed(client.sow("orders")) if m.get_command() == "sow"]
     ack = client.sow_delete_by_keys("orders", ",".join(k for k in keys if k))
     assert isinstance(ack, Message)
     assert ack.get_records_deleted() == 2
@@ -190,11 +197,15 @@ def test_subscription_features_not_available_are_rejected(client: Client) -> Non
 
 
 def test_execute_commands(client: Client) -> None:
-    ack = list(client.execute(Command("publish").set_topic("orders").set_data('{"id": 1}')))
+    ack = listed(client.execute(Command("publish").set_topic("orders").set_data('{"id": 1}')))
     assert ack[0].get_command() == "ack"
     assert ack[0].get_sequence() > 0
     cmd = Command("sow").set_topic("orders").set_filter("/id = 1").set_batch_size(5)
-    assert [m.get_command() for m in client.execute(cmd)] == ["group_begin", "sow", "group_end"]
+    assert [m.get_command() for m in listed(client.execute(cmd))] == [
+        "group_begin",
+        "sow",
+        "group_end",
+    ]
     got: list[Message] = []
     sub_id = client.execute_async(
         Command("subscribe").set_topic("orders").set_sub_id("s1"), got.append
@@ -203,9 +214,9 @@ def test_execute_commands(client: Client) -> None:
     client.publish("orders", '{"id": 2}')
     assert got[-1].get_command() == "publish"
     client.execute(Command("unsubscribe").set_sub_id("s1"))
-    (ack_msg,) = client.execute(Command("sow_delete").set_topic("orders").set_filter("1=1"))
+    (ack_msg,) = listed(client.execute(Command("sow_delete").set_topic("orders").set_filter("1=1")))
     assert ack_msg.get_records_deleted() == 2
-    assert [m.get_ack_type() for m in client.execute(Command("flush"))] == ["completed"]
+    assert [m.get_ack_type() for m in listed(client.execute(Command("flush")))] == ["completed"]
     with pytest.raises(AMPS.UsageException) as info:
         client.execute(Command("start_timer"))
     assert isinstance(info.value, UnsupportedOperationError)
