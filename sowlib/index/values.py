@@ -49,9 +49,11 @@ class Loose(Exception):
 
 
 def to_number(text: str) -> int | float | None:
-    """The number a string converts to under spec §2.2, or None; O(len(text)).
+    """The number a string converts to under spec §2.2, or None; O(1) past the bound.
 
-    The evaluator's own conversion, so indexes and filters always agree.
+    The evaluator's own conversion, so indexes and filters always agree: text
+    longer than ``expr.runtime.MAX_NUMBER_TEXT`` is a string, an integer beyond
+    the float range an infinity; never raises.
 
     Example:
         >>> to_number("05"), to_number("2.5e1"), to_number("abc")
@@ -102,6 +104,11 @@ def _scalar_texts(value: Any) -> list[str]:
     raise Loose
 
 
+# The memo holds strings up to this length only, so it stays at tens of MB however long
+# the field values are.
+_MEMO_TEXT = 128
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _str_texts(value: str) -> tuple[str, ...]:
     """:func:`_scalar_texts` of a string, memoised (field values repeat a lot)."""
@@ -124,6 +131,8 @@ def hash_texts(value: Any) -> Sequence[str]:
     """
     kind = type(value)
     if kind is str:
+        if len(value) > _MEMO_TEXT:
+            return _scalar_texts(value)  # long values: not kept alive by the memo
         return _str_texts(value) if value else ()
     if kind is int and -EXACT_LIMIT < value < EXACT_LIMIT:
         return ("n" + str(value),)
