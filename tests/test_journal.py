@@ -1,0 +1,204 @@
+"""The transaction log: entries, torn tails, corruption, retention, config, live catch-up."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from sowlib import SowStore
+from sowlib.errors import ConfigError, CorruptRecordError, NotJournaledError, QueryOptionError
+from sowlib.journal import Entry, Journal, Position, journal_from_config, parse_bookmark
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def segment(directory: Path) -> Path:
+    (path,) = sorted(directory.glob("journal-*.log"))[-1:]
+    return path
+
+
+def test_records_survive_reopen_and_seq_continues(tmp_path: Path) -> None:
+    with Journal(tmp_path, ["t"]) as journal:
+        journal.record("publish", "t", "json", b'{"a": 1}', sow_key="k", correlation_id=b"c")
+        ident = journal.id
+    with Journal(tmp_path, ["t"]) as journal:
+        assert journal.id == ident
+        entry = journal.record("delete", "t", "json", b'{"a": 1}')
+        assert entry.seq == 2
+        kinds = [(e.kind, e.sow_key, e.correlation_id) for e in journal.replay()]
+        assert kinds == [("publish", "k", b"c"), ("delete", "", b"")]
+
+
+def test_torn_tail_is_cut_and_next_append_survives(tmp_path: Path) -> None:
+    with Journal(tmp_path, ["t"]) as journal:
+        for i in range(3):
+            journal.record("publish", "t", "json", b"{}" * (i + 1))
+    path = segment(tmp_path)
+    size = path.stat().st_size
+    with path.open("r+b") as fh:
+        fh.truncate(size - 3)
+    with Journal(tmp_path, ["t"]) as journal:
+        assert [e.seq for e in journal.replay()] == [1, 2]
+        journal.record("publish", "t", "json", b"{}")
+    with Journal(tmp_path, ["t"]) as journal:
+        assert [e.seq for e in journal.replay()] == [1, 2, 3]
+
+
+def test_bad_entry_in_the_middle_is_corruption(tmp_path: Path) -> None:
+    with Journal(tmp_path, ["t"]) as journal:
+        for _ in range(3):
+            journal.record("publish", "t", "json", b'{"x": "payload"}')
+    path = segment(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[40] ^= 0xFF  # inside the first entry
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError):
+        Journal(tmp_path, ["t"])
+
+
+def test_retention_removes_whole_old_files(tmp_path: Path) -> None:
+    clock = Clock()
+    journal = Journal(tmp_path, ["t"], retention="1h", file_size=200, clock=clock)
+    for _ in range(20):
+        journal.record("publish", "t", "json", b'{"x": "0123456789"}')
+    clock.now += 7200
+    journal.record("publish", "t", "json", b'{"x": "new"}')
+    for _ in range(5):
+        journal.record("publish", "t", "json", b'{"x": "0123456789"}')
+    seqs = [e.seq for e in journal.replay()]
+    assert seqs[0] > 1
+    assert seqs[-1] == 26
+    assert seqs == list(range(seqs[0], 27))
+    # a replay from a bookmark older than the retained start begins at the oldest entry
+    got: list[Entry] = []
+    journal.subscribe(got.append, "t", "0")
+    assert [e.seq for e in got] == seqs
+    journal.close()
+
+
+def test_store_changes_are_recorded_through_the_public_topic_api(tmp_path: Path) -> None:
+    clock = Clock()
+    store = SowStore(clock=clock)
+    orders = store.create_topic("orders", keys=["/id"], expiration="enabled")
+    store.create_topic("other", keys=["/id"])
+    orders.publish({"id": 0})  # before the journal: not recorded
+    journal = Journal(tmp_path, ["orders"], clock=clock)
+    assert journal.watch(store) == 1
+    orders.publish({"id": 1}, expiration=5)
+    orders.delta_publish({"id": 1, "x": 2}, expiration=5)
+    orders.sow_delete("/id = 0")
+    clock.now += 10
+    store.process_expirations()
+    store.topic("other").publish({"id": 9})
+    entries = list(journal.replay())
+    assert [e.kind for e in entries] == ["publish", "publish", "delete", "expire"]
+    assert entries[1].data == entries[3].data  # the merged record was journalled
+    assert b'"x"' in entries[1].data
+    assert b'"id"' in entries[1].data
+    assert {e.topic for e in entries} == {"orders"}
+    journal.close()
+    store.close()
+
+
+def test_live_catch_up_has_no_gap_and_no_duplicate(tmp_path: Path) -> None:
+    journal = Journal(tmp_path, ["t"])
+    for i in range(2000):
+        journal.record("publish", "t", "json", f'{{"i": {i}}}'.encode())
+    got: list[int] = []
+    stop = threading.Event()
+
+    def writer() -> None:
+        while not stop.is_set():
+            journal.record("publish", "t", "json", b'{"i": -1}')
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    try:
+        journal.subscribe(lambda e: got.append(e.seq), "t", "0")
+    finally:
+        stop.set()
+        thread.join()
+    assert got == list(range(1, len(got) + 1))  # in order, no gap, no duplicate
+    assert len(got) >= 2000
+    journal.record("publish", "t", "json", b'{"i": -2}')
+    assert got[-1] == len(got) == max(e.seq for e in journal.replay())  # still live
+    journal.close()
+
+
+def test_bookmark_forms(tmp_path: Path) -> None:
+    assert parse_bookmark("0", 7) == Position()
+    assert parse_bookmark("0|1|", 7) == Position(live_only=True)
+    assert parse_bookmark("7|12|", 7) == Position(after=12)
+    assert parse_bookmark("7|12|,7|3|", 7) == Position(after=3)
+    assert parse_bookmark("20240101T000000Z", 7).since == 1704067200.0
+    for bad in ("8|12|", "nonsense", "", "7|x|", "20241301T000000Z"):
+        with pytest.raises(QueryOptionError):
+            parse_bookmark(bad, 7)
+
+
+def test_subscribe_to_an_unrecorded_topic(tmp_path: Path) -> None:
+    with Journal(tmp_path, ["orders"]) as journal:
+        with pytest.raises(NotJournaledError):
+            journal.subscribe(print, "positions")
+        with pytest.raises(ConfigError):
+            journal.subscribe(print, "(bad")
+
+
+CONFIG = """<AMPSConfig><TransactionLog>
+  <JournalDirectory>{dir}</JournalDirectory>
+  <FileSize>1MB</FileSize>
+  <PreallocatedJournalFiles>2</PreallocatedJournalFiles>
+  <Topic><Name>orders</Name><MessageType>json</MessageType></Topic>
+  <Topic><Name>fx.*</Name></Topic>
+  {extra}
+</TransactionLog>
+<Actions><Action>
+  <On><Module>amps-action-on-schedule</Module><Options><Every>1h</Every></Options></On>
+  <Do><Module>amps-action-do-remove-journal</Module><Options><Age>2d</Age></Options></Do>
+</Action></Actions></AMPSConfig>"""
+
+
+def test_transaction_log_config_relative_to_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "amps.xml"
+    path.write_text(CONFIG.format(dir="./journal", extra=""))
+    journal = journal_from_config(path)
+    assert journal is not None
+    assert journal.directory == str(tmp_path / "journal")
+    assert journal.retention == 2 * 86400
+    assert journal.covers("orders", "json")
+    assert journal.covers("fx.eur")
+    assert not journal.covers("orders", "xml")
+    assert not journal.covers("rates")
+    journal.close()
+
+
+@pytest.mark.parametrize(
+    ("text", "base"),
+    [
+        (CONFIG.format(dir="j", extra="<Bogus/>"), True),
+        (CONFIG.format(dir="j", extra="<Topic><MessageType>json</MessageType></Topic>"), True),
+        (CONFIG.format(dir="j", extra=""), False),  # relative, no file, no base_dir
+        (
+            "<AMPSConfig><TransactionLog><Topic><Name>a</Name></Topic></TransactionLog></AMPSConfig>",
+            True,
+        ),
+        ("<AMPSConfig", True),
+    ],
+)
+def test_bad_transaction_log_config(tmp_path: Path, text: str, base: bool) -> None:
+    with pytest.raises(ConfigError):
+        journal_from_config(text.encode(), base_dir=tmp_path if base else None)
+
+
+def test_no_transaction_log_section(tmp_path: Path) -> None:
+    assert journal_from_config(b"<AMPSConfig><SOW/></AMPSConfig>") is None
+    assert not os.listdir(tmp_path)
