@@ -195,11 +195,14 @@ class AppendLog(LogReader):
         start = ckpt.end_offset if ckpt else header.header_len
         # Everything before a valid checkpoint's end was complete at a clean close too.
         committed = max(header.committed, start)
-        found = (
-            recover_live(mm, start, self._size, committed)
-            if self.readonly
-            else recover(mm, start, self._size, committed)
-        )
+        try:
+            found = (
+                recover_live(mm, start, self._size, committed)
+                if self.readonly
+                else recover(mm, start, self._size, committed)
+            )
+        except CorruptRecordError as exc:  # from decoding a record's fields: name the file
+            raise CorruptRecordError(self.path, exc.offset, exc.reason) from None
         if found.corrupt:
             reason = record_problem(mm, found.end, self._size) or "zeroed record"
             if found.end < committed and found.next_valid is None:

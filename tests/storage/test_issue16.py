@@ -19,7 +19,7 @@ from sowlib.errors import (
     StorePathError,
 )
 from sowlib.storage import AppendLog, FileSystem, RecordKind, WriterLock, verify
-from sowlib.storage.format import HEAD_BYTES, RECORD_HEADER_SIZE, record_problem
+from sowlib.storage.format import HEAD_BYTES, RECORD_HEADER_SIZE, encode_record, record_problem
 
 from .conftest import open_log, put, replay, uncommit
 
@@ -157,11 +157,18 @@ def test_issue16_compact_refuses_a_damaged_kept_record(tmp_path: Path) -> None:
 
 
 def test_issue16_a_key_that_is_not_utf8_is_a_corrupt_record(tmp_path: Path) -> None:
-    from sowlib.storage.format import decode_fields
-
-    buf = b"\x00" * RECORD_HEADER_SIZE + b"\xff\xfe"
-    with pytest.raises(CorruptRecordError):
-        decode_fields(buf, 0, 1, 2)
+    path = tmp_path / "t.log"
+    log = open_log(path)
+    start = log.end_offset
+    log.close()
+    crafted = encode_record(1, b"\xff\xfe", b"", b"payload", 1, 0, 0)  # a valid checksum
+    with path.open("r+b") as fh:
+        fh.seek(start)
+        fh.write(crafted)
+    for readonly in (False, True):
+        with pytest.raises(CorruptRecordError) as info:
+            AppendLog(path, readonly=readonly)
+        assert (info.value.file, info.value.offset) == (str(path), start)
 
 
 # ---------------------------------------------------------------- item 7: batches in flight
