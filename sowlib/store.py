@@ -101,6 +101,7 @@ class SowStore:
         clock: Callable[[], float] = time.time,
         fs: Any = None,
         key_generators: Mapping[str, Callable[[Any], str]] | None = None,
+        cache_bytes: int | None = None,
     ) -> None:
         """Open (or create) the store at ``path``; None keeps it in memory.
 
@@ -115,6 +116,8 @@ class SowStore:
                 never needs one; publishing to such a topic without one raises
                 ``ConfigError``. A pattern topic's member also finds the generator
                 under the pattern topic's name.
+            cache_bytes: each topic's budget for cached records (None: the default,
+                8 MiB; 0: no cache). ``create_topic(cache_bytes=)`` overrides it.
         Raises:
             StorePathError: the OS refused the path (permissions, a file in the way).
             StoreNotFoundError: a read-only open of a missing directory.
@@ -124,6 +127,7 @@ class SowStore:
         self.path = None if path is None else store_path(path)
         self.readonly = readonly
         self.clock = clock
+        self.cache_bytes = cache_bytes
         self._fs = fs
         self._lock = threading.RLock()
         self._topics: dict[tuple[str, str], Topic] = {}
@@ -187,7 +191,12 @@ class SowStore:
                 fs=self._fs,
             )
             topic = Topic(
-                config, log, clock=self.clock, readonly=self.readonly, key_generator=generator
+                config,
+                log,
+                clock=self.clock,
+                readonly=self.readonly,
+                key_generator=generator,
+                cache_bytes=self.cache_bytes,
             )
         self._topics[(config.name, config.message_type)] = topic
         self._files.add(full)
@@ -278,11 +287,13 @@ class SowStore:
         file_name: str | None = None,
         auto_compact: float | None = 0.3,
         options: Mapping[str, Any] | None = None,
+        cache_bytes: int | None = None,
     ) -> Topic:
         """Create a topic, or return the existing one when its configuration is the same.
 
         See :class:`~sowlib.config.TopicConfig` for the arguments (AMPS units
-        such as ``"30s"`` and ``"1MB"`` are accepted).
+        such as ``"30s"`` and ``"1MB"`` are accepted); ``cache_bytes`` is the
+        topic's budget for cached records (default: the store's).
 
         Raises:
             ConfigError: a bad argument. TopicExistsError: the topic exists with a
@@ -313,9 +324,9 @@ class SowStore:
             auto_compact=auto_compact,
             options=opts,
         )
-        return self._add_topic(config)
+        return self._add_topic(config, cache_bytes)
 
-    def _add_topic(self, config: TopicConfig) -> Topic:
+    def _add_topic(self, config: TopicConfig, cache_bytes: int | None = None) -> Topic:
         with self._lock:
             self._check_open()
             codec = get_codec(config.message_type)  # unknown type -> ConfigError, nothing written
@@ -365,7 +376,10 @@ class SowStore:
                         fs=self._fs,
                     )
                 self._files.add(full)
-            topic = Topic(config, log, clock=self.clock, key_generator=generator)
+            budget = self.cache_bytes if cache_bytes is None else cache_bytes
+            topic = Topic(
+                config, log, clock=self.clock, key_generator=generator, cache_bytes=budget
+            )
             self._topics[(config.name, config.message_type)] = topic
             return topic
 

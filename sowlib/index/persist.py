@@ -33,12 +33,12 @@ def _pack(positions: Iterable[int]) -> bytes:
     return column.tobytes()
 
 
-def _unpack(data: bytes) -> list[int]:
+def _unpack(data: bytes) -> array.array[int]:
     column = array.array("I")
     column.frombytes(data)
     if _SWAP:
         column.byteswap()
-    return column.tolist()
+    return column
 
 
 def _dump_sets(sets: Sequence[set[Key]], at: Callable[[Key], int]) -> list[bytes]:
@@ -53,6 +53,7 @@ def _load_sets(packed: list[bytes], keys: Sequence[Key]) -> list[set[Key]]:
     take = keys.__getitem__
     out: list[set[Key]] = []
     pos = 0
+    # Slices of the array, not of a list: no int object per position stays alive.
     for n in counts:
         out.append(set(map(take, flat[pos : pos + n])))
         pos += n

@@ -1,0 +1,258 @@
+"""Bounded memory: the record cache, indexes saved with the checkpoint, streaming scans.
+
+Each property drives a topic and a plain dict (or a second topic) side by side:
+the cache never holds more than its budget and changes no result; indexes loaded
+from a checkpoint, rebuilt after a crash or after a damaged index blob equal
+indexes rebuilt from scratch (``Topic.check`` compares them); queries that walk
+the records agree with the filter applied to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import attrs
+import msgpack
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sowlib import SowStore, compile_filter
+from sowlib.config import TopicConfig
+from sowlib.errors import QueryOptionError, UnsupportedOperationError
+from sowlib.storage import AppendLog, read_header
+from sowlib.storage.checkpoint import decode_checkpoint, encode_checkpoint
+from sowlib.topic import Topic
+
+IDS = st.integers(0, 9)
+VALUES = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "05", ""]), st.none())
+FILTERS = [
+    "/g = 'a'",
+    "/g IN ('a', 'b')",
+    "/v > 0",
+    "/v BETWEEN -1 AND 1",
+    "/w = 2",
+    "/w IS NULL",
+    "/v >= 0 AND /w < 3",
+    "/id = 5",
+    "/id IN (1, 2, 3)",
+    "1=1",
+]
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("publish"), IDS, VALUES, VALUES, VALUES),
+        st.tuples(st.just("delta"), IDS, VALUES),
+        st.tuples(st.just("delete"), IDS),
+        st.tuples(st.just("get"), IDS),
+        st.tuples(st.just("query"), st.sampled_from(FILTERS)),
+    ),
+    max_size=25,
+)
+
+
+def _indexed(store: SowStore) -> Any:
+    return store.create_topic("t", keys=["/id"], hash_indexes=[["/g"]], indexes=["/v"])
+
+
+def _apply(topic: Any, model: dict[int, dict[str, Any]], op: tuple[Any, ...]) -> Any:
+    """Run one operation on ``topic`` and ``model``; returns what the topic answered."""
+    kind = op[0]
+    if kind == "publish":
+        _, i, g, v, w = op
+        doc = {"id": i, "g": g, "v": v, "w": w}
+        model[i] = doc
+        return topic.publish(doc).inserted
+    if kind == "delta":
+        _, i, v = op
+        model[i] = {**model.get(i, {}), "id": i, "v": v}
+        return topic.delta_publish({"id": i, "v": v}).inserted
+    if kind == "delete":
+        model.pop(op[1], None)
+        return int(topic.sow_delete_by_data({"id": op[1]}))
+    if kind == "get":
+        rec = topic.lookup(op[1])
+        assert (rec.doc if rec is not None else None) == model.get(op[1])
+        return None if rec is None else (rec.sow_key, rec.data, rec.seq)
+    got = sorted((r.sow_key, r.data) for r in topic.sow(op[1]))
+    flt = compile_filter(op[1])
+    assert sorted(r.doc["id"] for r in topic.sow(op[1])) == sorted(
+        i for i, doc in model.items() if flt.matches(doc)
+    )
+    return got
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=OPS, budget=st.integers(0, 4000))
+def test_the_record_cache_stays_within_its_budget_and_changes_no_result(
+    ops: list[tuple[Any, ...]], budget: int
+) -> None:
+    with SowStore(cache_bytes=budget) as cached, SowStore(cache_bytes=0) as plain:
+        a, b = _indexed(cached), _indexed(plain)
+        model_a: dict[int, dict[str, Any]] = {}
+        model_b: dict[int, dict[str, Any]] = {}
+        for op in ops:
+            assert _apply(a, model_a, op) == _apply(b, model_b, op)
+            stats = a.stats()
+            assert stats["cache_used_bytes"] <= budget
+            assert b.stats()["cache_records"] == 0
+        a.check()
+        b.check()
+
+
+def _damage_index_blob(path: str) -> None:
+    """Rewrite the checkpoint (valid outer checksum) around a damaged index section."""
+    ckpt = decode_checkpoint(Path(path + ".ckpt").read_bytes())
+    assert ckpt is not None
+    tag, keymap, indexes = msgpack.unpackb(ckpt.blob)
+    broken = bytearray(indexes)
+    broken[len(broken) // 2] ^= 0xFF
+    blob = msgpack.packb([tag, keymap, bytes(broken)])
+    Path(path + ".ckpt").write_bytes(encode_checkpoint(attrs.evolve(ckpt, blob=blob)))
+
+
+@pytest.mark.parametrize("ending", ["clean", "crash", "torn_checkpoint", "damaged_index_blob"])
+@settings(max_examples=25, deadline=None)
+@given(ops=OPS)
+def test_indexes_after_a_reopen_equal_indexes_rebuilt_from_scratch(
+    ending: str, ops: list[tuple[Any, ...]]
+) -> None:
+    directory = tempfile.mkdtemp()
+    try:
+        model: dict[int, dict[str, Any]] = {}
+        with SowStore(directory) as store:
+            topic = _indexed(store)
+            topic.sow("/w = 1")  # an on-demand memo index, saved too
+            for op in ops:
+                _apply(topic, model, op)
+            path = topic.stats()["path"]
+            if ending == "crash":
+                # What a killed writer leaves: the log, no checkpoint.
+                shutil.copyfile(path, path + ".image")
+        if ending == "crash":
+            os.replace(path + ".image", path)
+            os.unlink(path + ".ckpt")
+        elif ending == "torn_checkpoint":
+            data = Path(path + ".ckpt").read_bytes()
+            Path(path + ".ckpt").write_bytes(data[: len(data) // 2])
+        elif ending == "damaged_index_blob":
+            _damage_index_blob(path)
+        with SowStore(directory, readonly=True) as reader:
+            reader.topic("t").check()
+            for flt in FILTERS:
+                _apply(reader.topic("t"), dict(model), ("query", flt))
+        with SowStore(directory) as store:
+            topic = store.topic("t")
+            topic.check()  # the indexes equal indexes rebuilt from the records
+            assert topic.explain("/g = 'a'").kind == "hash"
+            for flt in FILTERS:
+                _apply(topic, model, ("query", flt))
+            _apply(topic, model, ("publish", 3, "a", 1, 2))
+            topic.check()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+DOCS = st.fixed_dictionaries(
+    {"id": IDS},
+    optional={"a": VALUES, "b": VALUES, "n": st.fixed_dictionaries({"x": VALUES})},
+)
+SCANS = st.sampled_from(
+    [
+        "/a = 1",
+        "/a > 0 AND /b = 'a'",
+        "/n/x IS NOT NULL",
+        "/a + 1 > 1 OR /b LIKE '^0'",
+        "NOT (/a = 0)",
+        "/b IN ('a', '05') OR /a < 0",
+    ]
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    docs=st.lists(DOCS, max_size=30),
+    flt=SCANS,
+    top=st.none() | st.integers(0, 5),
+    order=st.none() | st.sampled_from(["/a", "/b DESC", "/id"]),
+)
+def test_streaming_scans_agree_with_the_model(
+    docs: list[dict[str, Any]], flt: str, top: int | None, order: str | None
+) -> None:
+    with SowStore(cache_bytes=0) as store:
+        topic = store.create_topic("t", keys=["/id"])
+        model: dict[int, dict[str, Any]] = {}
+        for doc in docs:
+            model[doc["id"]] = doc
+        topic.publish_many([json.dumps(d) for d in docs])
+        compiled = compile_filter(flt)
+        expected = {i for i, d in model.items() if compiled.matches(d)}
+        got = topic.sow(flt, order_by=order, top_n=top)
+        ids = [r.doc["id"] for r in got]
+        assert len(ids) == len(set(ids))
+        assert set(ids) <= expected
+        assert len(ids) == (len(expected) if top is None else min(top, len(expected)))
+        assert topic.stats()["cache_records"] == 0  # nothing kept
+
+
+def test_lookup_hashes_key_values_as_publish_does() -> None:
+    with SowStore() as store:
+        orders = store.create_topic("orders", keys=["/orderId"])
+        positions = store.create_topic("positions", keys=["/book", "/sym"])
+        orders.publish({"orderId": 1042, "px": 1})
+        positions.publish({"book": "BOOK1", "sym": "MSFT", "qty": 5})
+        assert orders.lookup(1042) == orders.get(orders.key_for({"orderId": 1042}))
+        assert orders.lookup("1042") == orders.lookup(1042)  # canonical text, as keys use
+        assert orders.lookup(7) is None
+        assert orders.lookup(None) is None
+        rec = positions.lookup("BOOK1", "MSFT")
+        assert rec is not None
+        assert rec.doc["qty"] == 5
+        assert positions.lookup_many([("BOOK1", "MSFT"), ("BOOK2", "MSFT")]) == [rec, None]
+        with pytest.raises(QueryOptionError):
+            positions.lookup("BOOK1")
+        plain = store.create_topic("plain")
+        with pytest.raises(UnsupportedOperationError):
+            plain.lookup("x")
+
+
+@pytest.mark.parametrize("budget", [-1, 1.5, True, "8MB"])
+def test_a_bad_cache_budget_is_refused(budget: Any) -> None:
+    with SowStore() as store, pytest.raises(QueryOptionError):
+        store.create_topic("t", keys=["/id"], cache_bytes=budget)
+
+
+def test_declared_indexes_are_used_by_the_first_query_after_a_reopen(tmp_path: Path) -> None:
+    with SowStore(tmp_path) as store:
+        topic = _indexed(store)
+        topic.publish_many([json.dumps({"id": i, "g": "ab"[i % 2], "v": i}) for i in range(50)])
+    seen: list[tuple[int, int]] = []
+    with SowStore(tmp_path, readonly=True) as reader:
+        topic = reader.topic("t")
+        assert topic.stats()["from_checkpoint"]
+        assert topic.explain("/g = 'a'").kind == "hash"
+        assert len(topic.sow("/g = 'a'")) == 25
+        assert topic.stats()["cache_records"] == 25  # only the results were read
+    with SowStore(tmp_path) as store:
+        path = store.topic("t").stats()["path"]
+    os.unlink(path + ".ckpt")  # a crash: the indexes are rebuilt, with progress reported
+    config = TopicConfig.from_dict(json.loads(read_header(path).meta))
+    topic = Topic(config, AppendLog(path), clock=time.time, progress=_record(seen))
+    try:
+        assert seen[-1] == (50, 50)
+        assert len(topic.sow("/v >= 40")) == 10
+        topic.check()
+    finally:
+        topic.close()
+
+
+def _record(seen: list[tuple[int, int]]) -> Any:
+    def progress(done: int, total: int) -> None:
+        seen.append((done, total))
+
+    return progress
