@@ -31,6 +31,7 @@ from sowlib.compat.options import (
     parse_options,
 )
 from sowlib.compat.registry import hub_for, parse_uri
+from sowlib.compat.settings import Settings
 from sowlib.compat.stream import MessageStream
 from sowlib.compat.subscribe import Subscriber
 from sowlib.errors import QueryOptionError
@@ -51,7 +52,7 @@ def _data(data: str | bytes) -> bytes:
     raise MissingFieldsException(f"message data must be str or bytes, got {type(data).__name__}")
 
 
-class Client(Subscriber):
+class Client(Subscriber, Settings):
     """The AMPS client API over an in-process :class:`~sowlib.store.SowStore`.
 
     ``connect(uri)`` binds the client to the store :func:`sowlib.compat.attach`
@@ -86,14 +87,14 @@ class Client(Subscriber):
         MOST_RECENT = MOST_RECENT
 
     def __init__(self, name: str = "sowlib", store: SowStore | None = None) -> None:
-        super().__init__()
+        Subscriber.__init__(self)
+        Settings.__init__(self)
         self.name = name
         self.uri: str | None = None
         self.message_type: str | None = None
         self._fixed = Hub(store) if store is not None else None
         self._hub: Hub | None = self._fixed
         self._lock = threading.RLock()
-        self._handlers: dict[str, Any] = {}
 
     # ------------------------------------------------------------------ session
 
@@ -157,73 +158,6 @@ class Client(Subscriber):
 
     def get_server_version_info(self) -> str:
         return "5.3.0.0.sowlib"
-
-    # ------------------------------------------------------------------ accepted no-ops
-
-    def set_heartbeat(self, interval: int, timeout: int | None = None) -> None:
-        """No-op: there is no connection to keep alive."""
-
-    def set_disconnect_handler(self, handler: Callable[..., object]) -> None:
-        """No-op: an in-process client is never disconnected behind its back."""
-        self._handlers["disconnect"] = handler
-
-    def add_connection_state_listener(self, listener: Callable[..., object]) -> None:
-        """No-op: the connection state never changes on its own."""
-        self._handlers.setdefault("state", []).append(listener)
-
-    def remove_connection_state_listener(self, listener: Callable[..., object]) -> None:
-        listeners = self._handlers.get("state", [])
-        if listener in listeners:
-            listeners.remove(listener)
-
-    def set_exception_listener(self, listener: Callable[[BaseException], object]) -> None:
-        """Called with the exception when a message handler raises."""
-        self._handlers["exception"] = listener
-
-    def get_exception_listener(self) -> Callable[[BaseException], object] | None:
-        return self._handlers.get("exception")
-
-    def set_duplicate_message_handler(self, handler: Callable[..., object]) -> None:
-        """No-op: a journal replay never delivers a message twice."""
-
-    def set_failed_write_handler(self, handler: Callable[..., object]) -> None:
-        """No-op: a failed publish raises from ``publish`` instead."""
-
-    def set_last_chance_message_handler(self, handler: Callable[..., object]) -> None:
-        """No-op: every message has its subscription's handler or stream."""
-
-    set_unhandled_message_handler = set_last_chance_message_handler
-
-    def set_retry_on_disconnect(self, retry: bool) -> None:
-        """No-op: nothing disconnects."""
-
-    def set_publish_store(self, store: object) -> None:
-        """No-op: publishes are applied before ``publish`` returns; nothing to replay."""
-
-    def set_bookmark_store(self, store: object) -> None:
-        """Refused: bookmarks are not persisted by the client in process.
-
-        Raises:
-            UsageException: always; keep the last bookmark in a SOW topic (see
-                ``examples/resume_from_bookmark.py``) and pass it to bookmark_subscribe.
-        """
-        raise UsageException(
-            "set_bookmark_store: the in-process client keeps bookmarks in memory only;"
-            " store Message.get_bookmark() in a SOW topic and resume with it"
-        )
-
-    def start_timer(self) -> None:
-        """Refused: timers are a server feature with no in-process meaning."""
-        raise UsageException("start_timer has no in-process meaning")
-
-    stop_timer = start_timer
-
-    def set_default_max_depth(self, depth: int) -> None:
-        """The :meth:`MessageStream.max_depth` of streams created from now on."""
-        self.default_max_depth = depth
-
-    def get_default_max_depth(self) -> int:
-        return self.default_max_depth or 0
 
     # ------------------------------------------------------------------ publishing
 

@@ -1,0 +1,241 @@
+"""The compatibility table: every name of the real AMPS Python client and what sowlib does.
+
+``python -m sowlib.compat.table`` prints ``docs/compat.md``; a test fails when the
+page is stale or when a name marked supported is missing. Imports only the
+``compat`` modules it describes.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import attrs
+
+__all__ = ["ENTRIES", "Entry", "render_table"]
+
+SUPPORTED, DIFFERS, ABSENT = "supported", "differs", "absent"
+
+
+@attrs.frozen
+class Entry:
+    """One real-client name: where it lives, its status and a note (how it differs / why not)."""
+
+    owner: str  # "Client", "Command", "Message", "MessageStream", "module"
+    name: str
+    status: str
+    note: str = ""
+
+
+def _many(owner: str, status: str, names: str, note: str = "") -> list[Entry]:
+    return [Entry(owner, n, status, note) for n in names.split()]
+
+
+_NO_SERVER = "accepted, does nothing: there is no connection"
+ENTRIES: tuple[Entry, ...] = tuple(
+    [
+        # ---------------------------------------------------------------- module
+        *_many("module", SUPPORTED, "Client Command Message MessageStream"),
+        *_many(
+            "module",
+            SUPPORTED,
+            "AMPSException CommandException ConnectionException BadFilterException"
+            " BadRegexTopicException BadSowKeyException InvalidTopicException"
+            " InvalidBookmarkException InvalidOptionsException InvalidOrderByException"
+            " SubscriptionAlreadyExistsException SubidInUseException PublishException"
+            " DisconnectedException AlreadyConnectedException InvalidURIException"
+            " MessageTypeNotFoundException NotEntitledException UsageException"
+            " MissingFieldsException TimedOutException",
+            "each is also the matching sowlib error (SowError subclass)",
+        ),
+        *_many(
+            "module",
+            SUPPORTED,
+            "AuthenticationException ConnectionRefusedException NameInUseException"
+            " RetryOperationException StreamException TransportTypeException"
+            " InvalidTransportOptionsException DuplicateLogonException LogonRequiredException"
+            " UnknownException LocalStorageError StoreException CorruptedException",
+            "defined so except clauses resolve; raised only where an in-process cause exists",
+        ),
+        Entry("module", "HAClient", ABSENT, "failover between servers has no in-process meaning"),
+        Entry(
+            "module", "MemoryBookmarkStore", ABSENT, "bookmarks live in the client (MOST_RECENT)"
+        ),
+        Entry("module", "LoggedBookmarkStore", ABSENT, "keep bookmarks in a SOW topic instead"),
+        Entry("module", "PublishStore", ABSENT, "publishes are applied before publish returns"),
+        Entry("module", "CMessageHandler", ABSENT, "C handlers need the native client"),
+        Entry("module", "attach", SUPPORTED, "sowlib only: bind a store (and journal) to a URI"),
+        Entry("module", "install", SUPPORTED, "sowlib only: sys.modules['AMPS'] = sowlib.compat"),
+        # ---------------------------------------------------------------- Client: data
+        Entry("Client", "connect", DIFFERS, "opens nothing; binds the attached or shared store"),
+        Entry("Client", "logon", DIFFERS, "accepted; nothing to authenticate"),
+        *_many("Client", SUPPORTED, "disconnect close get_name set_name get_uri"),
+        *_many("Client", SUPPORTED, "publish delta_publish sow sow_delete"),
+        *_many("Client", SUPPORTED, "sow_delete_by_keys sow_delete_by_data"),
+        *_many("Client", SUPPORTED, "subscribe delta_subscribe sow_and_subscribe"),
+        Entry(
+            "Client",
+            "sow_and_delta_subscribe",
+            SUPPORTED,
+            "send_empties=False drops updates that change nothing",
+        ),
+        Entry(
+            "Client",
+            "bookmark_subscribe",
+            DIFFERS,
+            "needs a Journal attached with the store; deletes only with options='oof'",
+        ),
+        Entry("Client", "unsubscribe", SUPPORTED, "one id, or None / 'all'"),
+        Entry("Client", "execute", SUPPORTED, "acks requested with add_ack_type are delivered"),
+        Entry("Client", "execute_async", SUPPORTED),
+        Entry("Client", "publish_flush", DIFFERS, "fsyncs the store and the journal"),
+        Entry("Client", "flush", DIFFERS, "same as publish_flush"),
+        Entry("Client", "ack", DIFFERS, "moves the in-memory MOST_RECENT position"),
+        Entry("Client", "get_server_version", DIFFERS, "a fixed 5.3 number"),
+        Entry("Client", "get_server_version_info", DIFFERS, "a fixed 5.3 string"),
+        *_many("Client", SUPPORTED, "get_name_hash convert_version_to_number"),
+        # ---------------------------------------------------------------- Client: settings
+        *_many(
+            "Client",
+            DIFFERS,
+            "set_heartbeat set_disconnect_handler add_connection_state_listener"
+            " remove_connection_state_listener set_retry_on_disconnect",
+            _NO_SERVER,
+        ),
+        *_many(
+            "Client",
+            DIFFERS,
+            "set_duplicate_message_handler set_failed_write_handler"
+            " set_last_chance_message_handler set_unhandled_message_handler"
+            " set_global_command_type_message_handler set_thread_created_callback"
+            " set_publish_store",
+            "accepted, does nothing: the situation never arises in process",
+        ),
+        *_many("Client", SUPPORTED, "set_exception_listener get_exception_listener"),
+        *_many("Client", SUPPORTED, "set_default_max_depth get_default_max_depth"),
+        *_many(
+            "Client",
+            DIFFERS,
+            "set_auto_ack get_auto_ack set_ack_batch_size get_ack_batch_size"
+            " set_ack_timeout get_ack_timeout set_error_on_publish_gap"
+            " get_error_on_publish_gap set_logon_correlation_data"
+            " get_logon_correlation_data",
+            "recorded and returned; no effect in process",
+        ),
+        Entry("Client", "get_unpersisted_count", DIFFERS, "always 0"),
+        Entry(
+            "Client",
+            "set_bookmark_store",
+            DIFFERS,
+            "raises UsageException: store bookmarks in a SOW topic",
+        ),
+        *_many("Client", DIFFERS, "start_timer stop_timer", "raises UsageException"),
+        Entry("Client", "set_transport_filter", DIFFERS, "raises UsageException: no transport"),
+        *_many(
+            "Client",
+            ABSENT,
+            "send add_message_handler remove_message_handler allocate_message",
+            "raw message routing needs a wire protocol",
+        ),
+        *_many(
+            "Client",
+            ABSENT,
+            "get_bookmark_store get_publish_store get_duplicate_message_handler"
+            " get_retry_on_disconnect",
+            "no such objects in process",
+        ),
+        # ---------------------------------------------------------------- Command
+        *_many(
+            "Command",
+            SUPPORTED,
+            "get_command set_topic set_filter set_order_by set_top_n set_options set_data"
+            " set_expiration set_correlation_id set_sub_id get_sub_id set_command_id"
+            " get_command_id set_query_id get_query_id set_bookmark reset",
+        ),
+        Entry("Command", "set_sow_key", SUPPORTED, "publisher-supplied key of a publish"),
+        Entry(
+            "Command", "set_sow_keys", SUPPORTED, "honoured by sow, sow_and_subscribe, sow_delete"
+        ),
+        *_many("Command", SUPPORTED, "add_ack_type set_ack_type get_ack_type"),
+        Entry("Command", "set_skip_n", DIFFERS, "sowlib only (AMPS uses options='skip_n=N')"),
+        *_many(
+            "Command",
+            DIFFERS,
+            "set_batch_size set_timeout",
+            "accepted; every record is its own message, nothing waits",
+        ),
+        Entry("Command", "set_sequence", DIFFERS, "accepted; the store assigns sequences"),
+        Entry("Command", "get_sequence", SUPPORTED),
+        # ---------------------------------------------------------------- Message
+        *_many(
+            "Message",
+            SUPPORTED,
+            "get_command get_topic get_data get_data_raw get_sow_key get_sow_keys"
+            " get_correlation_id get_bookmark get_timestamp get_reason get_sub_id"
+            " get_sub_ids get_command_id get_query_id get_ack_type get_status get_matches"
+            " get_topic_matches get_records_deleted get_records_returned"
+            " get_records_inserted get_records_updated get_sow_deleted get_sequence"
+            " get_filter get_options get_length is_delta set_data set_topic set_command copy",
+        ),
+        Entry("Message", "get_expiration", DIFFERS, "absolute epoch seconds, not the lifetime"),
+        Entry("Message", "get_batch_size", DIFFERS, "always 1: records are not batched"),
+        Entry("Message", "get_user_id", DIFFERS, "always '': no authentication"),
+        *_many(
+            "Message",
+            SUPPORTED,
+            "getCommand getTopic getData getSowKey getSowKeys getBookmark getTimestamp"
+            " getCorrelationId getSubId getQueryId getAckType getStatus getMatches"
+            " getExpiration getReason getSequence",
+            "camelCase aliases",
+        ),
+        *_many(
+            "Message",
+            SUPPORTED,
+            "Command AckType Options Status Reason",
+            "constant classes",
+        ),
+        *_many("Message", ABSENT, "get_lease_period get_password", "queues and logon only"),
+        # ---------------------------------------------------------------- MessageStream
+        *_many(
+            "MessageStream",
+            SUPPORTED,
+            "close conflate get_depth max_depth get_max_depth get_command_id",
+        ),
+        Entry("MessageStream", "timeout", SUPPORTED, "yields None heartbeats on live streams"),
+        Entry(
+            "MessageStream",
+            "__iter__",
+            DIFFERS,
+            "a query stream ends after its group_end; a subscription blocks until close",
+        ),
+    ]
+)
+
+
+def render_table() -> str:
+    """The Markdown page ``docs/compat.md``."""
+    out = [
+        "# AMPS client compatibility",
+        "",
+        "`import sowlib.compat as AMPS` offers the names of the AMPS Python client over",
+        "in-process stores (see [AMPS programs in process](compat-guide.md)). This page is",
+        "generated from `sowlib/compat/table.py` by `python -m sowlib.compat.table`; a test",
+        "fails when it is stale.",
+        "",
+        "*supported*: same name, arguments and meaning. *differs*: accepted, with the",
+        "difference noted. *absent*: not provided, and why.",
+        "",
+    ]
+    for owner in ("module", "Client", "Command", "Message", "MessageStream"):
+        title = "Module `AMPS`" if owner == "module" else f"`{owner}`"
+        out += [f"## {title}", "", "| name | status | note |", "| --- | --- | --- |"]
+        for entry in sorted((e for e in ENTRIES if e.owner == owner), key=lambda e: e.name):
+            note = entry.note.replace("|", "\\|")
+            out.append(f"| `{entry.name}` | {entry.status} | {note} |")
+        out.append("")
+    counts = {s: sum(e.status == s for e in ENTRIES) for s in (SUPPORTED, DIFFERS, ABSENT)}
+    out.append(f"{counts[SUPPORTED]} supported, {counts[DIFFERS]} differ, {counts[ABSENT]} absent.")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    sys.stdout.write(render_table())
