@@ -199,12 +199,15 @@ def _number(text: str, start: int) -> Token:
 
 
 def _number_value(text: str, body: str, start: int) -> int | float:
-    if "." in body or "e" in body or "E" in body:
+    # float() reads any length in linear time; int() only short digit strings (a long
+    # one is above the 64-bit range anyway, and int() refuses past 4,300 digits)
+    digits = body.lstrip("0")
+    if "." in body or "e" in body or "E" in body or len(digits) > 20:
         value = float(body)
         if value in (float("inf"), float("-inf")):
             raise _error(text, start, "a finite number", repr(body))
         return value
-    value_int = int(body)
+    value_int = int(digits or "0")
     return float(value_int) if value_int > U64_MAX else value_int
 
 

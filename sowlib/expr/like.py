@@ -357,6 +357,15 @@ def like_matcher(pattern: str, raw: bool) -> Callable[[str], bool]:
     return match
 
 
+def _utf8(text: str) -> bytes:
+    """The bytes a value stands for: a lone byte kept by ``surrogateescape`` is itself;
+    a string with any other lone surrogate gives surrogates their 3-byte form."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "surrogatepass")
+
+
 def _search_any(compiled: _Compiled, text: str, limit: float) -> bool:
     if text.isascii():
         return compiled.text_rx.search(text, 0, None, None, False, limit) is not None
@@ -367,8 +376,7 @@ def _search_bytes(compiled: _Compiled, text: str, limit: float) -> bool:
     bytes_rx = compiled.bytes_rx
     if bytes_rx is None:
         return compiled.text_rx.search(text, 0, None, None, False, limit) is not None
-    data = text.encode("utf-8", "surrogateescape")
-    return bytes_rx.search(data, 0, None, None, False, limit) is not None
+    return bytes_rx.search(_utf8(text), 0, None, None, False, limit) is not None
 
 
 def regexp_replace(text: str, pattern: str, replacement: str) -> str:
@@ -386,8 +394,7 @@ def regexp_replace(text: str, pattern: str, replacement: str) -> str:
     if bytes_rx is None:
         out: str = _run(pattern, lambda limit: _replace(compiled.text_rx, text, replacement, limit))
         return out
-    data = text.encode("utf-8", "surrogateescape")
-    rep = replacement.encode("utf-8", "surrogateescape")
+    data, rep = _utf8(text), _utf8(replacement)
     got: bytes = _run(pattern, lambda limit: _replace(bytes_rx, data, rep, limit))
     return got.decode("utf-8", "surrogateescape")
 
