@@ -96,3 +96,65 @@ def test_no_module_exceeds_600_lines() -> None:
         if (n := len(p.read_text(encoding="utf-8").splitlines())) > 600
     }
     assert long == {}
+
+
+def _runtime_imports(path: Path) -> list[str]:
+    """Imports outside ``if TYPE_CHECKING:`` blocks (the edges that can form a circle)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skip.update(id(child) for child in ast.walk(node))
+    found: list[str] = []
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append(node.module)
+        elif isinstance(node, ast.Import):
+            found.extend(alias.name for alias in node.names)
+    return found
+
+
+# The packages this rule covers so far (others still share helpers by private name).
+NO_PRIVATE_IMPORTS = ("sowlib.topic", "sowlib.index", "sowlib.query", "sowlib.history")
+
+
+def test_no_private_name_is_imported_from_another_module() -> None:
+    bad = []
+    for path in MODULES:
+        if not _module_name(path).startswith(NO_PRIVATE_IMPORTS):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("sowlib"):
+                bad += [
+                    f"{_module_name(path)}: {node.module}.{alias.name}"
+                    for alias in node.names
+                    if alias.name.startswith("_") and not alias.name.startswith("__")
+                ]
+    assert bad == []
+
+
+def test_the_topic_parts_never_import_the_facade_and_form_no_circle() -> None:
+    names = {_module_name(p): p for p in MODULES if _module_name(p).startswith("sowlib.topic.")}
+    graph = {
+        name: {m for m in _runtime_imports(path) if m in names and m != name}
+        for name, path in names.items()
+    }
+    for name, deps in graph.items():
+        if name not in ("sowlib.topic.facade",):
+            assert "sowlib.topic.facade" not in deps, f"{name} imports the facade"
+    seen: dict[str, int] = {}
+
+    def visit(node: str, trail: tuple[str, ...]) -> None:
+        if seen.get(node) == 2:
+            return
+        assert seen.get(node) != 1, f"import circle: {' -> '.join((*trail, node))}"
+        seen[node] = 1
+        for dep in graph[node]:
+            visit(dep, (*trail, node))
+        seen[node] = 2
+
+    for name in graph:
+        visit(name, ())
