@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
 
 import pytest
 
 import sowlib.compat as AMPS
 from sowlib.compat import Client, Command, Message, MessageStream, parse_options
 from sowlib.errors import (
+    FilterError,
     QueryOptionError,
+    SowError,
     UnknownTopicError,
     UnsupportedOperationError,
 )
@@ -240,3 +244,151 @@ def test_parse_options(text: str | int | None, expected: dict[str, object]) -> N
 def test_parse_options_rejects(text: str | int) -> None:
     with pytest.raises(QueryOptionError):
         parse_options(text)
+
+
+# ---------------------------------------------------------------------- drop-in surface
+
+
+@pytest.fixture
+def fresh_registry() -> Iterator[None]:
+    AMPS.reset()
+    yield
+    AMPS.reset()
+
+
+def test_regex_sow_delete_sums_counts(client: Client) -> None:
+    client.store.create_topic("orders-eu", keys=["/id"])
+    client.publish("orders", '{"id": 1}')
+    client.publish("orders-eu", '{"id": 1}')
+    client.publish("orders-eu", '{"id": 2}')
+    ack = client.sow_delete("orders.*", "/id = 1")
+    assert isinstance(ack, Message)
+    assert ack.get_records_deleted() == 2
+    assert [m.get_topic() for m in listed(client.sow("orders.*")) if m.get_sow_key()] == [
+        "orders-eu"
+    ]
+
+
+def test_sow_and_subscribe_on_pub_sub_topic_gives_empty_group_then_live(client: Client) -> None:
+    got: list[Message] = []
+    client.sow_and_subscribe(got.append, "news")
+    client.publish("news", '{"h": 1}')
+    assert [m.get_command() for m in got] == ["group_begin", "group_end", "publish"]
+
+
+def test_translated_error_keeps_fields_and_both_identities(client: Client) -> None:
+    with pytest.raises(FilterError) as info:
+        client.sow("orders", "/a = ")
+    err = info.value
+    assert isinstance(err, AMPS.BadFilterException)
+    assert isinstance(err, SowError)
+    assert isinstance(err, ValueError)
+    assert "/a = " in str(err)
+    assert "BadFilterException" in repr(err)
+    plain = AMPS.InvalidTopicException("just text")
+    assert str(plain) == "just text"
+    assert repr(plain) == "InvalidTopicException('just text')"
+
+
+def test_attach_per_uri_catch_all_and_shared_default(fresh_registry: None) -> None:
+    one, other = SowStore(), SowStore()
+    AMPS.attach(one, "tcp://a:1/amps/json")
+    a, b, c = Client("a"), Client("b"), Client("c")
+    a.connect("tcp://a:1/amps/xml")
+    b.connect("tcp://b:1/amps/json")
+    c.connect("tcp://b:1/amps/json")
+    assert a.store is one
+    assert b.store is c.store is not one
+    AMPS.attach(other)
+    d = Client("d")
+    d.connect("tcp://z:9/amps/json")
+    assert d.store is other
+    AMPS.detach()
+    AMPS.detach("tcp://a:1/amps")
+    e = Client("e")
+    e.connect("tcp://a:1/amps/json")
+    assert e.store is not one
+
+
+def test_uri_message_type_picks_the_topic_type(fresh_registry: None) -> None:
+    store = SowStore()
+    store.create_topic("t", keys=["/id"], message_type="json")
+    store.create_topic("t", keys=["/r/id"], message_type="xml")
+    AMPS.attach(store)
+    xml = Client("x")
+    xml.connect("tcp://h:1/amps/xml")
+    xml.publish("t", "<r><id>1</id></r>")
+    assert len(store.topic("t", "xml")) == 1
+    assert len(store.topic("t", "json")) == 0
+
+
+def test_exception_listener_hears_handler_errors(client: Client) -> None:
+    heard: list[BaseException] = []
+    client.set_exception_listener(heard.append)
+
+    def broken(message: Message) -> None:
+        raise RuntimeError("handler bug")
+
+    client.subscribe(broken, "orders")
+    client.publish("orders", '{"id": 1}')  # the publisher is not broken
+    assert [str(e) for e in heard] == ["handler bug"]
+
+
+def test_command_acks_and_ids() -> None:
+    command = Command("sow").set_ack_type("processed,stats").add_ack_type("completed")
+    assert command.get_ack_type() == "processed,stats,completed"
+    assert command.set_command_id("c1").get_command_id() == "c1"
+    assert command.set_sequence(5).get_sequence() == 5
+    with pytest.raises(QueryOptionError):
+        command.add_ack_type("bogus")
+    assert command.reset("publish").get_ack_type() == ""
+
+
+def test_message_aliases_and_constants() -> None:
+    m = Message("oof", "t", data=b"x", reason="expired", sub_id="s", bookmark="1|2|")
+    assert m.getData() == m.get_data() == "x"
+    assert m.getBookmark() == "1|2|"
+    assert m.get_reason() == Message.Reason.Expired
+    assert Message.Options.TopN(3) == "top_n=3"
+    assert Message.Options.Select("-/,+/a") == "select=[-/,+/a]"
+    assert parse_options(",".join([Message.Options.OOF, Message.Options.SkipN(2)])) == {
+        "oof": True,
+        "skip_n": 2,
+    }
+
+
+def test_settings_recorded_or_refused(client: Client) -> None:
+    client.set_heartbeat(5)
+    client.set_auto_ack(True)
+    assert client.get_auto_ack()
+    assert client.get_unpersisted_count() == 0
+    assert Client.convert_version_to_number("5.3.1.0") == 5030100
+    assert client.get_name_hash().isdigit()
+    with pytest.raises(AMPS.UsageException):
+        client.set_transport_filter(print)
+
+
+def test_max_depth_makes_another_thread_wait(client: Client) -> None:
+    stream = as_stream(client.subscribe("orders")).max_depth(1).timeout(2000)
+    first = None
+    client.publish("orders", '{"id": 0}')
+    first = next(stream)  # this thread is now the reader
+    assert first is not None
+    done = threading.Event()
+
+    def publish_two() -> None:
+        client.publish("orders", '{"id": 1}')
+        client.publish("orders", '{"id": 2}')  # waits until the reader takes id 1
+        done.set()
+
+    worker = threading.Thread(target=publish_two)
+    worker.start()
+    assert not done.wait(0.2)
+    assert stream.get_depth() == 1
+    second = next(stream)
+    worker.join(5)
+    assert done.is_set()
+    third = next(stream)
+    assert second is not None
+    assert third is not None
+    assert [json.loads(m.get_data())["id"] for m in (first, second, third)] == [0, 1, 2]

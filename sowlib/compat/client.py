@@ -52,7 +52,7 @@ def _data(data: str | bytes) -> bytes:
     raise MissingFieldsException(f"message data must be str or bytes, got {type(data).__name__}")
 
 
-class Client(Subscriber, Settings):
+class Client(Settings, Subscriber):
     """The AMPS client API over an in-process :class:`~sowlib.store.SowStore`.
 
     ``connect(uri)`` binds the client to the store :func:`sowlib.compat.attach`
@@ -276,8 +276,8 @@ class Client(Subscriber, Settings):
             return query_id
         stream = MessageStream(sub_id=query_id, live=False)
         for message in messages:
-            stream._put(message)
-        stream._end()
+            stream.put(message)
+        stream.finish()
         return stream
 
     # ------------------------------------------------------------------ deletes
@@ -364,8 +364,8 @@ class Client(Subscriber, Settings):
             return got
         stream = MessageStream(sub_id=command.get_command_id(), live=False)
         for message in got if isinstance(got, list) else [got] if isinstance(got, Message) else []:
-            stream._put(message)
-        stream._end()
+            stream.put(message)
+        stream.finish()
         return stream
 
     @translating

@@ -293,11 +293,44 @@ class Message:
         """An independent copy (the real client reuses message objects; sowlib does not)."""
         return Message(self._command, self._topic, **dict(self._fields))
 
+    # camelCase spellings of the real client's older API
+    getCommand = get_command
+    getTopic = get_topic
+    getData = get_data
+    getDataRaw = get_data_raw
+    getSowKey = get_sow_key
+    getSowKeys = get_sow_keys
+    getExpiration = get_expiration
+    getCorrelationId = get_correlation_id
+    getBookmark = get_bookmark
+    getTimestamp = get_timestamp
+    getReason = get_reason
+    getSubId = get_sub_id
+    getSubIds = get_sub_ids
+    getCommandId = get_command_id
+    getQueryId = get_query_id
+    getBatchSize = get_batch_size
+    getAckType = get_ack_type
+    getStatus = get_status
+    getMatches = get_matches
+    getTopicMatches = get_topic_matches
+    getRecordsDeleted = get_records_deleted
+    getRecordsReturned = get_records_returned
+    getRecordsInserted = get_records_inserted
+    getRecordsUpdated = get_records_updated
+    getSequence = get_sequence
+    getFilter = get_filter
+    getOptions = get_options
+    getMessageType = get_message_type
+    getUserId = get_user_id
+    getClientName = get_client_name
+    getLength = get_length
+    getSowDeleted = get_sow_deleted
+    setData = set_data
+    setTopic = set_topic
+    setCommand = set_command
+    isDelta = is_delta
+
     def __repr__(self) -> str:
         return f"Message({self._command!r}, topic={self._topic!r}, sow_key={self.get_sow_key()!r})"
 
-
-for _name in [n for n in vars(Message) if n.startswith(("get_", "set_"))]:
-    setattr(Message, camel_case(_name), getattr(Message, _name))
-Message.isDelta = Message.is_delta  # type: ignore[attr-defined]
-del _name

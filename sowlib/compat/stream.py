@@ -30,8 +30,8 @@ class MessageStream:
 
     Example:
         >>> stream = MessageStream(live=False)
-        >>> stream._put(Message("sow", "t"))
-        >>> stream._end()
+        >>> stream.put(Message("sow", "t"))
+        >>> stream.finish()
         >>> [m.get_command() for m in stream]
         ['sow']
     """
@@ -55,7 +55,8 @@ class MessageStream:
         self._max_depth: int | None = None
         self._reader: int | None = None
 
-    def _put(self, message: Message) -> None:
+    def put(self, message: Message) -> None:
+        """Queue ``message`` (called by the client that feeds the stream)."""
         with self._cond:
             if self._closed:
                 return
@@ -142,9 +143,10 @@ class MessageStream:
         unsubscribe, self._unsubscribe = self._unsubscribe, None
         if unsubscribe is not None and self._sub_id:
             unsubscribe(self._sub_id)
-        self._end()
+        self.finish()
 
-    def _end(self) -> None:
+    def finish(self) -> None:
+        """No more messages will come; iteration ends once the queue is drained."""
         with self._cond:
             self._closed = True
             self._cond.notify_all()

@@ -45,7 +45,6 @@ class Subscriber(abc.ABC):
     """Subscriptions of one client, by subscription id."""
 
     message_type: str | None
-    _handlers: dict[str, Any]
 
     def __init__(self) -> None:
         self._sub_lock = threading.Lock()
@@ -57,6 +56,10 @@ class Subscriber(abc.ABC):
     @abc.abstractmethod
     def _need_hub(self) -> Hub:
         """The hub of the connected store (raises when not connected)."""
+
+    @abc.abstractmethod
+    def get_exception_listener(self) -> Callable[[BaseException], object] | None:
+        """The listener told about exceptions raised by message handlers."""
 
     # ------------------------------------------------------------------ public forms
 
@@ -129,7 +132,7 @@ class Subscriber(abc.ABC):
             for close in closers:
                 close()
             if stream is not None:
-                stream._end()
+                stream.finish()
 
     def ack(self, message: Message | str, bookmark: str | None = None) -> None:
         """Mark a bookmark-subscription message processed (``ack(message)`` or
@@ -156,7 +159,7 @@ class Subscriber(abc.ABC):
         if handler is not None:
             return sub_id, handler, None
         stream = MessageStream(self.unsubscribe, sub_id).max_depth(self.default_max_depth)
-        return sub_id, stream._put, stream
+        return sub_id, stream.put, stream
 
     def _register(self, sub_id: str, closers: list[Closer], stream: MessageStream | None) -> Any:
         with self._sub_lock:
@@ -166,7 +169,7 @@ class Subscriber(abc.ABC):
         return stream if stream is not None else sub_id
 
     def _on_error(self) -> Callable[[BaseException, Event], object] | None:
-        listener = self._handlers.get("exception")
+        listener = self.get_exception_listener()
         if listener is None:
             return None
         return lambda exc, _message: listener(exc)
