@@ -333,4 +333,3 @@ class Message:
 
     def __repr__(self) -> str:
         return f"Message({self._command!r}, topic={self._topic!r}, sow_key={self.get_sow_key()!r})"
-
