@@ -105,6 +105,15 @@ class Reporter:
         if self._clock() - self._last >= INTERVAL:
             self._emit()
 
+    def __call__(self, done: int, total: int | None = None) -> None:
+        """A ``progress(done, total)`` callable itself: hand a reporter to an operation.
+
+        A new ``total`` replaces the old one; ``done`` is the absolute count.
+        """
+        if total is not None and total != self.total:
+            self.set_total(total)
+        self.update(done)
+
     def advance(self, step: int = 1) -> None:
         """Add ``step`` to the count."""
         self.update(self.done + step)

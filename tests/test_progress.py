@@ -110,3 +110,14 @@ def test_a_bar_when_interactive_and_tqdm_is_installed(monkeypatch: pytest.Monkey
     with reporter(True, total=3, desc="compact") as rep:
         rep.advance(3)
     assert "compact" in err.getvalue()
+
+
+def test_a_reporter_is_itself_a_progress_callable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(progress_mod, "INTERVAL", 0.0)
+    seen, cb = _calls()
+    with reporter(cb) as rep:
+        inner: Any = rep  # what an operation taking progress=(done, total) receives
+        inner(1, 10)
+        inner(5, 10)
+        inner(3, 10)
+    assert seen == [(0, None), (1, 10), (5, 10)]
