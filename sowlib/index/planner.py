@@ -244,8 +244,14 @@ def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
             by_field[path] = [by_field[path][0].intersect(found[0])]
     if not by_field:
         return None
+    # Memo indexes that exist serve the query; without any, one is built on demand
+    # for the first field tested (each costs memory per record for good, so a
+    # query does not add one for every field it names).
+    existing = [p for p in by_field if source.indexes.memo(p) is not None]
+    fields = existing or list(by_field)[:1]
     probes = []
-    for path, regs in by_field.items():
+    for path in fields:
+        regs = by_field[path]
         memo = source.indexes.ensure_memo(path, source)
         est = sum(memo.estimate(r) for r in regs) if regs else memo.estimate(Region())
         probes.append(_Probe(path, memo, tuple(regs), est))

@@ -219,8 +219,9 @@ class Topic:
         # (writers drop it under the lock before changing the key), and a dict lookup
         # is atomic. Topics with due expirations take the locked path.
         key = self._key_of(sow_key)
-        if key is None:
-            return None
+        return None if key is None else self._get(key)
+
+    def _get(self, key: Key) -> Record | None:
         if not self._closed and not self._p.expiry.due(self._clock()):
             cached = self._p.cache.get(key)
             if cached is not None:
@@ -250,8 +251,13 @@ class Topic:
             raise QueryOptionError(
                 "key_values", key_values, f"expected {len(self.key_fields)} values in key order"
             )
+        if len(key_values) == 1:
+            # One int or non-empty text: hashed in one C-level step.
+            hashed = content.hashes_of_values(key_values)
+            if hashed is not None:
+                return self._get(hashed[0])
         text = content.key_for_values(key_values)
-        return None if text is None else self.get(text)
+        return None if text is None else self._get(self._p.keys.key_of(text))
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:
         """The SOW key of a message whose key fields hold ``values`` (content keys), or

@@ -69,6 +69,11 @@ class LogView:
         seq, stamp, expires, corr, size = self.log.read_entry(offset)
         return Header(offset, seq, stamp, expires, corr, size)
 
+    def read(self, offset: int) -> LogRecord:
+        """The record at ``offset``, its checksum verified; O(record)."""
+        rec: LogRecord = self.log.read(offset)
+        return rec
+
     def payload(self, offset: int) -> bytes:
         """The payload at ``offset``, its checksum verified; O(record)."""
         payload: bytes = self.log.read(offset).payload

@@ -111,10 +111,25 @@ class Views:
         """The live Record of ``key`` or None; from the cache, else read and cached."""
         rec = self.cache.get(key)
         if rec is None:
-            head = self.keys.header(key)
-            if head is None:
+            offset = self.keys.offset(key)
+            if offset is None:
                 return None
-            rec = self.make(key, head, self.log.payload(head.offset))
+            # One checked read gives the header fields and the payload.
+            stored = self.log.read(offset)
+            payload = stored.payload
+            rec = _new_record(
+                (
+                    self.keys.text_of(key),
+                    payload,
+                    stored.seq,
+                    stored.timestamp,
+                    stored.expiration or None,
+                    self.name,
+                    self.message_type,
+                    stored.correlation_id,
+                    payload if self._deferred is None else self._deferred,
+                )
+            )
             self.keep(key, rec)
         return rec
 

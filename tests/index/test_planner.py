@@ -81,6 +81,15 @@ def test_memo_index_is_built_on_first_use_and_then_maintained(orders: FakeSource
     assert len(run_query(orders, flt)) == 5
 
 
+def test_a_query_builds_no_memo_index_when_one_serves_it_and_at_most_one_otherwise(
+    orders: FakeSource,
+) -> None:
+    assert explain(orders, compile_filter("/price < 20 AND /qty < 5")).index == "memo(/price)"
+    assert "memo(/qty)" not in orders.indexes.names()
+    assert explain(orders, compile_filter("/qty < 5 AND /side = 'B'")).index == "memo(/qty)"
+    assert "memo(/side)" not in orders.indexes.names()
+
+
 def test_hash_candidates_are_narrow(orders: FakeSource) -> None:
     found = explain(orders, compile_filter("/zip = '10001' AND /segment = 'smb'"))
     assert found.estimated == 20
@@ -88,6 +97,7 @@ def test_hash_candidates_are_narrow(orders: FakeSource) -> None:
 
 
 def test_two_memo_probes_are_intersected_when_cheap(orders: FakeSource) -> None:
+    explain(orders, compile_filter("/qty < 5"))  # builds memo(/qty) on demand
     found = explain(orders, compile_filter("/price < 20 AND /qty < 5"))
     assert (found.kind, found.index) == ("memo", "memo(/price)+memo(/qty)")
     assert sorted(map(int, found.candidates() or ())) == [0, 1, 2, 3, 4]
