@@ -202,3 +202,35 @@ def test_bad_transaction_log_config(tmp_path: Path, text: str, base: bool) -> No
 def test_no_transaction_log_section(tmp_path: Path) -> None:
     assert journal_from_config(b"<AMPSConfig><SOW/></AMPSConfig>") is None
     assert not os.listdir(tmp_path)
+
+
+def test_restore_rebuilds_a_lost_sow_from_the_journal(tmp_path: Path) -> None:
+    clock = Clock()
+    store = SowStore(clock=clock)
+    orders = store.create_topic("orders", keys=["/id"], expiration="enabled")
+    journal = Journal(tmp_path / "j", ["orders"], clock=clock)
+    journal.watch(store)
+    for i in range(1, 5):
+        orders.publish({"id": i, "v": i})
+    orders.delta_publish({"id": 2, "v": 20})
+    orders.sow_delete("/id = 3")
+    orders.publish({"id": 4, "v": 4}, expiration=5)
+    clock.now += 10
+    expected = {r.doc["id"]: r.doc for r in orders.sow()}
+    journal.close()
+
+    fresh = SowStore(clock=clock).create_topic("orders", keys=["/id"], expiration="enabled")
+    again = Journal(tmp_path / "j", ["orders"], clock=clock)
+    assert again.restore(fresh) == 8  # 4 publishes, a delta, a delete, a publish, an expiry
+    assert (
+        {r.doc["id"]: r.doc for r in fresh.sow()}
+        == expected
+        == {
+            1: {"id": 1, "v": 1},
+            2: {"id": 2, "v": 20},
+        }
+    )
+    again.watch_topic(fresh)
+    with pytest.raises(ConfigError):
+        again.restore(fresh)
+    again.close()

@@ -18,14 +18,14 @@ from typing import Any, Protocol
 import attrs
 
 from sowlib.codecs import get_codec
-from sowlib.errors import ConfigError, NotJournaledError, StoreClosedError
+from sowlib.errors import ConfigError, InvalidSowKeyError, NotJournaledError, StoreClosedError
 from sowlib.expr import Filter, compile_filter
 from sowlib.journal.bookmarks import Position, format_bookmark, parse_bookmark
 from sowlib.journal.log import Entry, JournalLog
 from sowlib.subscriptions import Message as Event
 from sowlib.units import parse_duration, parse_size
 
-__all__ = ["Journal", "JournalSubscription", "WatchedTopic"]
+__all__ = ["Journal", "JournalSubscription", "RestorableTopic", "WatchedTopic"]
 
 logger = logging.getLogger(__name__)
 Callback = Callable[[Entry], object]
@@ -42,6 +42,16 @@ class WatchedTopic(Protocol):
     def sow_and_subscribe(
         self, callback: Callable[[Event], object], filter: Any = None, *, oof: bool = False
     ) -> Any: ...
+
+
+class RestorableTopic(WatchedTopic, Protocol):
+    """The part of a SOW topic :meth:`Journal.restore` writes through."""
+
+    def publish(
+        self, data: bytes, *, expiration: float | None = None, sow_key: str | None = None
+    ) -> Any: ...
+
+    def sow_delete_by_keys(self, sow_keys: Sequence[str]) -> Any: ...
 
 
 class _Store(Protocol):
@@ -243,6 +253,42 @@ class Journal:
             # expirations of any record reach the journal as OOF messages.
             self._watched[id(topic)] = topic.sow_and_subscribe(changed, oof=True)
             return True
+
+    def restore(self, topic: RestorableTopic, after: int = 0) -> int:
+        """Rebuild ``topic`` from the journal (AMPS recovery of a missing SOW file).
+
+        Applies, in order, every retained publish and removal of the topic after
+        sequence ``after`` through the topic's public API; records whose stored
+        expiration has passed are removed. Call it on an empty (or older) topic
+        *before* the journal watches it, then :meth:`watch_topic`.
+
+        Returns:
+            How many entries were applied.
+        Raises:
+            ConfigError: the journal already watches ``topic`` (it would record the
+                replay again) or does not cover it.
+        """
+        with self._lock:
+            self._check_open()
+            if id(topic) in self._watched:
+                raise ConfigError("restore", f"topic {topic.name!r} is watched; restore first")
+            if not self.covers(topic.name, topic.message_type):
+                raise ConfigError("restore", f"the journal does not record {topic.name!r}")
+            now = self._clock()
+            applied = 0
+            for entry in self._log.read(after):
+                if entry.topic != topic.name or entry.message_type != topic.message_type:
+                    continue
+                lifetime = None if entry.expiration is None else entry.expiration - now
+                if entry.kind == "publish" and (lifetime is None or lifetime > 0):
+                    try:
+                        topic.publish(entry.data, expiration=lifetime)
+                    except InvalidSowKeyError:  # publisher-supplied keys
+                        topic.publish(entry.data, expiration=lifetime, sow_key=entry.sow_key)
+                elif entry.sow_key:
+                    topic.sow_delete_by_keys([entry.sow_key])
+                applied += 1
+            return applied
 
     # ------------------------------------------------------------------ writing
 
