@@ -34,6 +34,7 @@ from sowlib.storage.compaction import (
     write_log_file,
 )
 from sowlib.storage.format import (
+    COMMIT_SLOT,
     HEAD_BYTES,
     MAGIC,
     RECORD_HEADER,
@@ -432,7 +433,7 @@ class AppendLog(LogReader):
             return False
         counter += 1
         at = commit_slot_offset(self._commit_at, counter)
-        mm[at : at + 24] = encode_commit(counter, self._end)
+        mm[at : at + COMMIT_SLOT.size] = encode_commit(counter, self._end)
         self._committed = (counter, self._end)
         return True
 

@@ -71,3 +71,13 @@ def test_lock_needs_an_existing_directory(tmp_path: Path) -> None:
         WriterLock(tmp_path / "missing")
     assert isinstance(info.value, OSError)
     assert info.value.path == str(tmp_path / "missing" / "LOCK")
+
+
+def test_lock_can_create_its_directory(tmp_path: Path) -> None:
+    lock = WriterLock(tmp_path / "new" / "store", create=True)
+    assert (tmp_path / "new" / "store" / "LOCK").is_file()
+    lock.release()
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(StorePathError) as info:
+        WriterLock(tmp_path / "file" / "store", create=True)
+    assert info.value.path == str(tmp_path / "file" / "store")
