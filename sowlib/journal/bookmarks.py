@@ -69,7 +69,12 @@ def _one(text: str, journal_id: int) -> Position:
             )
         return Position(after=int(parts[1]))
     if text.isdigit():
-        return Position(after=int(text))
+        raise QueryOptionError(
+            "bookmark",
+            text,
+            "a bare number is not a bookmark (a SOW sequence number is not a journal position);"
+            " pass Message.get_bookmark() of a bookmark subscription, or 0 for EPOCH",
+        )
     stamp = _parse_time(text)
     if stamp is None:
         raise QueryOptionError(
