@@ -392,3 +392,15 @@ def test_max_depth_makes_another_thread_wait(client: Client) -> None:
     assert second is not None
     assert third is not None
     assert [json.loads(m.get_data())["id"] for m in (first, second, third)] == [0, 1, 2]
+
+
+def test_pub_sub_handler_errors_do_not_break_the_publisher(client: Client) -> None:
+    heard: list[BaseException] = []
+    client.set_exception_listener(heard.append)
+
+    def broken(message: Message) -> None:
+        raise RuntimeError("pub/sub handler bug")
+
+    client.subscribe(broken, "news")
+    client.publish("news", '{"h": 1}')
+    assert [str(e) for e in heard] == ["pub/sub handler bug"]

@@ -9,6 +9,7 @@ Imports the public ``store``/``topic``/``journal`` APIs, ``codecs``, ``expr`` an
 from __future__ import annotations
 
 import itertools
+import logging
 import re
 import threading
 import time
@@ -29,6 +30,7 @@ from sowlib.topic import Topic
 
 __all__ = ["Hub", "Listener", "is_regex"]
 
+logger = logging.getLogger(__name__)
 _REGEX_CHARS = re.compile(r"[*+?\[\](){}^$|\\]|\.[*+?]")
 
 
@@ -64,6 +66,21 @@ class Listener:
     message_type: str | None
     filter: Filter | None = attrs.field(repr=False)
     callback: Callable[[Event], object] = attrs.field(repr=False)
+    on_error: Callable[[BaseException, Event], object] | None = attrs.field(
+        default=None, repr=False
+    )
+
+    def deliver(self, event: Event) -> None:
+        """Call the callback; a failing callback never breaks the publisher."""
+        try:
+            self.callback(event)
+        except Exception as exc:
+            logger.exception("pub/sub subscription to %r: callback raised", self.topic)
+            if self.on_error is not None:
+                try:
+                    self.on_error(exc, event)
+                except Exception:
+                    logger.exception("pub/sub subscription to %r: on_error raised", self.topic)
 
     def wants(self, topic: str, message_type: str) -> bool:
         if self.message_type is not None and self.message_type != message_type:
@@ -191,7 +208,7 @@ class Hub:
                         doc = get_codec(mtype).decode(bytes(data))
                     if listener.filter.matches(doc) is not True:
                         continue
-                listener.callback(attrs.evolve(event, doc=doc))
+                listener.deliver(attrs.evolve(event, doc=doc))
         return seq, mark
 
     # ------------------------------------------------------------------ listeners
@@ -202,12 +219,12 @@ class Hub:
         message_type: str | None,
         flt: Filter | None,
         callback: Callable[[Event], object],
+        on_error: Callable[[BaseException, Event], object] | None = None,
     ) -> Listener:
         """Deliver later pub/sub publishes to ``topic`` (a name or a regex) to ``callback``."""
         pattern = compile_topic(topic) if is_regex(topic) else None
-        listener = Listener(
-            self, topic, pattern, message_type.lower() if message_type else None, flt, callback
-        )
+        mtype = message_type.lower() if message_type else None
+        listener = Listener(self, topic, pattern, mtype, flt, callback, on_error)
         with self._lock:
             self._listeners = (*self._listeners, listener)
         return listener

@@ -229,7 +229,8 @@ class Subscriber(abc.ABC):
                 target(Message("group_end", topic_name, sub_id=sub_id, command_id=sub_id))
             if len(topics) != 1 or topics[0].name != topic_name:
                 flt = compile_filter(a["filter"]) if a["filter"] else None
-                closers.append(hub.listen(topic_name, self.message_type, flt, deliver).unsubscribe)
+                listener = hub.listen(topic_name, self.message_type, flt, deliver, on_error)
+                closers.append(listener.unsubscribe)
         except BaseException:
             for close in closers:
                 close()
