@@ -143,6 +143,7 @@ class AppendLog(LogReader):
         self._pending: tuple[int, int, EntryList] | None = None
         self._handed: weakref.ref[EntryList] | None = None
         self._dirty = -1
+        self._verified_from = 0
         self._commit_at = 0
         self._committed = (0, 0)  # (counter, end) of the newest commit slot
         if not readonly and meta is not None and not os.path.lexists(self.path):
@@ -210,6 +211,7 @@ class AppendLog(LogReader):
                 reason += f" (before the committed end {committed})"
             raise CorruptRecordError(self.path, found.end, reason)
         self._end = found.end
+        self._verified_from = start
         self._pending = (start, found.end, found.entries)
         cut = 0
         if found.garbage_end > found.end and not self.readonly:
@@ -473,6 +475,7 @@ class AppendLog(LogReader):
         tmp = self.path + ".compact.tmp"
         mapping: dict[int, int] = {}
         if callable(keep):
+            self._verify_from(self._header_len)
             offsets: Iterable[int] = [
                 r.offset for r in walk_records(self, self._header_len) if keep(r)
             ]
@@ -504,6 +507,7 @@ class AppendLog(LogReader):
         self._size, self._ino = new.size, (st.st_dev, st.st_ino)
         self._use_header(decode_header(self._mm, new.size, self.path))
         self._end, self._records, self._last_off = new.end, new.records, new.last_offset
+        self._verified_from = self._header_len  # every record was checked as it was copied
         self._dirty, self._ckpt, self._epoch = -1, None, object()
         if old_mm is not None:
             old_mm.close()

@@ -32,6 +32,7 @@ from sowlib.storage.walk import (
     PutFields,
     ScanEntry,
     read_puts,
+    verify_entries,
     walk_entries,
     walk_records,
 )
@@ -59,6 +60,9 @@ class LogReader:
     # (start, end, entries); the list handed out is cleared when the epoch ends.
     _pending: tuple[int, int, EntryList] | None
     _handed: weakref.ref[EntryList] | None
+    # Records from here to the end were checked (checksums) by the open, a refresh or
+    # the writer itself; a valid checkpoint lets the open trust the records before it.
+    _verified_from: int
 
     @property
     def closed(self) -> bool:
@@ -177,7 +181,23 @@ class LogReader:
             or KINDS[mm[off + PREFIX.size] & KIND_MASK] is None
         ):
             raise CorruptRecordError(self.path, off, "not a record boundary")
+        self._verify_from(off)
         return off
+
+    def _verify_from(self, off: int) -> None:
+        """Check the records trusted from a checkpoint before a walk decodes them; O(bytes)
+        the first time, then O(1).
+
+        Raises:
+            CorruptRecordError: a record in ``[off, verified part)`` is damaged.
+        """
+        if off >= self._verified_from:
+            return
+        stop, _last, _entries = verify_entries(self._live(), off, self._verified_from)
+        if stop != self._verified_from:
+            problem = record_problem(self._live(), stop, self._end) or "damaged record"
+            raise CorruptRecordError(self.path, stop, problem)
+        self._verified_from = off
 
     def scan(self, start: int | None = None) -> Iterator[LogRecord]:
         """Yield records in file order from ``start`` (default: the first); ~1 µs per record.

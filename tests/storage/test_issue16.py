@@ -367,3 +367,19 @@ def test_issue16_symlinked_log_is_refused(tmp_path: Path) -> None:
         AppendLog(link)
     with pytest.raises(StorePathError):
         verify(link)
+
+
+def test_issue16_scanning_records_trusted_from_a_checkpoint_checks_them(tmp_path: Path) -> None:
+    path = tmp_path / "t.log"
+    log = open_log(path)
+    recs = [put(log, f"k{i}", b"v" * 20) for i in range(4)]
+    log.close(checkpoint=b"blob")
+    _flip_bit(path, recs[1].offset + 40)  # a payload byte
+    for readonly in (True, False):  # the reader first: the writer consumes the checkpoint
+        log = open_log(path, readonly=readonly)
+        assert log.report.from_checkpoint
+        with pytest.raises(CorruptRecordError) as info:
+            list(log.scan())
+        assert info.value.offset == recs[1].offset
+        assert list(log.scan(recs[2].offset)) == recs[2:]
+        log.close()
