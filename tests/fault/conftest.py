@@ -36,7 +36,7 @@ def clock() -> float:
 
 def build_small_store(path: Path) -> None:
     """A closed store with every record shape: PUTs, overwrites, tombstones in the middle and
-    last, an expiration, a correlation id, a text key, a batch; two topics."""
+    last, an expiration, a correlation id, a text key, a batch, a history topic."""
     with SowStore(path, clock=clock, fs=NO_SYNC) as store:
         orders = store.create_topic("orders", keys=["/id"], slab_size=4096, expiration="enabled")
         for i in range(1, 7):
@@ -54,6 +54,10 @@ def build_small_store(path: Path) -> None:
         notes.publish('{"n": 1}', sow_key="userKey1")
         notes.publish('{"n": 2}', sow_key="userKey2")
         notes.sow_delete_by_keys("userKey1")
+        kept = store.create_topic("kept", keys=["/k"], slab_size=4096, history="1d")
+        for v in range(3):  # a history topic replays its whole log, checkpoint or not
+            kept.publish({"k": v % 2, "v": v})
+        kept.sow_delete_by_keys(kept.key_for({"k": 0}))
 
 
 def snapshot(store: SowStore) -> Snapshot:
