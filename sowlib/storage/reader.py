@@ -26,6 +26,7 @@ from sowlib.storage.format import (
     decode_record,
     record_problem,
 )
+from sowlib.storage.fs import os_errors
 from sowlib.storage.recovery import read_tail
 from sowlib.storage.walk import (
     EntryList,
@@ -258,16 +259,17 @@ class LogReader:
         mm = self._live()
         if not self.readonly:
             return []
-        try:
-            st = os.stat(self.path)
-        except FileNotFoundError:
-            return None
-        if (st.st_dev, st.st_ino) != self._ino:
-            return None
-        size = os.fstat(self._fd).st_size
-        if size > self._size:
-            mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
-            self._size = size
+        with os_errors(self.path, "refresh"):
+            try:
+                st = os.stat(self.path)
+            except FileNotFoundError:
+                return None
+            if (st.st_dev, st.st_ino) != self._ino:
+                return None
+            size = os.fstat(self._fd).st_size
+            if size > self._size:
+                mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
+                self._size = size
         new = read_tail(mm, self._end, self._size, self.path)
         if new:
             last = new[-1]
