@@ -155,6 +155,9 @@ class HistoricalSource:
             if rec is not None:
                 yield key, rec.doc
 
+    def scan(self) -> Iterator[tuple[Key, Any]]:
+        return self.docs(list(self._versions))
+
     def field_values(self, path: FieldPath) -> Iterator[tuple[Key, Any]]:
         getter = path.getter
         for key, doc in self.docs(list(self._versions)):

@@ -70,6 +70,10 @@ class QuerySource(Protocol):
         """``(key, document)`` of each live key of ``keys``, in order (read in batches)."""
         ...
 
+    def scan(self) -> Iterable[tuple[Key, Any]]:
+        """``(key, document)`` of every live record (a full scan, in the source's order)."""
+        ...
+
     def field_values(self, path: FieldPath) -> Iterable[tuple[Key, Any]]: ...
 
     def key_for_values(self, values: Sequence[Any]) -> Key | None: ...
@@ -419,20 +423,20 @@ _WALK_RATIO = 8
 def _matching(
     source: QuerySource,
     flt: QueryFilter | None,
-    keys: Iterable[Key],
+    keys: Iterable[Key] | None,
     unsure: Collection[Key] | None = None,
     limit: int | None = None,
 ) -> list[Key]:
-    """The keys in ``keys`` whose document matches ``flt``, in order; at most ``limit``.
-
-    With ``unsure`` (an exact plan) only those keys are tested and the others
-    pass untouched. Documents stream from the source in batches and are dropped.
+    """The keys in ``keys`` (None: a full scan) whose document matches ``flt``, in order;
+    at most ``limit``. With ``unsure`` (an exact plan) only those keys are tested and
+    the others pass untouched. Documents stream from the source and are dropped.
     """
     if flt is None or (unsure is not None and not unsure):
+        keys = source.keys() if keys is None else keys
         return list(keys if limit is None else itertools.islice(keys, limit))
     matches = flt.matches
     if unsure is not None:
-        keys = list(keys)
+        keys = list(source.keys() if keys is None else keys)
         sure = [k for k in keys if k not in unsure]
         if limit is not None and len(sure) >= limit:
             return sure[:limit]
@@ -444,7 +448,7 @@ def _matching(
             tested = {k for k, d in source.docs(check) if matches(d)}
         found_keys = [k for k in keys if k not in unsure or k in tested]
         return found_keys if limit is None else found_keys[:limit]
-    pairs = source.docs(keys)
+    pairs = source.scan() if keys is None else source.docs(keys)
     found: Iterable[Key]
     if flt.uses_context:
         context = source.context
@@ -460,8 +464,7 @@ def _candidates(
     source: QuerySource, flt: QueryFilter | None, found: Plan, limit: int | None = None
 ) -> list[Key]:
     cands = found.candidates()
-    keys = source.keys() if cands is None else cands
-    return _matching(source, flt, keys, found.unsure() if found.exact else None, limit)
+    return _matching(source, flt, cands, found.unsure() if found.exact else None, limit)
 
 
 def _walk(

@@ -9,14 +9,14 @@ Imports ``index``, ``storage`` and sibling modules; never the facade.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
 
 import msgpack
 
 from sowlib.gcpause import paused_gc
 from sowlib.index.persist import dump_indexes, load_indexes
 from sowlib.index.types import Key
+from sowlib.storage import RecordKind
 from sowlib.topic.writer import Writer
 
 __all__ = ["Progress", "checkpoint_blob", "load", "rebuild_indexes"]
@@ -24,6 +24,7 @@ __all__ = ["Progress", "checkpoint_blob", "load", "rebuild_indexes"]
 #: ``progress(done, total)``: called while a long operation runs.
 Progress = Callable[[int, int], object]
 
+_PUT = RecordKind.PUT
 _TAG = "sowlib-topic/1"
 # Records read and decoded per step of an index rebuild.
 _CHUNK = 4096
@@ -67,7 +68,8 @@ def _load_entries(writer: Writer, progress: Progress | None) -> None:
             writer.apply(rec)
         return
     writer.keys.replay(log.scan_entries(start))
-    rebuild_indexes(writer, progress)
+    # Without a checkpoint this open's recovery verified every record.
+    rebuild_indexes(writer, progress, trusted=checkpoint is None)
 
 
 def _split(blob: bytes) -> tuple[bytes, bytes] | None:
@@ -80,39 +82,71 @@ def _split(blob: bytes) -> tuple[bytes, bytes] | None:
     return keymap, indexes
 
 
-def rebuild_indexes(writer: Writer, progress: Progress | None = None) -> None:
-    """Refill every index from the live records, in batches; no document is kept."""
+def rebuild_indexes(
+    writer: Writer, progress: Progress | None = None, *, trusted: bool = False
+) -> None:
+    """Refill every index from the live records, in batches; no document is kept.
+
+    Args:
+        writer: the topic's writer (its key map is complete).
+        progress: called with ``(done, total)`` records after each batch.
+        trusted: the whole log was verified by this open's recovery: read it front to
+            back without checking each record again (else each live record is read
+            with its checksum verified).
+    """
     indexes = writer.indexes
     indexes.clear()
-    views = writer.views
-    pairs = writer.keys.offsets()
-    pairs.sort(key=lambda p: p[1])  # file order: the map is read front to back
-    total = len(pairs)
+    total = len(writer.keys)
     top = writer.content.top_field if writer.content is not None else None
-    top_values = getattr(views.codec, "top_values", None)
+    top_values = getattr(writer.views.codec, "top_values", None)
+    getters = [path.getter for path in indexes.key_fields]
     needs_docs = indexes.has_field_indexes or top is None or top_values is None
-    getters = [path.getter for path in writer.indexes.key_fields]
-    for lo in range(0, total, _CHUNK):
-        chunk = pairs[lo : lo + _CHUNK]
-        keys: list[Key] = [k for k, _o in chunk]
+    done = 0
+    chunks = _trusted_chunks(writer) if trusted else _checked_chunks(writer)
+    for keys, payloads in chunks:
         if not indexes.has_field_indexes and not getters:
             for key in keys:  # nothing to read: only the record count
                 indexes.on_put_keys(key, (), True)
-            continue
-        payloads = list(views.log.payloads([o for _k, o in chunk]))
-        values: list[Any] | None = None
-        if not needs_docs:
-            values = top_values(payloads, top)  # type: ignore[misc]
-        if values is not None:
-            for key, value in zip(keys, values, strict=True):
-                indexes.on_put_keys(key, (value,), True)
         else:
-            docs = views.decode_many(payloads)
-            if indexes.has_field_indexes:
-                for key, doc in zip(keys, docs, strict=True):
-                    indexes.on_put(key, None, doc)
+            values = None if needs_docs else top_values(payloads, top)  # type: ignore[misc]
+            if values is not None:
+                for key, value in zip(keys, values, strict=True):
+                    indexes.on_put_keys(key, (value,), True)
             else:
-                for key, doc in zip(keys, docs, strict=True):
-                    indexes.on_put_keys(key, [g(doc) for g in getters], True)
+                docs = writer.views.decode_many(payloads)
+                if indexes.has_field_indexes:
+                    indexes.on_insert_many(keys, docs)
+                else:
+                    for key, doc in zip(keys, docs, strict=True):
+                        indexes.on_put_keys(key, [g(doc) for g in getters], True)
+        done += len(keys)
         if progress is not None:
-            progress(min(lo + _CHUNK, total), total)
+            progress(done, total)
+
+
+def _checked_chunks(writer: Writer) -> Iterator[tuple[list[Key], list[bytes]]]:
+    """The live records in file order, in batches, each record's checksum verified."""
+    pairs = writer.keys.offsets()
+    pairs.sort(key=lambda p: p[1])
+    for lo in range(0, len(pairs), _CHUNK):
+        chunk = pairs[lo : lo + _CHUNK]
+        yield [k for k, _o in chunk], list(writer.log.payloads([o for _k, o in chunk]))
+
+
+def _trusted_chunks(writer: Writer) -> Iterator[tuple[list[Key], list[bytes]]]:
+    """The live records in file order, in batches, from one walk of the log."""
+    key_of, offset_of = writer.keys.key_of, writer.keys.offset
+    keys: list[Key] = []
+    payloads: list[bytes] = []
+    for rec in writer.log.log.scan():
+        if rec.kind != _PUT:
+            continue
+        key = key_of(rec.key)
+        if offset_of(key) == rec.offset:
+            keys.append(key)
+            payloads.append(rec.payload)
+            if len(keys) >= _CHUNK:
+                yield keys, payloads
+                keys, payloads = [], []
+    if keys:
+        yield keys, payloads

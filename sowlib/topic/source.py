@@ -76,8 +76,12 @@ class TopicSource:
     def field_values(self, path: FieldPath) -> Iterator[tuple[Key, Any]]:
         """``(key, value of path)`` of every live record; documents dropped at once."""
         getter = path.getter
-        for key, doc in self._views.docs(self._keys.keys()):
+        for key, doc in self._views.all_docs():
             yield key, getter(doc)
+
+    def scan(self) -> Iterator[tuple[Key, Any]]:
+        """``(key, document)`` of every live record, in file order; nothing is kept."""
+        return self._views.all_docs()
 
     def key_for_values(self, values: Sequence[Any]) -> Key | None:
         """The key content-keyed messages with these key-field values get."""

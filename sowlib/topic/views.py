@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from functools import partial
+from operator import itemgetter
 from typing import Any
 
 from sowlib.codecs import Codec
@@ -22,6 +23,7 @@ from sowlib.topic.logview import Header, LogView
 __all__ = ["Views"]
 
 _new_record = partial(tuple.__new__, Record)
+_second = itemgetter(1)
 # Keys read per batch when a query walks many records.
 _CHUNK = 2048
 
@@ -171,6 +173,18 @@ class Views:
                 batch, offsets = [], []
         if batch:
             yield from self._decoded(batch, offsets)
+
+    def all_docs(self) -> Iterator[tuple[Key, Any]]:
+        """``(key, document)`` of every live record, in file order; nothing is kept.
+
+        The records are read front to back in batches (checksums verified) and
+        decoded a batch at a time.
+        """
+        pairs = self.keys.offsets()
+        pairs.sort(key=_second)
+        for lo in range(0, len(pairs), _CHUNK):
+            chunk = pairs[lo : lo + _CHUNK]
+            yield from self._decoded([k for k, _o in chunk], [o for _k, o in chunk])
 
     def _decoded(self, keys: list[Key], offsets: list[int]) -> Iterator[tuple[Key, Any]]:
         payloads = list(self.log.payloads(offsets))

@@ -105,6 +105,9 @@ class FakeSource:
             if doc is not None:
                 yield key, doc
 
+    def scan(self) -> Iterator[tuple[Any, Any]]:
+        return iter(list(self._docs.items()))
+
     def field_values(self, path: FieldPath) -> Iterator[tuple[Any, Any]]:
         for key, doc in self._docs.items():
             yield key, path.getter(doc)
