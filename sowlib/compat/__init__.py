@@ -26,6 +26,7 @@ from sowlib.compat.client import Client
 from sowlib.compat.command import Command
 from sowlib.compat.exceptions import *  # noqa: F403 - the AMPS module exposes them all
 from sowlib.compat.exceptions import __all__ as _exception_names
+from sowlib.compat.ha import DefaultServerChooser, HAClient
 from sowlib.compat.message import Message
 from sowlib.compat.options import parse_options
 from sowlib.compat.registry import attach, detach, reset
@@ -35,6 +36,8 @@ from sowlib.journal import Journal
 __all__ = [
     "Client",
     "Command",
+    "DefaultServerChooser",
+    "HAClient",
     "Journal",
     "Message",
     "MessageStream",

@@ -172,3 +172,20 @@ def test_sow_delete_command_with_sow_keys(uri):
     assert sorted(
         json.loads(m.get_data())["id"] for m in client.sow("orders") if m.get_command() == "sow"
     ) == [3, 4]
+
+
+def test_ha_client_with_a_server_chooser(uri):
+    client = AMPS.HAClient("ha-publisher")
+    chooser = AMPS.DefaultServerChooser()
+    chooser.add(uri)
+    chooser.add("tcp://backup:9007/amps/json")
+    client.set_server_chooser(chooser)
+    client.connect_and_logon()
+    client.publish("orders", '{"id": 1, "qty": 2}')
+    assert [m.get_command() for m in client.sow("orders")] == ["group_begin", "sow", "group_end"]
+    client.disconnect()
+    try:
+        AMPS.HAClient("no-servers").connect_and_logon()
+    except AMPS.DisconnectedException:
+        refused = True
+    assert refused

@@ -11,7 +11,7 @@ from sowlib.compat.table import ENTRIES, render_table
 
 OWNERS: dict[str, object] = {
     "module": AMPS,
-    "Client": AMPS.Client,
+    "Client": AMPS.HAClient,  # a Client with the HA additions
     "Command": AMPS.Command,
     "Message": AMPS.Message,
     "MessageStream": AMPS.MessageStream,
