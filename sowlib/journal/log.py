@@ -92,6 +92,15 @@ def _decode(buf: bytes, offset: int) -> tuple[Entry, int] | None:
     return entry, end
 
 
+def _incomplete(buf: bytes, offset: int) -> bool:
+    """Whether the bad entry at ``offset`` is the last thing in ``buf`` (a torn or
+    in-progress write) rather than a damaged entry with more data after it."""
+    if offset + _HEAD.size > len(buf):
+        return True
+    (length,) = _LEN.unpack_from(buf, offset)
+    return offset + length >= len(buf)
+
+
 class JournalLog:
     """Append-only segment files in one directory; O(1) append, sequential reads.
 
@@ -139,8 +148,7 @@ class JournalLog:
                 break
             offset = got[1]
         if offset < len(buf):
-            (length,) = _LEN.unpack_from(buf + b"\0\0\0\0", offset)
-            if offset + max(length, 1) < len(buf):
+            if not _incomplete(buf, offset):
                 raise CorruptRecordError(path, offset, "bad journal entry before the end")
             with open(path, "r+b") as fh:
                 fh.truncate(offset)
@@ -159,8 +167,8 @@ class JournalLog:
         while offset < len(buf):
             got = _decode(buf, offset)
             if got is None:
-                if path == self._segments[-1][1]:
-                    return  # a write in progress by this process's own appender
+                if _incomplete(buf, offset):
+                    return  # an append still in progress when the file was read
                 raise CorruptRecordError(path, offset, "bad journal entry")
             entry, offset = got
             yield entry
