@@ -97,7 +97,7 @@ def _incomplete(buf: bytes, offset: int) -> bool:
     in-progress write) rather than a damaged entry with more data after it."""
     if offset + _HEAD.size > len(buf):
         return True
-    (length,) = _LEN.unpack_from(buf, offset)
+    length: int = _LEN.unpack_from(buf, offset)[0]
     return offset + length >= len(buf)
 
 
