@@ -2,9 +2,10 @@
 
 ``OrderDesk`` below only uses the AMPS client API (``publish``, ``delta_publish``, ``sow``,
 ``sow_and_subscribe`` with a message handler, ``sow_delete``, ``Command``/``execute``), so
-the same class works with a client connected to an AMPS server. Here it gets a
-``sowlib.compat.Client`` over an in-memory store: no server, no network, which is how
-such code can be unit-tested.
+the same class works with a client connected to an AMPS server. Here the store an AMPS
+configuration would describe is attached to the server's URI with
+``sowlib.compat.attach``; the client connects to that URI as it would to a server. No
+server, no network, which is how such code can be unit-tested.
 
 Run: python examples/amps_client_compat.py
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import sowlib.compat
 from sowlib import SowStore
 from sowlib.compat import Client, Command
 
@@ -60,8 +62,9 @@ class OrderDesk:
 def main() -> None:
     store = SowStore()
     store.create_topic("orders", keys=["/id"])  # the server's <SOW><Topic> config
-    client = Client("order-desk", store)
-    client.connect("tcp://localhost:9007/amps/json")  # recorded only; nothing is opened
+    sowlib.compat.attach(store, "tcp://localhost:9007/amps/json")
+    client = Client("order-desk")
+    client.connect("tcp://localhost:9007/amps/json")  # reaches the attached store
     client.logon()
 
     desk = OrderDesk(client)
@@ -77,6 +80,7 @@ def main() -> None:
     print("the subscription saw the cancel as:", desk.events[-1])
     print("orders with qty > 100 via Command:", desk.count_with_command("/qty > 100"))
     client.disconnect()
+    sowlib.compat.detach("tcp://localhost:9007/amps/json")
     store.close()
 
 
