@@ -118,22 +118,16 @@ def read_checkpoint(
             a crash must lead to a full scan, not to a stale checkpoint).
     """
     name = path + ".ckpt"
+    data = b""
     try:
         fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(MAX_CHECKPOINT)
     except OSError:
-        # Missing, unreadable or a planted symlink: no checkpoint; the log is scanned.
-        fd = -1
-    if fd >= 0:
-        try:
-            with os.fdopen(fd, "rb") as fh:
-                data = fh.read(MAX_CHECKPOINT)
-        except OSError:
-            data = b""
+        pass  # missing, unreadable or a planted symlink: no checkpoint; the log is scanned
     if consume:
         with os_errors(name, "remove"), contextlib.suppress(FileNotFoundError):
             fs.unlink(name)
-    if fd < 0:
-        return None
     ckpt = decode_checkpoint(data)
     if ckpt is None or ckpt.generation != header.generation:
         return None
