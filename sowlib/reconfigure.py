@@ -10,6 +10,8 @@ durability may not, since the stored keys and file depend on them. Imports
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import attrs
@@ -18,7 +20,13 @@ from sowlib.config import TopicConfig
 from sowlib.errors import ConfigError
 from sowlib.storage import AppendLog
 
-__all__ = ["CHANGEABLE", "config_changes", "rewrite_topic_header"]
+__all__ = [
+    "CHANGEABLE",
+    "check_message_types",
+    "config_changes",
+    "rewrite_topic_header",
+    "store_dir_for",
+]
 
 #: Fields a restart may change, with the words used in messages.
 CHANGEABLE = {
@@ -93,3 +101,53 @@ def rewrite_topic_header(path: str, config: TopicConfig, fs: Any = None) -> None
         log.compact(lambda _record: True, meta=json.dumps(config.to_dict()).encode())
     finally:
         log.close()
+
+
+def store_dir_for(
+    source: str | os.PathLike[str] | bytes,
+    base_dir: str | os.PathLike[str] | None,
+    configs: Sequence[TopicConfig],
+) -> str | os.PathLike[str] | None:
+    """The directory ``SowStore.from_config`` opens: never silently memory-only.
+
+    ``base_dir`` when given; else the configuration file's directory (where its
+    relative ``FileName`` values point) when a topic is persistent; else None
+    (every topic is transient: a memory store).
+
+    Raises:
+        ConfigError: XML text (not a file) with persistent topics and no ``base_dir``.
+    """
+    if base_dir is not None or all(c.durability == "transient" for c in configs):
+        return base_dir
+    if isinstance(source, bytes) or (isinstance(source, str) and source.lstrip().startswith("<")):
+        names = ", ".join(sorted({c.name for c in configs if c.durability != "transient"}))
+        raise ConfigError(
+            "base_dir",
+            f"persistent topics ({names}) need a directory: pass base_dir=, or give the"
+            " configuration as a file (its directory is used), or make them transient",
+        )
+    return os.path.dirname(os.path.abspath(os.fspath(source)))
+
+
+def check_message_types(stored: Iterable[Any], configs: Sequence[TopicConfig]) -> None:
+    """Refuse a configuration that changes the message type of a stored topic.
+
+    ``stored`` are the topics found in the store directory. A stored topic whose
+    name the configuration defines only with another message type was retyped.
+
+    Raises:
+        ConfigError: naming the topic, both types and what to do.
+    """
+    wanted: dict[str, set[str]] = {}
+    for config in configs:
+        wanted.setdefault(config.name, set()).add(config.message_type)
+    for topic in stored:
+        types = wanted.get(topic.name)
+        if types and topic.message_type not in types:
+            raise ConfigError(
+                f"SOW/Topic[{topic.name}]/MessageType",
+                f"the stored topic is {topic.message_type}, the configuration says"
+                f" {'/'.join(sorted(types))}: a stored topic cannot change its message type."
+                " Restore the old type, or export the records (sowlib dump), remove the"
+                " topic's file and publish them again",
+            )

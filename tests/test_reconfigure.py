@@ -9,7 +9,12 @@ import pytest
 from sowlib import SowStore
 from sowlib.config import TopicConfig
 from sowlib.errors import ConfigError
-from sowlib.reconfigure import config_changes, rewrite_topic_header
+from sowlib.reconfigure import (
+    check_message_types,
+    config_changes,
+    rewrite_topic_header,
+    store_dir_for,
+)
 
 
 def base(**kwargs: object) -> TopicConfig:
@@ -61,3 +66,23 @@ def test_rewritten_header_keeps_every_record(tmp_path: Path) -> None:
         assert reopened.config.default_ttl == 3600
         assert sorted(r.doc["id"] for r in reopened.sow()) == list(range(10, 50))
         assert reopened.explain("/px > 45").kind == "memo"
+
+
+def test_store_dir_defaults_to_the_config_files_directory(tmp_path: Path) -> None:
+    persistent = [base()]
+    transient = [TopicConfig.make("t", durability="transient")]
+    path = tmp_path / "amps.xml"
+    assert store_dir_for(path, None, persistent) == str(tmp_path)
+    assert store_dir_for(path, "elsewhere", persistent) == "elsewhere"
+    assert store_dir_for("<SOW/>", None, transient) is None
+    with pytest.raises(ConfigError):
+        store_dir_for(b"<SOW/>", None, persistent)
+
+
+def test_retyped_topic_is_refused() -> None:
+    class Stored:
+        name, message_type = "orders", "json"
+
+    check_message_types([Stored()], [base(), TopicConfig.make("other", message_type="xml")])
+    with pytest.raises(ConfigError):
+        check_message_types([Stored()], [TopicConfig.make("orders", message_type="xml")])
