@@ -1,9 +1,9 @@
 """Reopening a persistent topic with an edited configuration: what may change, and how.
 
 AMPS users edit the configuration and restart. Indexes, expiration, the history
-window and storage tuning may change (the next open uses them); the key fields,
-key domain, key generator, message type, file name and transient/persistent
-durability may not, since the stored keys and file depend on them. Imports
+window, storage tuning and the recorded file name may change (the next open uses
+them); the key fields, key domain, key generator, message type and
+transient/persistent durability may not, since the stored keys and file depend on them. Imports
 ``errors``, ``config`` and ``storage`` only.
 """
 
@@ -38,12 +38,14 @@ CHANGEABLE = {
     "history_granularity": "history granularity",
     "auto_compact": "automatic compaction",
     "slab_size": "slab size",
+    # The store finds a topic's file by scanning its directory, so a moved store or an
+    # edited FileName keeps using the file it has (the new name is recorded).
+    "file_name": "file name",
 }
 _FIXED = {
     "keys": "key fields",
     "key_domain": "key domain",
     "message_type": "message type",
-    "file_name": "file name",
 }
 _DURABLE = frozenset({"persistent", "sync"})
 

@@ -42,7 +42,6 @@ def test_changeable_fields(kwargs: dict[str, object], changed: tuple[str, ...]) 
         TopicConfig.make("orders", keys=["/id"], key_domain="x"),
         TopicConfig.make("orders", keys=["/id"], message_type="xml"),
         TopicConfig.make("orders", keys=["/id"], durability="transient"),
-        TopicConfig.make("orders", keys=["/id"], file_name="elsewhere/%n.sow"),
     ],
 )
 def test_fixed_fields_are_config_errors(other: TopicConfig) -> None:
