@@ -202,9 +202,6 @@ def test_issue16_batch_in_flight_is_a_torn_write_however_large(tmp_path: Path) -
 
 
 def test_issue16_batch_writes_its_first_bytes_last(tmp_path: Path) -> None:
-    class Spy(FileSystem):
-        pass
-
     log = open_log(tmp_path / "t.log")
     put(log, "a", b"1")
     start = log.end_offset
