@@ -224,6 +224,17 @@ def test_issue16_batch_writes_its_first_bytes_last(tmp_path: Path) -> None:
     assert writes == [(start + HEAD_BYTES, start + 100), (start, start + HEAD_BYTES)]
     log._release()
 
+    log = open_log(tmp_path / "u.log")
+    start = log.end_offset
+    mm = log._mm
+    writes.clear()
+    log._mm = Recording(mm)  # type: ignore[assignment]
+    put(log, "b", b"2" * 50)
+    # the single-record append: everything but the first bytes, then the first bytes
+    assert writes == [(start + HEAD_BYTES, log.end_offset), (start, start + HEAD_BYTES)]
+    log._mm = mm
+    log.close()
+
 
 # ---------------------------------------------------------------- item 8: full disk, locks
 
