@@ -5,6 +5,8 @@ Imports only ``record`` and ``index.types``.
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
 from sowlib.index.types import Key
 from sowlib.record import Record
 
@@ -42,7 +44,9 @@ class RecordCache:
         self.budget = budget
         self.used = 0
         self._records: dict[Key, Record] = {}
-        self._costs: dict[Key, int] = {}
+        # Insertion order, oldest first: an OrderedDict pops its first item in O(1)
+        # (a plain dict's first item is found by skipping the slots of earlier deletes).
+        self._costs: OrderedDict[Key, int] = OrderedDict()
 
     def get(self, key: Key) -> Record | None:
         """The cached Record of ``key``, or None; O(1)."""
@@ -60,8 +64,8 @@ class RecordCache:
             self.used -= old
         self.used += cost
         while self.used > self.budget:
-            victim = next(iter(costs))
-            self.used -= costs.pop(victim)
+            victim, victim_cost = costs.popitem(last=False)
+            self.used -= victim_cost
             del records[victim]
         records[key] = rec
         costs[key] = cost
