@@ -178,7 +178,7 @@ class SowStore:
         try:
             config = TopicConfig.from_dict(json.loads(read_header(full).meta))
         except (ValueError, TypeError, RecursionError) as exc:
-            raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from None
+            raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from exc
         generator = self._generator_for(config)
         # One pause for the recovery walk and the key map built from it: the
         # walk's tuples are dropped before the collector could look at them.
