@@ -27,6 +27,7 @@ __all__ = [
     "KeyGenerator",
     "describe_generator",
     "generator_name_conflict",
+    "key_generator_map",
     "load_key_generator",
     "stored_key_generator",
     "validate_user_key",
@@ -372,6 +373,22 @@ def stored_key_generator(spec: object, *, domain: str, topic: str) -> ChainingKe
         return _chaining(plain, domain=domain, topic=topic, file_name=None)
     except (ConfigError, FieldPathError):
         return None
+
+
+def key_generator_map(generators: object) -> dict[str, Callable[[Any], str]]:
+    """Check an application's ``{topic name: generator}`` mapping (``SowStore(key_generators=)``).
+
+    Raises:
+        ConfigError: not a mapping, a name that is not text, or a value that is not callable.
+    """
+    if generators is None:
+        return {}
+    if not isinstance(generators, Mapping):
+        raise ConfigError("key_generators", "expected a mapping of topic name to generator")
+    for name, generator in generators.items():
+        if not isinstance(name, str) or not callable(generator):
+            raise ConfigError(f"key_generators[{name!r}]", f"{generator!r} is not callable")
+    return dict(generators)
 
 
 def generator_name_conflict(stored: object, generator: object) -> str | None:

@@ -32,6 +32,7 @@ from sowlib.gcpause import paused_gc
 from sowlib.keys import (
     AttachedKeyGenerator,
     describe_generator,
+    key_generator_map,
     load_key_generator,
     stored_key_generator,
 )
@@ -53,19 +54,6 @@ __all__ = ["SowStore", "topic_file_name"]
 
 _readers: dict[str, SowStore] = {}
 _readers_lock = threading.Lock()
-
-
-def _check_generators(
-    generators: Mapping[str, Callable[[Any], str]] | None,
-) -> dict[str, Callable[[Any], str]]:
-    if generators is None:
-        return {}
-    if not isinstance(generators, Mapping):
-        raise ConfigError("key_generators", "expected a mapping of topic name to generator")
-    for name, generator in generators.items():
-        if not isinstance(name, str) or not callable(generator):
-            raise ConfigError(f"key_generators[{name!r}]", f"{generator!r} is not callable")
-    return dict(generators)
 
 
 def _trusted_generator(config: TopicConfig) -> TopicConfig:
@@ -132,7 +120,7 @@ class SowStore:
         self._lock = threading.RLock()
         self._topics: dict[tuple[str, str], Topic] = {}
         self._slots: dict[tuple[str, str], AttachedKeyGenerator] = {}
-        self._key_generators = _check_generators(key_generators)
+        self._key_generators = key_generator_map(key_generators)
         self._files: set[str] = set()
         self._writer_lock: WriterLock | None = None
         self._closed = False
