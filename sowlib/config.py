@@ -302,6 +302,9 @@ class TopicConfig:
             options = data.get("options") or {}
             if not isinstance(options, Mapping) or not all(isinstance(k, str) for k in options):
                 raise TypeError("options is not a mapping of names")
+            codec = options.get("codec", {})
+            if not isinstance(codec, Mapping) or not all(isinstance(k, str) for k in codec):
+                raise TypeError("options.codec is not a mapping of option names")
             if data["durability"] not in DURABILITIES:
                 raise ValueError(f"durability {data['durability']!r}")
             auto_compact = data.get("auto_compact")

@@ -224,6 +224,8 @@ def good_meta(**changes: Any) -> bytes:
         good_meta(default_ttl="soon"),
         good_meta(history_window=float("inf")),
         good_meta(file_name=7),
+        good_meta(options={"codec": 5}),
+        good_meta(options={"codec": {"no_such_option": 1}}),
     ],
     ids=lambda m: repr(m[:30]),
 )
