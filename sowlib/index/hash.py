@@ -131,6 +131,12 @@ class HashIndex:
                 if not bucket:
                     del index[entry]
 
+    def compact(self) -> None:
+        """Re-create every key set at its tightest size (after a bulk build); O(entries)."""
+        index = self._map
+        for entry, bucket in index.items():
+            index[entry] = set(bucket)  # a copy of a set is sized for its length
+
     def clear(self) -> None:
         """Forget every entry."""
         self._map.clear()

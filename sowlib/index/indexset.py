@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from sowlib.gcpause import paused_gc
+from sowlib.gcpause import paused_gc, release_free_memory
 from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex
 from sowlib.index.types import Key
@@ -247,9 +247,16 @@ class IndexSet:
             with paused_gc():  # one set per value: nothing cyclic, many containers
                 for key, value in source.field_values(parsed):
                     update(key, value, True)
+                index.compact()
+            release_free_memory()  # the documents decoded for the build are gone
             self.memos[parsed] = index
             self._layout()
         return index
+
+    def compact(self) -> None:
+        """Re-create every index's key sets at their tightest size (after a bulk load)."""
+        for index in self._all():
+            index.compact()
 
     @property
     def has_field_indexes(self) -> bool:

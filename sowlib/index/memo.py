@@ -265,6 +265,13 @@ class MemoIndex:
         """Undo :meth:`add` for the same ``key`` and ``doc``; O(log n) per value."""
         self.update(key, self.field.getter(doc), False)
 
+    def compact(self) -> None:
+        """Re-create every key set at its tightest size (after a bulk build); O(entries)."""
+        for sd in (self._nums, self._words, self._numstrs, self._numvals):
+            mapping = sd.map
+            for value, bucket in mapping.items():
+                mapping[value] = set(bucket)  # a copy of a set is sized for its length
+
     def clear(self) -> None:
         """Forget every entry."""
         for sd in (self._nums, self._words, self._numstrs, self._numvals):

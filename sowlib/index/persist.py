@@ -54,8 +54,10 @@ def _load_sets(packed: list[bytes], keys: Sequence[Key]) -> list[set[Key]]:
     out: list[set[Key]] = []
     pos = 0
     # Slices of the array, not of a list: no int object per position stays alive.
+    # A set grown one key at a time ends up to four times larger than needed; a copy
+    # of a set is sized for its length.
     for n in counts:
-        out.append(set(map(take, flat[pos : pos + n])))
+        out.append(set(set(map(take, flat[pos : pos + n]))))
         pos += n
     if pos != len(flat):
         raise ValueError("positions left over")

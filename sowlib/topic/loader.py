@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 
 import msgpack
 
-from sowlib.gcpause import paused_gc
+from sowlib.gcpause import paused_gc, release_free_memory
 from sowlib.index.persist import dump_indexes, load_indexes
 from sowlib.index.types import Key
 from sowlib.storage import RecordKind
@@ -46,6 +46,7 @@ def load(writer: Writer, progress: Progress | None = None) -> None:
         else:
             _load_entries(writer, progress)
     writer.expiry.load(writer.keys.expiring())
+    release_free_memory()  # the blob, the walk and the decoded documents are gone
 
 
 def _load_entries(writer: Writer, progress: Progress | None) -> None:
@@ -122,6 +123,7 @@ def rebuild_indexes(
         done += len(keys)
         if progress is not None:
             progress(done, total)
+    indexes.compact()
 
 
 def _checked_chunks(writer: Writer) -> Iterator[tuple[list[Key], list[bytes]]]:
