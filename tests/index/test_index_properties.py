@@ -229,3 +229,35 @@ def test_sow_keys_restriction_equals_scan_of_those_keys(
     flt = compile_filter(text)
     got = sorted(r.sow_key for r in run_query(source, flt, sow_keys=wanted))
     assert got == sorted(k for k in wanted if k in model and flt.matches(model[k]))
+
+
+_FIELD_VALUES = st.one_of(
+    st.integers(-3, 3),
+    st.sampled_from(["a", "b", "05", "", "1e2"]),
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=False, width=16),
+    st.lists(st.sampled_from([1, "a", None]), max_size=3),
+)
+
+
+@given(
+    docs=st.lists(
+        st.fixed_dictionaries({}, optional={"id": _FIELD_VALUES, "g": _FIELD_VALUES}),
+        max_size=20,
+    )
+)
+def test_a_column_at_a_time_insert_equals_one_put_per_record(docs: list[dict[str, Any]]) -> None:
+    from sowlib.index import IndexSet
+    from sowlib.index.persist import dump_indexes, index_snapshot, load_indexes
+
+    keys: list[Any] = list(range(len(docs)))
+    one, many = (IndexSet(["/id"], [["/g"], ["/id", "/g"]], ["/g"]) for _ in range(2))
+    for key, doc in zip(keys, docs, strict=True):
+        one.on_put(key, None, doc)
+    many.on_insert_many(keys, docs)
+    assert index_snapshot(one) == index_snapshot(many)
+    loaded = IndexSet(["/id"], [["/g"], ["/id", "/g"]], ["/g"])
+    assert load_indexes(loaded, dump_indexes(one, keys), keys)
+    assert index_snapshot(loaded) == index_snapshot(one)
+    one.compact()
+    assert index_snapshot(loaded) == index_snapshot(one)
