@@ -191,6 +191,20 @@ def step_crash(spec: dict[str, Any]) -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def step_crash_tail(spec: dict[str, Any]) -> None:
+    """Open a built store, upsert its first chunk again, die by SIGKILL (no close).
+
+    For sqlite3, whose recovery replays only the WAL written since its last automatic
+    checkpoint (every 1,000 pages): the same work a kill right after building leaves.
+    """
+    eng = engine(spec)
+    eng.open(readonly=False)
+    eng.insert(next(data.chunks(spec["n"])))
+    emit("killed", 1)
+    sys.stdout.flush()
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
 def step_reopen(spec: dict[str, Any]) -> None:
     """Open for writing (the application restarting) and close."""
     eng = engine(spec)
@@ -261,6 +275,7 @@ def step_compact(spec: dict[str, Any]) -> None:
 STEPS: dict[str, Callable[[dict[str, Any]], None]] = {
     "writer": step_writer,
     "crash": step_crash,
+    "crash_tail": step_crash_tail,
     "reopen": step_reopen,
     "query": step_query,
     "lookup": step_lookup,
