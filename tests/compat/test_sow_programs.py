@@ -189,3 +189,41 @@ def test_ha_client_with_a_server_chooser(uri):
     except AMPS.DisconnectedException:
         refused = True
     assert refused
+
+
+def test_command_publish_with_sow_key_expiration_and_processed_ack(uri, instance):
+    instance.create_topic("blobs", message_type="binary")
+    client = AMPS.Client("blob-writer")
+    client.connect(uri)
+    client.logon()
+    command = (
+        AMPS.Command("publish")
+        .set_topic("blobs")
+        .set_sow_key("YWJj")
+        .set_data(b"\x00\x01raw")
+        .set_correlation_id("req-7")
+    )
+    (ack,) = client.execute(command)
+    assert ack.get_ack_type() == AMPS.Message.AckType.Processed
+    assert ack.get_sequence() > 0
+    (message,) = [m for m in client.sow("blobs") if m.get_command() == "sow"]
+    assert message.get_sow_key() == "YWJj"
+    assert message.get_data_raw() == b"\x00\x01raw"
+    assert message.get_correlation_id() == "req-7"
+    assert message.get_timestamp().endswith("Z")
+
+
+def test_sow_and_subscribe_with_order_and_top_n(uri):
+    client = AMPS.Client("top")
+    client.connect(uri)
+    client.logon()
+    for i, qty in enumerate([5, 50, 20, 40], start=1):
+        client.publish("orders", json.dumps({"id": i, "qty": qty}))
+    got = []
+    client.sow_and_subscribe(got.append, "orders", order_by="/qty DESC", top_n=2)
+    client.publish("orders", '{"id": 9, "qty": 1}')
+    assert [(m.get_command(), json.loads(m.get_data())["qty"]) for m in got if m.get_sow_key()] == [
+        ("sow", 50),
+        ("sow", 40),
+        ("publish", 1),
+    ]
