@@ -45,7 +45,8 @@ def load(writer: Writer, progress: Progress | None = None) -> None:
                 writer.apply(rec)
         else:
             _load_entries(writer, progress)
-    writer.expiry.load(writer.keys.expiring())
+    if writer.expiry.enabled:
+        writer.expiry.load(writer.keys.expiring())
     release_free_memory()  # the blob, the walk and the decoded documents are gone
 
 
