@@ -234,3 +234,49 @@ def test_restore_rebuilds_a_lost_sow_from_the_journal(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):
         again.restore(fresh)
     again.close()
+
+
+def test_watch_refills_an_empty_topic_unless_recovery_point_is_now(tmp_path: Path) -> None:
+    def life(recovery: str | None) -> SowStore:
+        store = SowStore()
+        options = {"recovery_point": recovery} if recovery else {}
+        store.create_topic("orders", keys=["/id"], durability="transient", options=options)
+        return store
+
+    first = life(None)
+    with Journal(tmp_path, ["orders"]) as journal:
+        journal.watch(first)
+        for i in range(3):
+            first.topic("orders").publish({"id": i})
+        first.topic("orders").sow_delete("/id = 0")
+    second = life(None)
+    with Journal(tmp_path, ["orders"]) as journal:
+        journal.watch(second)  # a transient topic is refilled from the log
+        assert sorted(r.doc["id"] for r in second.topic("orders").sow()) == [1, 2]
+        second.topic("orders").publish({"id": 7})
+        assert max(e.seq for e in journal.replay()) == 5  # the refill was not journalled again
+    third = life("now")
+    with Journal(tmp_path, ["orders"]) as journal:
+        journal.watch(third)
+        assert len(third.topic("orders")) == 0
+
+
+def test_missing_sow_file_is_rebuilt_from_the_journal(tmp_path: Path) -> None:
+    store = SowStore(tmp_path / "sow")
+    journal = Journal(tmp_path / "journal", ["orders"])
+    store.create_topic("orders", keys=["/id"])
+    journal.watch(store)
+    for i in range(5):
+        store.topic("orders").publish({"id": i, "v": i})
+    path = Path(str(store.topic("orders").stats()["path"]))
+    store.close()
+    journal.close()
+    path.unlink()
+    for extra in path.parent.glob(path.name + ".*"):
+        extra.unlink()
+    store = SowStore(tmp_path / "sow")
+    orders = store.create_topic("orders", keys=["/id"])
+    with Journal(tmp_path / "journal", ["orders"]) as journal:
+        journal.watch(store)
+        assert sorted(r.doc["v"] for r in orders.sow()) == [0, 1, 2, 3, 4]
+    store.close()

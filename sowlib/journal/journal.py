@@ -18,7 +18,13 @@ from typing import Any, Protocol
 import attrs
 
 from sowlib.codecs import get_codec
-from sowlib.errors import ConfigError, InvalidSowKeyError, NotJournaledError, StoreClosedError
+from sowlib.errors import (
+    ConfigError,
+    InvalidSowKeyError,
+    NotJournaledError,
+    ReadOnlyError,
+    StoreClosedError,
+)
 from sowlib.expr import Filter, compile_filter
 from sowlib.journal.bookmarks import Position, format_bookmark, parse_bookmark
 from sowlib.journal.log import Entry, JournalLog
@@ -47,6 +53,8 @@ class WatchedTopic(Protocol):
 class RestorableTopic(WatchedTopic, Protocol):
     """The part of a SOW topic :meth:`Journal.restore` writes through."""
 
+    def __len__(self) -> int: ...
+
     def publish(
         self, data: bytes, *, expiration: float | None = None, sow_key: str | None = None
     ) -> Any: ...
@@ -55,7 +63,7 @@ class RestorableTopic(WatchedTopic, Protocol):
 
 
 class _Store(Protocol):
-    def topics(self) -> Sequence[WatchedTopic]: ...
+    def topics(self) -> Sequence[RestorableTopic]: ...
 
 
 _REGEX_CHARS = re.compile(r"[.*+?\[\](){}^$|\\]")
@@ -215,21 +223,38 @@ class Journal:
             for pattern, want in self._topics
         )
 
-    def watch(self, store: _Store) -> int:
+    def watch(self, store: _Store, *, restore: bool = True) -> int:
         """Record every covered topic of ``store`` from now on; returns how many are watched.
 
         Call again after creating topics; :mod:`sowlib.compat` does so itself.
+        ``restore``: see :meth:`watch_topic`.
         """
         for topic in store.topics():
-            self.watch_topic(topic)
+            self.watch_topic(topic, restore=restore)
         return len(self._watched)
 
-    def watch_topic(self, topic: WatchedTopic) -> bool:
-        """Record ``topic``'s changes if the journal covers it; idempotent."""
+    def watch_topic(self, topic: RestorableTopic, *, restore: bool = True) -> bool:
+        """Record ``topic``'s changes if the journal covers it; idempotent.
+
+        With ``restore``, an empty topic is first refilled from the journal
+        (:meth:`restore`), as AMPS rebuilds a missing SOW file and refills a
+        transient topic on restart; a topic whose ``RecoveryPoint`` is ``now``
+        (``options["recovery_point"]``) starts empty.
+
+        Returns:
+            Whether the journal watches the topic.
+        """
         with self._lock:
             self._check_open()
             if id(topic) in self._watched or not self.covers(topic.name, topic.message_type):
                 return id(topic) in self._watched
+            options = getattr(getattr(topic, "config", None), "options", None) or {}
+            now_only = str(options.get("recovery_point", "")).lower() == "now"
+            if restore and not now_only and len(topic) == 0:
+                try:
+                    self.restore(topic)
+                except ReadOnlyError:
+                    pass  # a reader cannot refill; it sees what the writer stored
             mtype = topic.message_type
 
             def changed(event: Event) -> None:
