@@ -75,9 +75,7 @@ class TopicSource:
 
     def field_values(self, path: FieldPath) -> Iterator[tuple[Key, Any]]:
         """``(key, value of path)`` of every live record; documents dropped at once."""
-        getter = path.getter
-        for key, doc in self._views.all_docs():
-            yield key, getter(doc)
+        return self._views.field_values(path)
 
     def scan(self) -> Iterator[tuple[Key, Any]]:
         """``(key, document)`` of every live record, in file order; nothing is kept."""

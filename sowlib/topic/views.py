@@ -14,6 +14,7 @@ from typing import Any
 from sowlib.codecs import Codec
 from sowlib.document import MISSING
 from sowlib.index.types import Key
+from sowlib.paths import FieldPath
 from sowlib.record import DeferredDoc, Record
 from sowlib.storage import LogRecord, RecordKind
 from sowlib.topic.cache import RecordCache, record_cost
@@ -174,17 +175,42 @@ class Views:
         if batch:
             yield from self._decoded(batch, offsets)
 
+    def _live_chunks(self) -> Iterator[tuple[list[Key], list[int]]]:
+        """Every live key and its record's offset, in file order, a batch at a time."""
+        pairs = self.keys.offsets()
+        pairs.sort(key=_second)
+        for lo in range(0, len(pairs), _CHUNK):
+            chunk = pairs[lo : lo + _CHUNK]
+            yield [k for k, _o in chunk], [o for _k, o in chunk]
+
     def all_docs(self) -> Iterator[tuple[Key, Any]]:
         """``(key, document)`` of every live record, in file order; nothing is kept.
 
         The records are read front to back in batches (checksums verified) and
         decoded a batch at a time.
         """
-        pairs = self.keys.offsets()
-        pairs.sort(key=_second)
-        for lo in range(0, len(pairs), _CHUNK):
-            chunk = pairs[lo : lo + _CHUNK]
-            yield from self._decoded([k for k, _o in chunk], [o for _k, o in chunk])
+        for keys, offsets in self._live_chunks():
+            yield from self._decoded(keys, offsets)
+
+    def field_values(self, path: FieldPath) -> Iterator[tuple[Key, Any]]:
+        """``(key, value of path)`` of every live record, in file order; nothing is kept.
+
+        A top-level field of a codec that reads one field out of many messages
+        (``top_values``) is taken in C-level maps; otherwise each batch is decoded
+        and the value read from each document.
+        """
+        steps = path.steps
+        top = steps[0].name if len(steps) == 1 and steps[0].index is None else None
+        top_values = getattr(self.codec, "top_values", None) if self.filterable else None
+        getter = path.getter
+        for keys, offsets in self._live_chunks():
+            payloads = list(self.log.payloads(offsets))
+            values = None
+            if top is not None and top_values is not None:
+                values = top_values(payloads, top)
+            if values is None:
+                values = list(map(getter, self.decode_many(payloads)))
+            yield from zip(keys, values, strict=True)
 
     def _decoded(self, keys: list[Key], offsets: list[int]) -> Iterator[tuple[Key, Any]]:
         payloads = list(self.log.payloads(offsets))
