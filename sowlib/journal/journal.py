@@ -238,8 +238,12 @@ class Journal:
 
         With ``restore``, an empty topic is first refilled from the journal
         (:meth:`restore`), as AMPS rebuilds a missing SOW file and refills a
-        transient topic on restart; a topic whose ``RecoveryPoint`` is ``now``
-        (``options["recovery_point"]``) starts empty.
+        transient topic on restart: from its ``RecoveryPoint``
+        (``options["recovery_point"]``: ``epoch``, the default; ``now``, nothing; a
+        bookmark or a timestamp).
+
+        Raises:
+            QueryOptionError: a recovery point that is not a bookmark of this journal.
 
         Returns:
             Whether the journal watches the topic.
@@ -249,10 +253,9 @@ class Journal:
             if id(topic) in self._watched or not self.covers(topic.name, topic.message_type):
                 return id(topic) in self._watched
             options = getattr(getattr(topic, "config", None), "options", None) or {}
-            now_only = str(options.get("recovery_point", "")).lower() == "now"
-            if restore and not now_only and len(topic) == 0:
+            if restore and len(topic) == 0:
                 try:
-                    self.restore(topic)
+                    self.restore(topic, str(options.get("recovery_point") or "epoch"))
                 except ReadOnlyError:
                     pass  # a reader cannot refill; it sees what the writer stored
             mtype = topic.message_type
@@ -279,11 +282,12 @@ class Journal:
             self._watched[id(topic)] = topic.sow_and_subscribe(changed, oof=True)
             return True
 
-    def restore(self, topic: RestorableTopic, after: int = 0) -> int:
+    def restore(self, topic: RestorableTopic, after: int | str | Position = 0) -> int:
         """Rebuild ``topic`` from the journal (AMPS recovery of a missing SOW file).
 
         Applies, in order, every retained publish and removal of the topic after
-        sequence ``after`` through the topic's public API; records whose stored
+        ``after`` (a sequence number, a bookmark or timestamp of this journal, or
+        ``"epoch"``) through the topic's public API; records whose stored
         expiration has passed are removed. Call it on an empty (or older) topic
         *before* the journal watches it, then :meth:`watch_topic`.
 
@@ -299,10 +303,20 @@ class Journal:
                 raise ConfigError("restore", f"topic {topic.name!r} is watched; restore first")
             if not self.covers(topic.name, topic.message_type):
                 raise ConfigError("restore", f"the journal does not record {topic.name!r}")
+            if isinstance(after, Position):
+                start = after
+            elif isinstance(after, str):
+                start = self.position(after)
+            else:
+                start = Position(after=after)
+            if start.live_only:
+                return 0
             now = self._clock()
             applied = 0
-            for entry in self._log.read(after):
+            for entry in self._log.read(start.after):
                 if entry.topic != topic.name or entry.message_type != topic.message_type:
+                    continue
+                if start.since is not None and entry.timestamp < start.since:
                     continue
                 lifetime = None if entry.expiration is None else entry.expiration - now
                 if entry.kind == "publish" and (lifetime is None or lifetime > 0):
