@@ -256,3 +256,27 @@ def _record(seen: list[tuple[int, int]]) -> Any:
         seen.append((done, total))
 
     return progress
+
+
+@pytest.mark.parametrize("first", ["delete", "update", "insert", "query"])
+def test_saved_hash_buckets_are_unpacked_by_their_first_use_whatever_it_is(
+    tmp_path: Path, first: str
+) -> None:
+    docs = {i: {"id": i, "g": "ab"[i % 2], "v": i} for i in range(40)}
+    with SowStore(tmp_path) as store:
+        _indexed(store).publish_many([json.dumps(d) for d in docs.values()])
+    with SowStore(tmp_path) as store:
+        topic = store.topic("t")  # nothing below has read a bucket yet
+        if first == "delete":
+            topic.sow_delete_by_data({"id": 2})
+            del docs[2]
+        elif first == "update":
+            topic.publish({"id": 4, "g": "b", "v": 4})
+            docs[4] = {"id": 4, "g": "b", "v": 4}
+        elif first == "insert":
+            topic.publish({"id": 99, "g": "a", "v": 0})
+            docs[99] = {"id": 99, "g": "a", "v": 0}
+        for g in "ab":
+            expected = sorted(i for i, d in docs.items() if d["g"] == g)
+            assert sorted(r.doc["id"] for r in topic.sow(f"/g = '{g}'")) == expected
+        topic.check()

@@ -7,10 +7,11 @@ candidates; the planner re-checks each one with the full filter. Imports only
 
 from __future__ import annotations
 
+import array
 import functools
 import itertools
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import attrs
 
@@ -18,7 +19,7 @@ from sowlib.index.types import Key
 from sowlib.index.values import Loose, as_paths, hash_texts, literal_texts
 from sowlib.paths import FieldPath
 
-__all__ = ["HashIndex"]
+__all__ = ["HashIndex", "PackedKeys"]
 
 #: Above this many text combinations a record is kept in the verify-always set.
 _MAX_COMBOS = 64
@@ -33,6 +34,29 @@ def _str_entries(value: str) -> tuple[tuple[str], ...] | None:
         return None
 
 
+@attrs.frozen
+class PackedKeys:
+    """A saved key set not yet used: positions into the topic's key list.
+
+    Turned into a set the first time the index reads or changes it, so a reopen
+    does not build a set for every value and a bucket no query touches costs four
+    bytes per key.
+    """
+
+    keys: Sequence[Key]
+    positions: array.array[int]
+    start: int
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def unpack(self) -> set[Key]:
+        """The keys as a set (sized for its length)."""
+        chunk = self.positions[self.start : self.start + self.count]
+        return set(set(map(self.keys.__getitem__, chunk)))
+
+
 @attrs.define(eq=False)
 class HashIndex:
     """Exact-match index over one or more fields; O(1) per update and lookup.
@@ -45,7 +69,7 @@ class HashIndex:
     """
 
     fields: tuple[FieldPath, ...] = attrs.field(converter=as_paths)
-    _map: dict[tuple[str, ...], set[Key]] = attrs.field(factory=dict, init=False)
+    _map: dict[tuple[str, ...], set[Key] | PackedKeys] = attrs.field(factory=dict, init=False)
     # Records whose values have no exact text form (NaN, huge integers,
     # objects): every lookup returns them so the filter decides.
     _loose: set[Key] = attrs.field(factory=set, init=False)
@@ -112,7 +136,7 @@ class HashIndex:
             return
         index = self._map
         for entry in entries:
-            bucket = index.get(entry)
+            bucket = self._bucket(entry)
             if bucket is None:
                 index[entry] = {key}
             else:
@@ -125,17 +149,25 @@ class HashIndex:
             return
         index = self._map
         for entry in entries:
-            bucket = index.get(entry)
+            bucket = self._bucket(entry)
             if bucket is not None:
                 bucket.discard(key)
                 if not bucket:
                     del index[entry]
 
+    def _bucket(self, entry: tuple[str, ...]) -> set[Key] | None:
+        """The key set filed under ``entry`` (unpacked now if it was saved), or None."""
+        bucket = self._map.get(entry)
+        if type(bucket) is PackedKeys:
+            bucket = self._map[entry] = bucket.unpack()
+        return bucket  # type: ignore[return-value]
+
     def compact(self) -> None:
         """Re-create every key set at its tightest size (after a bulk build); O(entries)."""
         index = self._map
         for entry, bucket in index.items():
-            index[entry] = set(bucket)  # a copy of a set is sized for its length
+            if type(bucket) is set:
+                index[entry] = set(bucket)  # a copy of a set is sized for its length
 
     def clear(self) -> None:
         """Forget every entry."""
@@ -147,10 +179,14 @@ class HashIndex:
 
         The sets are the index's own (read them, do not change them); O(entries).
         """
-        return list(self._map), list(self._map.values()), self._loose
+        entries = list(self._map)
+        return entries, [cast("set[Key]", self._bucket(e)) for e in entries], self._loose
 
     def restore(
-        self, entries: Iterable[tuple[str, ...]], buckets: Iterable[set[Key]], loose: set[Key]
+        self,
+        entries: Iterable[tuple[str, ...]],
+        buckets: Iterable[set[Key] | PackedKeys],
+        loose: set[Key],
     ) -> None:
         """Replace the content with what :meth:`export` returned; takes the sets as they are."""
         self._map = dict(zip(entries, buckets, strict=True))
@@ -190,7 +226,7 @@ class HashIndex:
         """Union of the buckets for ``probes`` plus the verify-always set."""
         out = set(self._loose)
         for probe in probes:
-            bucket = self._map.get(probe)
+            bucket = self._bucket(probe)
             if bucket:
                 out |= bucket
         return out

@@ -16,6 +16,7 @@ from typing import Any
 import msgpack
 import xxhash
 
+from sowlib.index.hash import PackedKeys
 from sowlib.index.indexset import IndexSet
 from sowlib.index.types import Key
 
@@ -129,12 +130,25 @@ def load_indexes(indexes: IndexSet, blob: bytes, keys: Sequence[Key]) -> bool:
         return False
 
 
+def _packed_sets(packed: list[bytes], keys: Sequence[Key]) -> list[PackedKeys]:
+    """:func:`_load_sets`, each set left packed until the index first uses it."""
+    counts, flat = _unpack(packed[0]), _unpack(packed[1])
+    out: list[PackedKeys] = []
+    pos = 0
+    for n in counts:
+        out.append(PackedKeys(keys, flat, pos, n))
+        pos += n
+    if pos != len(flat) or (flat and max(flat) >= len(keys)):
+        raise ValueError("positions out of range")
+    return out
+
+
 def _restore(indexes: IndexSet, keys: Sequence[Key], memos: Any, hashes: Any) -> None:
     if len(hashes) != len(indexes.hashes):
         raise ValueError("other hash indexes")
     for index, (entries, sets) in zip(indexes.hashes, hashes, strict=True):
-        loaded = _load_sets(sets, keys)
-        index.restore(map(tuple, entries), loaded[:-1], loaded[-1])
+        loaded = _packed_sets(sets, keys)
+        index.restore(map(tuple, entries), loaded[:-1], loaded[-1].unpack())
     for text, maps, sets in memos:
         memo = indexes.ensure_memo(text, _NoRecords())
         restored = []
