@@ -74,6 +74,15 @@ class LogView:
         rec: LogRecord = self.log.read(offset)
         return rec
 
+    def put_fields(self, offset: int) -> tuple[int, float, float, bytes, bytes]:
+        """``(seq, timestamp, expiration, correlation_id, payload)`` of the PUT record at
+        ``offset``, its checksum verified; O(record)."""
+        if self._memory:
+            rec = self.log.read(offset)
+            return rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, rec.payload
+        seq, stamp, expires, corr, _size, payload = self.log.read_puts([offset])[0]
+        return seq, stamp, expires, corr, payload
+
     def payload(self, offset: int) -> bytes:
         """The payload at ``offset``, its checksum verified; O(record)."""
         payload: bytes = self.log.read(offset).payload

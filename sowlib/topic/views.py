@@ -118,18 +118,17 @@ class Views:
             if offset is None:
                 return None
             # One checked read gives the header fields and the payload.
-            stored = self.log.read(offset)
-            payload = stored.payload
+            seq, stamp, expires, corr, payload = self.log.put_fields(offset)
             rec = _new_record(
                 (
                     self.keys.text_of(key),
                     payload,
-                    stored.seq,
-                    stored.timestamp,
-                    stored.expiration or None,
+                    seq,
+                    stamp,
+                    expires or None,
                     self.name,
                     self.message_type,
-                    stored.correlation_id,
+                    corr,
                     payload if self._deferred is None else self._deferred,
                 )
             )
