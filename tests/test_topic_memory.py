@@ -209,6 +209,7 @@ def test_lookup_hashes_key_values_as_publish_does() -> None:
         assert orders.lookup(1042) == orders.get(orders.key_for({"orderId": 1042}))
         assert orders.lookup("1042") == orders.lookup(1042)  # canonical text, as keys use
         assert orders.lookup(7) is None
+        assert orders.key_for_values([1042]) == orders.key_for({"orderId": 1042})
         assert orders.lookup(None) is None
         rec = positions.lookup("BOOK1", "MSFT")
         assert rec is not None
