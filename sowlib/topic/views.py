@@ -136,9 +136,43 @@ class Views:
         return rec
 
     def records(self, keys: Iterable[Key]) -> list[Record]:
-        """The live Records of ``keys`` in order, absent keys left out."""
-        record = self.record
-        return [r for k in keys if (r := record(k)) is not None]
+        """The live Records of ``keys`` in order, absent keys left out.
+
+        Records not in the cache are read in one batch, in file order (the map is
+        read front to back, not hopping between pages).
+        """
+        keys = list(keys)
+        get_cached = self.cache.get
+        found = dict(zip(keys, map(get_cached, keys), strict=True))
+        missing = [
+            (k, off)
+            for k, rec in found.items()
+            if rec is None and (off := self.keys.offset(k)) is not None
+        ]
+        if missing:
+            missing.sort(key=_second)
+            fields = self.log.many_put_fields([off for _k, off in missing])
+            deferred = self._deferred
+            text_of, name, mtype, keep = self.keys.text_of, self.name, self.message_type, self.keep
+            for (key, _off), (seq, stamp, expires, corr, payload) in zip(
+                missing, fields, strict=True
+            ):
+                rec = _new_record(
+                    (
+                        text_of(key),
+                        payload,
+                        seq,
+                        stamp,
+                        expires or None,
+                        name,
+                        mtype,
+                        corr,
+                        payload if deferred is None else deferred,
+                    )
+                )
+                found[key] = rec
+                keep(key, rec)
+        return [r for k in keys if (r := found[k]) is not None]
 
     def doc(self, key: Key) -> Any:
         """The document of a live key (KeyError when absent)."""
