@@ -142,6 +142,32 @@ class HashIndex:
             else:
                 bucket.add(key)
 
+    def add_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
+        """:meth:`add_entries` of each key under its one field ``value`` (single-field
+        indexes), keys grouped by value first: one set update per value."""
+        groups: dict[tuple[type, Any], list[Key]] = {}
+        for key, value in zip(keys, values, strict=True):
+            kind = type(value)
+            if kind is str or kind is int or kind is bool or value is None:
+                group = groups.get((kind, value))
+                if group is None:
+                    groups[kind, value] = [key]
+                else:
+                    group.append(key)
+            else:
+                self.add_entries(key, self.entries((value,)))
+        for (_kind, value), group in groups.items():
+            entries = self.entries((value,))
+            if entries is None:
+                self._loose.update(group)
+                continue
+            for entry in entries:
+                bucket = self._bucket(entry)
+                if bucket is None:
+                    self._map[entry] = set(group)
+                else:
+                    bucket.update(group)
+
     def remove_entries(self, key: Key, entries: Sequence[tuple[str, ...]] | None) -> None:
         """Undo :meth:`add_entries` for the same ``key`` and ``entries``."""
         if entries is None:

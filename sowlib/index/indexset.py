@@ -6,6 +6,7 @@ write; the planner reads it. Imports only ``paths`` and ``index.*``.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol
 
@@ -17,6 +18,9 @@ from sowlib.index.memo import MemoIndex
 from sowlib.index.types import Key
 from sowlib.index.values import EXACT_LIMIT, as_path, as_paths, number_text, to_number
 from sowlib.paths import FieldPath
+
+# (key, value) pairs filed per step of an on-demand memo build.
+_BUILD_CHUNK = 4096
 
 __all__ = ["DocSource", "Index", "IndexSet", "is_regular_key_value"]
 
@@ -196,16 +200,13 @@ class IndexSet:
         for index, at in self._hash_at:
             add_entries, entries = index.add_entries, index.entries
             if len(at) == 1:
-                for key, value in zip(keys, columns[at[0]], strict=True):
-                    add_entries(key, entries((value,)))
+                index.add_many(keys, columns[at[0]])
             else:
                 rows = zip(*(columns[i] for i in at), strict=True)
                 for key, row in zip(keys, rows, strict=True):
                     add_entries(key, entries(row))
         for memo, i in self._memo_at:
-            update = memo.update
-            for key, value in zip(keys, columns[i], strict=True):
-                update(key, value, True)
+            memo.add_many(keys, columns[i])
 
     def on_delete(self, key: Key, old_doc: Any) -> None:
         """Remove ``key`` (which held ``old_doc``) from every index; same costs as on_put."""
@@ -243,10 +244,11 @@ class IndexSet:
         index = self.memos.get(parsed)
         if index is None:
             index = MemoIndex(parsed)
-            update = index.update
             with paused_gc():  # one set per value: nothing cyclic, many containers
-                for key, value in source.field_values(parsed):
-                    update(key, value, True)
+                pairs = source.field_values(parsed)
+                while chunk := list(itertools.islice(pairs, _BUILD_CHUNK)):
+                    keys, values = zip(*chunk, strict=True)
+                    index.add_many(keys, values)
                 index.compact()
             release_free_memory()  # the documents decoded for the build are gone
             self.memos[parsed] = index

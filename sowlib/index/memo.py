@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import attrs
@@ -256,6 +256,32 @@ class MemoIndex:
                     self._entries[which] -= 1
                     if not bucket:
                         sd.drop(place)
+
+    def add_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
+        """``update(key, value, True)`` for each pair, for keys not filed yet (distinct).
+
+        True numbers are grouped by value first: one set update per value instead of
+        one per key. Anything else goes through :meth:`update`.
+        """
+        groups: dict[Any, list[Key]] = {}
+        for key, value in zip(keys, values, strict=True):
+            kind = type(value)
+            if (kind is int or kind is float) and value == value:
+                group = groups.get(value)
+                if group is None:
+                    groups[value] = [key]
+                else:
+                    group.append(key)
+            else:
+                self.update(key, value, True)
+        nums = self._nums
+        for value, group in groups.items():
+            bucket = nums.map.get(value)
+            if bucket is None:
+                nums.put(value, set(group))
+            else:
+                bucket.update(group)
+            self._entries[0] += len(group)
 
     def add(self, key: Key, doc: Any) -> None:
         """File ``key`` under the field's value(s) in ``doc``; O(log n) per value."""
