@@ -161,12 +161,17 @@ def text_of(v: Any) -> str | None:
 
     Numbers use :func:`sowlib.document.canonical_text` (``5.0`` -> ``'5'``), so
     keys, indexes and filters agree; booleans are ``'1'``/``'0'``; arrays give
-    their first element; NULL gives None.
+    their first element; NULL (and an integer too long to write out) gives None.
     """
     v = first(v)
     if type(v) is str:
         return v
-    return None if v is None else canonical_text(v)
+    if v is None:
+        return None
+    try:
+        return canonical_text(v)
+    except ValueError:
+        return None  # an integer past Python's digit limit for str(): no text, NULL
 
 
 def _is_num(v: Any) -> bool:
