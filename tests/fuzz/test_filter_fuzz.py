@@ -196,7 +196,8 @@ def _check(text: str, docs: list[dict[str, Any]], tally: Counter[str] | None = N
                 except SowError:
                     continue
                 tally["matched"] += got
-                assert got is want, (text, doc)
+                # a clock function (UNIX_TIMESTAMP()) may read a new second in between
+                assert got is want or not f.deterministic, (text, doc)
     elapsed = time.process_time() - start
     tally["slowest ms"] = max(tally["slowest ms"], round(elapsed * 1000))
     assert elapsed < LIMIT_SECONDS, (text, elapsed)
