@@ -71,7 +71,7 @@ class FakeSource:
 
     # -- QuerySource ---------------------------------------------------------
 
-    def keys(self) -> Iterable[str]:
+    def keys(self) -> Iterable[Any]:
         return self._docs.keys()
 
     def __iter__(self) -> Iterator[str]:
@@ -80,7 +80,7 @@ class FakeSource:
     def __len__(self) -> int:
         return len(self._docs)
 
-    def record(self, key: str) -> Record | None:
+    def record(self, key: Any) -> Record | None:
         self.record_calls += 1
         doc = self._docs.get(key)
         if doc is None:
@@ -112,7 +112,7 @@ class FakeSource:
         for key, doc in self._docs.items():
             yield key, path.getter(doc)
 
-    def key_for_values(self, values: Sequence[Any]) -> str | None:
+    def key_for_values(self, values: Sequence[Any]) -> Any:
         if not self.key_fields:
             return None
         return "|".join(str(canonical_text(v)) for v in values)
@@ -120,5 +120,5 @@ class FakeSource:
     def encode(self, doc: Any) -> bytes:
         return json.dumps(doc, sort_keys=True).encode()
 
-    def context(self, key: str) -> Any:
+    def context(self, key: Any) -> Any:
         return None
