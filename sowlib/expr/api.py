@@ -87,6 +87,9 @@ class Filter:
     A filter runs as nested Python closures built from its AST; no source
     code is generated, so neither field names nor literals can ever become code.
 
+    Filters are equal (and hash) by their text, which determines the AST: a
+    comparison or a hash never walks a long tree.
+
     Attributes:
         text: the filter as given.
         node: its AST.
@@ -98,7 +101,9 @@ class Filter:
     """
 
     text: str
-    node: Node
+    # the text determines the node; eq, hash and repr on the node would recurse once per
+    # clause of a long AND/OR chain
+    node: Node = attrs.field(eq=False, repr=False)
     _fn: Compiled = attrs.field(eq=False, repr=False)
     _match: Matcher = attrs.field(eq=False, repr=False)
 

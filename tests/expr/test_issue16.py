@@ -199,3 +199,13 @@ def test_issue16_no_generated_code() -> None:
     import importlib.util
 
     assert importlib.util.find_spec("sowlib.expr.codegen") is None
+
+
+def test_issue16_long_filter_hashes_and_compares_by_text() -> None:
+    text = " OR ".join(f"/f{i} = {i}" for i in range(5000))
+    f = compile_filter(text)
+    same = Filter.from_node(parse_filter(text), text)
+    assert f == same
+    assert hash(f) == hash(same)
+    assert f in {same}
+    assert "f4999" not in repr(compile_filter("/a = 1"))
