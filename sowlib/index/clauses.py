@@ -173,6 +173,8 @@ def regions(node: Node) -> tuple[FieldPath, list[Region], bool] | None:
             lo, hi = literal_value(node.low), literal_value(node.high)
         except _NoLiteral:
             return None
+        if lo is None or lo == "" or hi is None or hi == "":
+            return node.value.path, [Region()], True  # a NULL bound: never TRUE
         low, high = compare_region(">=", lo), compare_region("<=", hi)
         if low is None or high is None:
             return None

@@ -199,6 +199,9 @@ def test_indexed_query_equals_brute_force_scan(
 # A LIKE pattern longer than its prefix: the memo prefix region is only a superset.
 @example(ops=[("put", {"id": 0, "a": ["a"]}), ("put", {"id": 1})], text="/a LIKE '^a.'",
          order=None, top=None)  # fmt: skip
+# BETWEEN with a NULL bound is never TRUE: its memo region is empty, not the other bound's.
+@example(ops=[("put", {"id": 0, "a": "05"})], text="/a BETWEEN '05' AND NULL",
+         order=None, top=None)  # fmt: skip
 def test_single_clause_query_equals_brute_force_scan(
     ops: list[tuple[str, Any]], text: str, order: str | None, top: int | None
 ) -> None:
