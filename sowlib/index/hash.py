@@ -7,7 +7,6 @@ candidates; the planner re-checks each one with the full filter. Imports only
 
 from __future__ import annotations
 
-import array
 import functools
 import itertools
 from collections.abc import Iterable, Sequence
@@ -15,11 +14,12 @@ from typing import Any, cast
 
 import attrs
 
+from sowlib.index.packed import PackedKeys
 from sowlib.index.types import Key
 from sowlib.index.values import Loose, as_paths, hash_texts, literal_texts
 from sowlib.paths import FieldPath
 
-__all__ = ["HashIndex", "PackedKeys"]
+__all__ = ["HashIndex"]
 
 #: Above this many text combinations a record is kept in the verify-always set.
 _MAX_COMBOS = 64
@@ -32,29 +32,6 @@ def _str_entries(value: str) -> tuple[tuple[str], ...] | None:
         return tuple((text,) for text in hash_texts(value))
     except Loose:
         return None
-
-
-@attrs.frozen
-class PackedKeys:
-    """A saved key set not yet used: positions into the topic's key list.
-
-    Turned into a set the first time the index reads or changes it, so a reopen
-    does not build a set for every value and a bucket no query touches costs four
-    bytes per key.
-    """
-
-    keys: Sequence[Key]
-    positions: array.array[int]
-    start: int
-    count: int
-
-    def __len__(self) -> int:
-        return self.count
-
-    def unpack(self) -> set[Key]:
-        """The keys as a set (sized for its length)."""
-        chunk = self.positions[self.start : self.start + self.count]
-        return set(set(map(self.keys.__getitem__, chunk)))
 
 
 @attrs.define(eq=False)

@@ -214,7 +214,7 @@ class MemoIndex:
         kind = type(value)
         if (kind is int or kind is float) and value == value:
             # The usual case: one true number.
-            bucket = self._nums.map.get(value)
+            bucket = self._nums.bucket(value)
             if adding:
                 if bucket is None:
                     self._nums.put(value, {key})
@@ -243,7 +243,7 @@ class MemoIndex:
                     _mark(self._loose, key, adding)
                     continue
                 sd = dicts[which]
-                bucket = sd.map.get(place)
+                bucket = sd.bucket(place)
                 if adding:
                     if bucket is None:
                         sd.put(place, {key})
@@ -276,7 +276,7 @@ class MemoIndex:
                 self.update(key, value, True)
         nums = self._nums
         for value, group in groups.items():
-            bucket = nums.map.get(value)
+            bucket = nums.bucket(value)
             if bucket is None:
                 nums.put(value, set(group))
             else:
@@ -296,7 +296,8 @@ class MemoIndex:
         for sd in (self._nums, self._words, self._numstrs, self._numvals):
             mapping = sd.map
             for value, bucket in mapping.items():
-                mapping[value] = set(bucket)  # a copy of a set is sized for its length
+                if type(bucket) is set:
+                    mapping[value] = set(bucket)  # a copy of a set is sized for its length
 
     def clear(self) -> None:
         """Forget every entry."""
@@ -309,10 +310,10 @@ class MemoIndex:
     def export(self) -> tuple[list[dict[Any, set[Key]]], list[set[Key]], list[int]]:
         """The index's content: its four value maps, the NULL, loose and array key sets,
         and the entry counts (the index's own objects: read them, do not change them)."""
-        maps = [sd.map for sd in (self._nums, self._words, self._numstrs, self._numvals)]
+        maps = [sd.unpack_all() for sd in (self._nums, self._words, self._numstrs, self._numvals)]
         return maps, [self._null, self._loose, self._arrays], list(self._entries)
 
-    def restore(self, maps: list[dict[Any, set[Key]]], sets: list[set[Key]]) -> None:
+    def restore(self, maps: Sequence[dict[Any, Any]], sets: list[set[Key]]) -> None:
         """Replace the content with what :meth:`export` returned (entry counts recomputed)."""
         for sd, mapping in zip(
             (self._nums, self._words, self._numstrs, self._numvals), maps, strict=True
@@ -353,9 +354,9 @@ class MemoIndex:
         for sd, iv, _ in self._parts(region):
             values = _irange(sd, iv)
             if values:
-                out.update(*map(sd.map.__getitem__, values))
+                out.update(*map(sd.bucket, values))
         if region.words and region.texts is None:
-            for bucket in self._words.map.values():
+            for bucket in self._words.unpack_all().values():
                 out |= bucket
         return out
 
@@ -365,15 +366,16 @@ class MemoIndex:
 
     def _numeric_groups(self, descending: bool) -> Iterator[set[Key]]:
         """Key sets per numeric value, true numbers and numeric strings merged."""
-        a, b = self._nums.map, self._numvals.map
+        # Buckets are unpacked as the walk reaches them (a walk often stops early).
+        a, b = self._nums.bucket, self._numvals.bucket
         a_keys = self._nums.ordered()
-        if not b:  # the usual case: no numeric strings, no merge needed
+        if not len(self._numvals):  # the usual case: no numeric strings, no merge needed
             if descending:
                 for k in reversed(a_keys):
-                    yield a[k]
+                    yield a(k)
             else:
                 for k in a_keys:
-                    yield a[k]
+                    yield a(k)
             return
         b_keys = self._numvals.ordered()
         keys = (
@@ -382,7 +384,7 @@ class MemoIndex:
             else heapq.merge(a_keys, b_keys)
         )
         for value, _ in itertools.groupby(keys):
-            yield (a.get(value) or set()) | (b.get(value) or set())
+            yield (a(value) or set()) | (b(value) or set())
 
     def groups(self, descending: bool = False) -> Iterator[set[Key]]:
         """Key sets of equal sort value in mixed-type order (spec §13.3 [R]).
@@ -394,15 +396,15 @@ class MemoIndex:
         if descending:
             if self._null:
                 yield self._null
-            words = self._words.map
+            words = self._words.bucket
             for k in reversed(self._words.ordered()):
-                yield words[k]
+                yield words(k)
             yield from self._numeric_groups(True)
         else:
             yield from self._numeric_groups(False)
-            words = self._words.map
+            words = self._words.bucket
             for k in self._words.ordered():
-                yield words[k]
+                yield words(k)
             if self._null:
                 yield self._null
 

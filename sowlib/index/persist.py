@@ -16,8 +16,8 @@ from typing import Any
 import msgpack
 import xxhash
 
-from sowlib.index.hash import PackedKeys
 from sowlib.index.indexset import IndexSet
+from sowlib.index.packed import PackedKeys
 from sowlib.index.types import Key
 
 __all__ = ["dump_indexes", "index_snapshot", "load_indexes"]
@@ -151,9 +151,9 @@ def _restore(indexes: IndexSet, keys: Sequence[Key], memos: Any, hashes: Any) ->
         index.restore(map(tuple, entries), loaded[:-1], loaded[-1].unpack())
     for text, maps, sets in memos:
         memo = indexes.ensure_memo(text, _NoRecords())
-        restored = []
+        restored: list[dict[Any, set[Key] | PackedKeys]] = []
         for values, packed in maps:
-            restored.append(dict(zip(values, _load_sets(packed, keys), strict=True)))
+            restored.append(dict(zip(values, _packed_sets(packed, keys), strict=True)))
         memo.restore(restored, _load_sets(sets, keys))
 
 

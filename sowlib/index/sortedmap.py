@@ -12,6 +12,8 @@ from typing import Any
 
 from sortedcontainers import SortedList
 
+from sowlib.index.packed import PackedKeys
+
 __all__ = ["SortedMap"]
 
 # Applying pending changes key by key costs O(log n) each in Python; a full
@@ -61,6 +63,21 @@ class SortedMap:
             self._added.discard(key)
         else:
             self._dropped.add(key)
+
+    def bucket(self, key: Any) -> Any:
+        """The value of ``key`` (None when absent); a saved, packed key set is unpacked
+        now and kept as a set."""
+        value = self.map.get(key)
+        if type(value) is PackedKeys:
+            value = self.map[key] = value.unpack()
+        return value
+
+    def unpack_all(self) -> dict[Any, Any]:
+        """The mapping with every packed key set unpacked."""
+        for key, value in self.map.items():
+            if type(value) is PackedKeys:
+                self.map[key] = value.unpack()
+        return self.map
 
     def ordered(self) -> SortedList:
         """The keys in ascending order (do not modify it); O(1) when nothing changed."""

@@ -1,0 +1,39 @@
+"""Saved key sets not used yet: positions into the topic's key list (imports only attrs).
+
+An index loaded from a checkpoint keeps each key set packed until a query or a
+write first reads or changes it.
+"""
+
+from __future__ import annotations
+
+import array
+from collections.abc import Sequence
+
+import attrs
+
+from sowlib.index.types import Key
+
+__all__ = ["PackedKeys"]
+
+
+@attrs.frozen
+class PackedKeys:
+    """A saved key set not yet used: positions into the topic's key list.
+
+    Turned into a set the first time the index reads or changes it, so a reopen
+    does not build a set for every value and a bucket no query touches costs four
+    bytes per key.
+    """
+
+    keys: Sequence[Key]
+    positions: array.array[int]
+    start: int
+    count: int
+
+    def __len__(self) -> int:
+        return self.count
+
+    def unpack(self) -> set[Key]:
+        """The keys as a set (sized for its length)."""
+        chunk = self.positions[self.start : self.start + self.count]
+        return set(set(map(self.keys.__getitem__, chunk)))
