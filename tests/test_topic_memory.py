@@ -259,8 +259,8 @@ def _record(seen: list[tuple[int, int]]) -> Any:
     return progress
 
 
-@pytest.mark.parametrize("first", ["delete", "update", "insert", "query"])
-def test_saved_hash_buckets_are_unpacked_by_their_first_use_whatever_it_is(
+@pytest.mark.parametrize("first", ["delete", "update", "insert", "query", "walk"])
+def test_saved_index_buckets_are_unpacked_by_their_first_use_whatever_it_is(
     tmp_path: Path, first: str
 ) -> None:
     docs = {i: {"id": i, "g": "ab"[i % 2], "v": i} for i in range(40)}
@@ -272,12 +272,18 @@ def test_saved_hash_buckets_are_unpacked_by_their_first_use_whatever_it_is(
             topic.sow_delete_by_data({"id": 2})
             del docs[2]
         elif first == "update":
-            topic.publish({"id": 4, "g": "b", "v": 4})
-            docs[4] = {"id": 4, "g": "b", "v": 4}
+            topic.publish({"id": 4, "g": "b", "v": 5})
+            docs[4] = {"id": 4, "g": "b", "v": 5}
         elif first == "insert":
             topic.publish({"id": 99, "g": "a", "v": 0})
             docs[99] = {"id": 99, "g": "a", "v": 0}
+        elif first == "walk":
+            top = topic.sow("/v >= 0", order_by="/v DESC", top_n=3)
+            assert [r.doc["v"] for r in top] == [39, 38, 37]
         for g in "ab":
             expected = sorted(i for i, d in docs.items() if d["g"] == g)
             assert sorted(r.doc["id"] for r in topic.sow(f"/g = '{g}'")) == expected
+        for lo in (0, 10, 35):
+            expected = sorted(i for i, d in docs.items() if d["v"] >= lo)
+            assert sorted(r.doc["id"] for r in topic.sow(f"/v >= {lo}")) == expected
         topic.check()
