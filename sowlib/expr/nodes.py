@@ -81,8 +81,49 @@ class Neg:
     end: int = _pos()
 
 
-@attrs.frozen
-class Arith:
+class _Spine:
+    """``==``, ``hash`` and ``repr`` of a left-nested chain node, read along its spine.
+
+    attrs would recurse once per clause of ``a AND b AND ...`` (or per operator of a
+    long arithmetic chain); these give the same results in a loop.
+    """
+
+    __slots__ = ()
+
+    def _parts(self) -> tuple[Any, ...]:
+        if isinstance(self, Arith):
+            first, steps = arith_chain(self)
+            return (first, *steps)
+        assert isinstance(self, And | Or)
+        return tuple(chain(self))
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        assert isinstance(other, _Spine)
+        return self._parts() == other._parts()
+
+    def __ne__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash((type(self).__name__, self._parts()))
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        if isinstance(self, Arith):
+            first, steps = arith_chain(self)
+            heads = "".join(f"{name}(op={op!r}, left=" for op, _ in reversed(steps))
+            return heads + repr(first) + "".join(f", right={r!r})" for _, r in steps)
+        assert isinstance(self, And | Or)
+        first, *rest = chain(self)
+        return f"{name}(left=" * len(rest) + repr(first) + "".join(f", right={r!r})" for r in rest)
+
+
+@attrs.frozen(eq=False, repr=False)
+class Arith(_Spine):
     """``left op right`` with ``op`` in :data:`ARITH_OPS`."""
 
     op: str
@@ -189,8 +230,8 @@ class Not:
     end: int = _pos()
 
 
-@attrs.frozen
-class And:
+@attrs.frozen(eq=False, repr=False)
+class And(_Spine):
     """Logical ``left AND right``."""
 
     left: Node
@@ -199,8 +240,8 @@ class And:
     end: int = _pos()
 
 
-@attrs.frozen
-class Or:
+@attrs.frozen(eq=False, repr=False)
+class Or(_Spine):
     """Logical ``left OR right``."""
 
     left: Node

@@ -209,3 +209,16 @@ def test_issue16_long_filter_hashes_and_compares_by_text() -> None:
     assert hash(f) == hash(same)
     assert f in {same}
     assert "f4999" not in repr(compile_filter("/a = 1"))
+
+
+def test_issue16_long_chain_nodes_compare_hash_and_print_without_recursion() -> None:
+    text = (
+        " AND ".join(f"/f{i} = {i}" for i in range(2500)) + " OR /z = " + " + ".join(["1"] * 2500)
+    )
+    node = parse_filter(text)
+    assert node == parse_filter(text)
+    assert hash(node) == hash(parse_filter(text))
+    assert node != parse_filter(text + " + 1")
+    assert repr(node).startswith("Or(left=And(left=And(")
+    small = parse_filter("/a = 1 AND /b = 2 AND /c = 3")
+    assert small != parse_filter("/a = 1 AND (/b = 2 AND /c = 3)")  # shape still counts
