@@ -21,6 +21,8 @@ from sowlib.paths import FieldPath
 
 # (key, value) pairs filed per step of an on-demand memo build.
 _BUILD_CHUNK = 4096
+# Below this many keys a build frees too little to be worth a pass over the C heap.
+_TRIM_MIN_KEYS = 100_000
 
 __all__ = ["DocSource", "Index", "IndexSet", "is_regular_key_value"]
 
@@ -246,11 +248,14 @@ class IndexSet:
             index = MemoIndex(parsed)
             with paused_gc():  # one set per value: nothing cyclic, many containers
                 pairs = source.field_values(parsed)
+                filed = 0
                 while chunk := list(itertools.islice(pairs, _BUILD_CHUNK)):
                     keys, values = zip(*chunk, strict=True)
                     index.add_many(keys, values)
+                    filed += len(keys)
                 index.compact()
-            release_free_memory()  # the documents decoded for the build are gone
+            if filed >= _TRIM_MIN_KEYS:
+                release_free_memory()  # the documents decoded for the build are gone
             self.memos[parsed] = index
             self._layout()
         return index

@@ -25,6 +25,8 @@ __all__ = ["Progress", "checkpoint_blob", "load", "rebuild_indexes"]
 Progress = Callable[[int, int], object]
 
 _PUT = RecordKind.PUT
+# Below this many keys an open frees too little to be worth a pass over the C heap.
+_TRIM_MIN_KEYS = 100_000
 _TAG = "sowlib-topic/1"
 # Records read and decoded per step of an index rebuild.
 _CHUNK = 4096
@@ -47,7 +49,8 @@ def load(writer: Writer, progress: Progress | None = None) -> None:
             _load_entries(writer, progress)
     if writer.expiry.enabled:
         writer.expiry.load(writer.keys.expiring())
-    release_free_memory()  # the blob, the walk and the decoded documents are gone
+    if len(writer.keys) >= _TRIM_MIN_KEYS:
+        release_free_memory()  # the blob, the walk and the decoded documents are gone
 
 
 def _load_entries(writer: Writer, progress: Progress | None) -> None:
