@@ -6,6 +6,7 @@ Imports only ``record`` and ``index.types``.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
 
 from sowlib.index.types import Key
 from sowlib.record import Record
@@ -38,7 +39,7 @@ class RecordCache:
         1048576
     """
 
-    __slots__ = ("_costs", "_records", "budget", "used")
+    __slots__ = ("_costs", "_records", "budget", "get", "used")
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
@@ -47,10 +48,9 @@ class RecordCache:
         # Insertion order, oldest first: an OrderedDict pops its first item in O(1)
         # (a plain dict's first item is found by skipping the slots of earlier deletes).
         self._costs: OrderedDict[Key, int] = OrderedDict()
-
-    def get(self, key: Key) -> Record | None:
-        """The cached Record of ``key``, or None; O(1)."""
-        return self._records.get(key)
+        #: ``get(key)``: the cached Record of ``key``, or None; O(1). The dict's own
+        #: method: a read by key is one C call.
+        self.get: Callable[[Key], Record | None] = self._records.get
 
     def put(self, key: Key, rec: Record, cost: int) -> None:
         """Cache ``rec`` (charged ``cost`` bytes), evicting the oldest entries first."""
