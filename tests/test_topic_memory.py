@@ -217,6 +217,12 @@ def test_lookup_hashes_key_values_as_publish_does() -> None:
         assert positions.lookup_many([("BOOK1", "MSFT"), ("BOOK2", "MSFT")]) == [rec, None]
         with pytest.raises(QueryOptionError):
             positions.lookup("BOOK1")
+        for rows in (5, "ab", [5], [None]):
+            with pytest.raises(QueryOptionError):
+                orders.lookup_many(rows)
+        for values in (5, "a", b"a", {1: 2}):
+            with pytest.raises(QueryOptionError):
+                orders.publish_many(['{"orderId": 1}'], key_values=values)
         plain = store.create_topic("plain")
         with pytest.raises(UnsupportedOperationError):
             plain.lookup("x")

@@ -266,9 +266,20 @@ class Topic:
         return None if content is None else content.key_for_values(values)
 
     def lookup_many(self, rows: Iterable[Sequence[Any]]) -> list[Record | None]:
-        """:meth:`lookup` of each row of key values, in order."""
+        """:meth:`lookup` of each row of key values (a tuple or list), in order.
+
+        Raises:
+            QueryOptionError: ``rows`` or a row is not a sequence of key values.
+        """
+        if isinstance(rows, str | bytes) or not isinstance(rows, Iterable):
+            raise QueryOptionError("rows", rows, "an iterable of key-value tuples")
         lookup = self.lookup
-        return [lookup(*row) for row in rows]
+        out: list[Record | None] = []
+        for row in rows:
+            if not isinstance(row, tuple | list):
+                raise QueryOptionError("rows", row, "a tuple of key values per row")
+            out.append(lookup(*row))
+        return out
 
     def key_for(self, message: str | bytes | dict[str, Any] | Any) -> str:
         """The SOW key ``message`` would be stored under (without storing it)."""

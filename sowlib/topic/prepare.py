@@ -45,6 +45,10 @@ def prepare_batch(
     (trusted: what the messages hold) or from the key field read out of each
     message, and documents are decoded only when an index needs them.
     """
+    if key_values is not None and (
+        isinstance(key_values, str | bytes) or not isinstance(key_values, Sequence)
+    ):
+        raise QueryOptionError("key_values", key_values, "a list with one entry per message")
     if key_values is not None and len(key_values) != len(messages):
         raise QueryOptionError(
             "key_values", len(key_values), f"expected one per message ({len(messages)})"
