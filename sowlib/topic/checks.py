@@ -1,20 +1,52 @@
-"""``Topic.check``: every invariant of a topic, its log, cache and indexes.
+"""``Topic.check`` (every invariant of a topic, its log, cache and indexes) and
+``Topic.stats``.
 
 Imports ``index``, ``storage`` and sibling modules; never the facade.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
+from sowlib.config import TopicConfig
 from sowlib.index import IndexSet
 from sowlib.index.persist import index_snapshot
 from sowlib.storage import RecordKind
-from sowlib.topic.source import TopicSource
-from sowlib.topic.writer import Writer
+from sowlib.topic.parts import Parts
 
-__all__ = ["check_topic"]
+__all__ = ["check_topic", "topic_stats"]
 
 
-def check_topic(writer: Writer, source: TopicSource) -> None:
+def topic_stats(parts: Parts, config: TopicConfig) -> dict[str, Any]:
+    """Counters and sizes (spec §16): records, bytes, garbage ratio, indexes, cache."""
+    log, keys, cache = parts.log, parts.keys, parts.cache
+    used, live = log.end_offset, keys.live_bytes
+    subs = parts.subs
+    return {
+        "topic": config.name,
+        "message_type": config.message_type,
+        "path": log.path,
+        "records": len(keys),
+        "valid_keys": len(keys),
+        "file_bytes": log.file_size,
+        "used_bytes": used,
+        "live_bytes": live,
+        "garbage_ratio": (1.0 - live / used) if used else 0.0,
+        "indexes": parts.indexes.names(),
+        "expirations_pending": len(parts.expiry),
+        "history_window": config.history_window,
+        "history_granularity": config.history_granularity,
+        "last_seq": log.last_seq,
+        "subscriptions": subs.count if hasattr(subs, "count") else None,
+        "from_checkpoint": parts.reads.from_checkpoint,
+        "cache_bytes": cache.budget,
+        "cache_used_bytes": cache.used,
+        "cache_records": len(cache),
+        **parts.writer.counts,
+    }
+
+
+def check_topic(parts: Parts) -> None:
     """Assert the log's invariants, that each key points at its live PUT, the live byte
     count, the cache's budget, and that the indexes equal indexes rebuilt from scratch.
 
@@ -22,6 +54,7 @@ def check_topic(writer: Writer, source: TopicSource) -> None:
         CorruptRecordError: a record fails its checks.
         AssertionError: an in-memory structure disagrees with the log.
     """
+    writer, source = parts.writer, parts.source
     log, keys = writer.log, writer.keys
     log.log.check()
     for key, offset in keys.offsets():

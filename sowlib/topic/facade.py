@@ -27,7 +27,7 @@ from sowlib.query import QueryOptions, Record, explain, run_query
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
 from sowlib.storage import RecordKind
 from sowlib.subscriptions import Message, Subscription
-from sowlib.topic.checks import check_topic
+from sowlib.topic.checks import check_topic, topic_stats
 from sowlib.topic.loader import Progress, checkpoint_blob, load
 from sowlib.topic.parts import as_of, build_parts
 
@@ -498,30 +498,7 @@ class Topic:
         """Counters and sizes (spec §16): records, bytes, garbage ratio, indexes, ..."""
         with self._lock:
             self._check_open()
-            log = self._log
-            used, live = log.end_offset, self._p.keys.live_bytes
-            return {
-                "topic": self.name,
-                "message_type": self.message_type,
-                "path": log.path,
-                "records": len(self._p.keys),
-                "valid_keys": len(self._p.keys),
-                "file_bytes": log.file_size,
-                "used_bytes": used,
-                "live_bytes": live,
-                "garbage_ratio": (1.0 - live / used) if used else 0.0,
-                "indexes": self.indexes.names(),
-                "expirations_pending": len(self._p.expiry),
-                "history_window": self.config.history_window,
-                "history_granularity": self.config.history_granularity,
-                "last_seq": log.last_seq,
-                "subscriptions": self._p.subs.count if hasattr(self._p.subs, "count") else None,
-                "from_checkpoint": self._p.reads.from_checkpoint,
-                "cache_bytes": self._p.cache.budget,
-                "cache_used_bytes": self._p.cache.used,
-                "cache_records": len(self._p.cache),
-                **self._p.writer.counts,
-            }
+            return topic_stats(self._p, self.config)
 
     def refresh(self) -> int:
         """Read-only topics: apply what the writer appended since; returns records applied."""
@@ -549,7 +526,7 @@ class Topic:
         """
         with self._lock:
             self._check_open()
-            check_topic(self._p.writer, self._p.source)
+            check_topic(self._p)
 
     def close(self) -> None:
         """Write a checkpoint with the key map and indexes (writers); close; idempotent."""
