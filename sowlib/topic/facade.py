@@ -14,16 +14,17 @@ from itertools import islice
 from typing import Any
 
 from sowlib.config import TopicConfig
+from sowlib.display import topic_html
 from sowlib.errors import (
     QueryOptionError,
     ReadOnlyError,
     StoreClosedError,
     UnsupportedOperationError,
 )
-from sowlib.expr import Filter, compile_filter
+from sowlib.expr import Filter, compile_filter, regex_budget
 from sowlib.index.types import Key
 from sowlib.keys import validate_user_key
-from sowlib.query import QueryOptions, Record, explain, run_query
+from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
 from sowlib.storage import RecordKind
 from sowlib.subscriptions import Message, Subscription
@@ -301,7 +302,8 @@ class Topic:
         bookmark: int | float | str | datetime | None = None,
         select: str | None = None,
         batch_size: int = 10,
-    ) -> list[Record]:
+        project: str | None = None,
+    ) -> Any:
         """Query the topic: records matching ``filter`` (all when None).
 
         Args:
@@ -314,12 +316,33 @@ class Topic:
                 timestamp (``20240301T090000Z``): answer as of that point (history topics;
                 ignored without history, as in AMPS).
             select: a select list such as ``"[-/,+/id]"``.
+            project: a JMESPath expression applied to each matching document,
+                e.g. ``"{id: orderId, px: price}"``; the result is then a list of
+                its values instead of records (:meth:`ResultSet.project`).
         Returns:
-            A list of :class:`Record`.
+            A :class:`~sowlib.query.ResultSet` of :class:`Record` (a list), or the
+            projected values when ``project`` is given.
         Raises:
             FilterError: a bad filter.
-            QueryOptionError: a bad query option.
+            RegexBudgetError: LIKE matching spent the query's regex budget.
+            QueryOptionError: a bad query option or projection.
         """
+        results = self._query(
+            filter, order_by, top_n, skip_n, sow_keys, bookmark, select, batch_size
+        )
+        return results if project is None else results.project(project)
+
+    def _query(
+        self,
+        filter: str | Filter | None,
+        order_by: str | None,
+        top_n: int | None,
+        skip_n: int | None,
+        sow_keys: Sequence[str] | str | None,
+        bookmark: int | float | str | datetime | None,
+        select: str | None,
+        batch_size: int,
+    ) -> ResultSet:
         options = QueryOptions.make(
             order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
         )
@@ -330,14 +353,16 @@ class Topic:
             flt = self._compile(filter)
             self._p.writer.counts["queries"] += 1
             keys = None if texts is None else [self._p.keys.key_of(k) for k in texts]
+            source: QuerySource = self._p.source
             if bookmark is not None and self._p.history is not None:
-                return run_query(as_of(self._p, bookmark, self._clock()), flt, options, keys)
-            top = options.top_n
-            peek = flt is None and keys is None and options.order_by is None
-            if peek and not options.skip_n and top is not None:
-                # The first top_n records, unordered: only those are read.
-                keys = list(islice(self._p.keys.keys(), top))
-            return run_query(self._p.source, flt, options, keys)
+                source = as_of(self._p, bookmark, self._clock())
+            elif flt is None and keys is None and options.order_by is None:
+                top = options.top_n
+                if not options.skip_n and top is not None:
+                    # The first top_n records, unordered: only those are read.
+                    keys = list(islice(self._p.keys.keys(), top))
+            with regex_budget():
+                return run_query(source, flt, options, keys)
 
     def explain(self, filter: str | Filter | None = None, *, sow_keys: Any = None) -> Any:
         """The plan a query with this filter would use (index, candidates)."""
@@ -412,7 +437,9 @@ class Topic:
             self._tick()
             flt = self._compile(filter)
             examined = len(self._p.keys)
-            matched = [self._p.keys.key_of(r.sow_key) for r in run_query(self._p.source, flt, None)]
+            with regex_budget():
+                found = run_query(self._p.source, flt, None)
+            matched = [self._p.keys.key_of(r.sow_key) for r in found]
             for key in matched:
                 self._p.writer.remove(key, _DELETE)
             return DeleteResult(len(matched), len(matched), examined)
@@ -566,3 +593,7 @@ class Topic:
 
     def __repr__(self) -> str:
         return f"<Topic {self.name!r} ({self.message_type}) records={len(self._p.keys)}>"
+
+    def _repr_html_(self) -> str:
+        """The notebook view: configuration, record count, indexes, a few records."""
+        return topic_html(self)
