@@ -12,7 +12,7 @@ import pytest
 from sowlib import SowStore
 from sowlib.config import MAX_PATH_BYTES, expand_file_name
 from sowlib.errors import ConfigError, SowError, StoreNotFoundError, StorePathError
-from sowlib.store_files import MAX_TOPIC_REGEX, TOPIC_REGEX_SECONDS, topic_file_name
+from sowlib.store_files import MAX_TOPIC_REGEX, topic_file_name
 
 
 @pytest.fixture
@@ -154,10 +154,8 @@ def test_issue16_topic_regex_is_bounded(tmp_path: Path) -> None:
     with SowStore() as store:
         for i in range(40):
             store.create_topic("a" * 30 + str(i), keys=["/id"])
-        started = time.monotonic()
         with pytest.raises(ConfigError, match="topic_regex"):
             store.sow(r"(a|aa)+$")
-        assert time.monotonic() - started < TOPIC_REGEX_SECONDS + 1.0
         with pytest.raises(ConfigError):
             store.sow("a" * (MAX_TOPIC_REGEX + 1))
         with pytest.raises(ConfigError):
