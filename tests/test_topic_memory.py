@@ -20,15 +20,18 @@ from typing import Any
 import attrs
 import msgpack
 import pytest
+import xxhash
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sowlib import SowStore, compile_filter
 from sowlib.config import TopicConfig
-from sowlib.errors import QueryOptionError, UnsupportedOperationError
+from sowlib.errors import CorruptRecordError, QueryOptionError, UnsupportedOperationError
+from sowlib.keys import ContentKeyGenerator
 from sowlib.storage import AppendLog, read_header
 from sowlib.storage.checkpoint import decode_checkpoint, encode_checkpoint
 from sowlib.topic import Topic
+from sowlib.topic.parts import int_key_format
 
 IDS = st.integers(0, 9)
 VALUES = st.one_of(st.integers(-3, 3), st.sampled_from(["a", "b", "05", ""]), st.none())
@@ -293,3 +296,37 @@ def test_saved_index_buckets_are_unpacked_by_their_first_use_whatever_it_is(
             expected = sorted(i for i, d in docs.items() if d["v"] >= lo)
             assert sorted(r.doc["id"] for r in topic.sow(f"/v >= {lo}")) == expected
         topic.check()
+
+
+@pytest.mark.parametrize("domain", ["orders", "100%", "%d%s", "ünï"])
+def test_the_int_key_format_hashes_as_the_content_key_generator(domain: str) -> None:
+    content = ContentKeyGenerator(["/orderId"], domain=domain, topic="orders")
+    fmt = int_key_format(content)
+    assert fmt is not None
+    for value in (0, 7, -3, 1042, 2**63, -(2**70), 10**30):
+        assert [xxhash.xxh64_intdigest(fmt % value)] == content.hashes_of_values([value])
+    assert int_key_format(ContentKeyGenerator(["/a", "/b"], domain="x", topic="x")) is None
+    assert int_key_format(None) is None
+
+
+def test_lookup_by_int_checks_the_record_and_ignores_bools(tmp_path: Path) -> None:
+    with SowStore(tmp_path / "store") as store:
+        orders = store.create_topic("orders", keys=["/id"], cache_bytes=0)
+        for i in range(5):
+            orders.publish({"id": i, "v": "x" * 16})
+        assert orders.lookup(1) is not None
+        assert orders.lookup(True) == orders.lookup(1) == orders.get(orders.key_for({"id": 1}))
+        two = orders.lookup(2)
+        assert two is not None
+        assert two.doc == {"id": 2, "v": "x" * 16}
+        assert orders.lookup(9) is None
+    log = tmp_path / "store" / next(p for p in os.listdir(tmp_path / "store") if p.endswith(".sow"))
+    data = bytearray(log.read_bytes())
+    at = data.index(b'{"id":2,')
+    data[at + 8] ^= 0x01  # still JSON: only the checksum can tell
+    log.write_bytes(bytes(data))
+    with SowStore(tmp_path / "store", readonly=True, cache_bytes=0) as store:
+        orders = store.topic("orders")
+        assert orders.lookup(1) is not None
+        with pytest.raises(CorruptRecordError):
+            orders.lookup(2)

@@ -20,31 +20,33 @@ class Expiry:
     which the topic detects by comparing the key's live seq and expiration.
     """
 
-    __slots__ = ("_heap", "enabled")
+    __slots__ = ("enabled", "heap")
 
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
-        self._heap: list[tuple[float, int, Key]] = []
+        #: The entries, a heap (empty: nothing can expire; a read checks this first,
+        #: without asking the clock).
+        self.heap: list[tuple[float, int, Key]] = []
 
     def __len__(self) -> int:
-        return len(self._heap)
+        return len(self.heap)
 
     def push(self, when: float, seq: int, key: Key) -> None:
         """Expect ``key`` (at ``seq``) to expire at ``when``; ignored when disabled."""
         if self.enabled and when > 0:
-            heapq.heappush(self._heap, (when, seq, key))
+            heapq.heappush(self.heap, (when, seq, key))
 
     def load(self, entries: Iterable[tuple[float, int, Key]]) -> None:
         """Replace the queue with ``entries`` (open, reload); O(n)."""
-        self._heap = [e for e in entries if e[0] > 0] if self.enabled else []
-        heapq.heapify(self._heap)
+        self.heap = [e for e in entries if e[0] > 0] if self.enabled else []
+        heapq.heapify(self.heap)
 
     def due(self, now: float) -> bool:
         """True when an entry's time has come."""
-        return bool(self._heap) and self._heap[0][0] <= now
+        return bool(self.heap) and self.heap[0][0] <= now
 
     def pop_due(self, now: float) -> Iterator[tuple[float, int, Key]]:
         """Pop and yield every entry due at ``now``, earliest first."""
-        heap = self._heap
+        heap = self.heap
         while heap and heap[0][0] <= now:
             yield heapq.heappop(heap)

@@ -13,6 +13,8 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
+from xxhash import xxh64_intdigest
+
 from sowlib.config import TopicConfig
 from sowlib.display import topic_html
 from sowlib.errors import (
@@ -30,7 +32,7 @@ from sowlib.storage import RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic.checks import check_topic, topic_stats
 from sowlib.topic.loader import Progress, checkpoint_blob, load
-from sowlib.topic.parts import as_of, build_parts
+from sowlib.topic.parts import as_of, build_parts, int_key_format, key_of_values
 
 __all__ = ["Topic"]
 
@@ -76,6 +78,8 @@ class Topic:
         parts = self._p = build_parts(config, log, clock, key_generator, cache_bytes)
         self.key_fields = parts.key_fields
         self.indexes = parts.indexes
+        # ``format % n`` is what the content key hashes for the int ``n`` (one key field).
+        self._int_key = int_key_format(parts.content)
         # The log itself (tests and tools read its path and report).
         self._log = log
         load(parts.writer, progress)
@@ -223,14 +227,18 @@ class Topic:
         return None if key is None else self._get(key)
 
     def _get(self, key: Key) -> Record | None:
-        if not self._closed and not self._p.expiry.due(self._clock()):
-            cached = self._p.cache.get(key)
-            if cached is not None:
+        p = self._p
+        # The clock is asked only when an expiration is pending.
+        pending = bool(p.expiry.heap) and p.expiry.due(self._clock())
+        if not pending:
+            cached = p.cache.get(key)
+            if cached is not None and not self._closed:
                 return cached
         with self._lock:
             self._check_open()
-            self._tick()
-            return self._p.views.record(key)
+            if pending:
+                self._tick()
+            return p.views.record(key)
 
     def lookup(self, *key_values: Any) -> Record | None:
         """The record whose key fields hold ``key_values`` (in key order), or None; O(1).
@@ -243,22 +251,12 @@ class Topic:
             UnsupportedOperationError: the topic's keys are not content keys.
             QueryOptionError: not one value per key field.
         """
-        content = self._p.content
-        if content is None:
-            raise UnsupportedOperationError(
-                "lookup", f"topic {self.name!r} has no content keys; use get(sow_key)"
-            )
-        if len(key_values) != len(self.key_fields):
-            raise QueryOptionError(
-                "key_values", key_values, f"expected {len(self.key_fields)} values in key order"
-            )
-        if len(key_values) == 1:
-            # One int or non-empty text: hashed in one C-level step.
-            hashed = content.hashes_of_values(key_values)
-            if hashed is not None:
-                return self._get(hashed[0])
-        text = content.key_for_values(key_values)
-        return None if text is None else self._get(self._p.keys.key_of(text))
+        int_key = self._int_key
+        if int_key is not None and len(key_values) == 1 and type(key_values[0]) is int:
+            # One int key field: the key's hash in one C-level step.
+            return self._get(xxh64_intdigest(int_key % key_values[0]))
+        key = key_of_values(self._p, self.name, key_values)
+        return None if key is None else self._get(key)
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:
         """The SOW key of a message whose key fields hold ``values`` (content keys), or
@@ -514,12 +512,16 @@ class Topic:
                 return 0
             return self._p.writer.process_expirations(self._clock(), self._readonly)
 
-    def compact(self) -> None:
-        """Rewrite the log with only live records (and retained history)."""
+    def compact(self, progress: Callable[[int, int | None], None] | None = None) -> None:
+        """Rewrite the log with only live records (and retained history); O(file size).
+
+        Args:
+            progress: called as ``progress(copied, total)`` while records are copied.
+        """
         with self._lock:
             self._check_writable("compact")
             self._tick()
-            self._p.writer.compact()
+            self._p.writer.compact(progress)
 
     def stats(self) -> dict[str, Any]:
         """Counters and sizes (spec §16): records, bytes, garbage ratio, indexes, ..."""

@@ -6,7 +6,7 @@ sibling modules; never the facade.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +14,7 @@ import attrs
 
 from sowlib.codecs import get_codec
 from sowlib.config import TopicConfig
-from sowlib.errors import QueryOptionError
+from sowlib.errors import QueryOptionError, UnsupportedOperationError
 from sowlib.history import HistoricalSource, History, Version
 from sowlib.index import IndexSet
 from sowlib.index.types import Key
@@ -31,7 +31,10 @@ from sowlib.topic.source import TopicSource
 from sowlib.topic.views import Views
 from sowlib.topic.writer import Writer
 
-__all__ = ["Parts", "as_of", "build_parts"]
+__all__ = ["Parts", "as_of", "build_parts", "int_key_format", "key_of_values"]
+
+# The separator a content key puts between the domain and each value (spec §6.3).
+KEY_SEPARATOR = b"\x1e"
 
 
 @attrs.define(eq=False)
@@ -105,6 +108,44 @@ def build_parts(
         source,
         content,
     )
+
+
+def int_key_format(content: ContentKeyGenerator | None) -> bytes | None:
+    """The bytes format whose ``format % n`` a one-field content key hashes for the int
+    ``n`` (spec §6.3: domain, the separator, the decimal text); None for other keys.
+
+    The reference is ``content.hashes_of_values([n])``; the tests check they agree.
+    """
+    if content is None or len(content.fields) != 1:
+        return None
+    head = content.domain.encode("utf-8", "surrogateescape") + KEY_SEPARATOR
+    return head.replace(b"%", b"%%") + b"%d"
+
+
+def key_of_values(parts: Parts, topic: str, key_values: Sequence[Any]) -> Key | None:
+    """The in-memory key of a record whose key fields hold ``key_values`` (in key
+    order), or None (a NULL value): ``Topic.lookup``'s general path.
+
+    Raises:
+        UnsupportedOperationError: the topic's keys are not content keys.
+        QueryOptionError: not one value per key field.
+    """
+    content = parts.content
+    if content is None:
+        raise UnsupportedOperationError(
+            "lookup", f"topic {topic!r} has no content keys; use get(sow_key)"
+        )
+    if len(key_values) != len(parts.key_fields):
+        raise QueryOptionError(
+            "key_values", key_values, f"expected {len(parts.key_fields)} values in key order"
+        )
+    if len(key_values) == 1:
+        # One int or non-empty text: hashed in one C-level step.
+        hashed = content.hashes_of_values(key_values)
+        if hashed is not None:
+            return hashed[0]
+    text = content.key_for_values(key_values)
+    return None if text is None else parts.keys.key_of(text)
 
 
 def as_of(parts: Parts, bookmark: int | float | str | datetime, now: float) -> HistoricalSource:

@@ -62,6 +62,11 @@ class Views:
         self._deferred = DeferredDoc(codec.decode) if self.filterable else None
         decode_many = getattr(codec, "decode_many", None)
         self._decode_many = decode_many if decode_many is not None and self.filterable else None
+        # A cached Record's charge is base + len(payload) * factor (see record_cost).
+        self._cost_base = record_cost(0, self.filterable)
+        self._cost_factor = record_cost(1, self.filterable) - self._cost_base
+        # The log file's batch reader (None in memory: LogView reads those records).
+        self._read_puts = log.log.read_puts if log.persistent else None
 
     def decode(self, payload: bytes) -> Any:
         """The document of a payload (the bytes themselves for binary message types)."""
@@ -111,28 +116,38 @@ class Views:
             self.cache.put(key, rec, record_cost(len(rec.data), self.filterable))
 
     def record(self, key: Key) -> Record | None:
-        """The live Record of ``key`` or None; from the cache, else read and cached."""
+        """The live Record of ``key`` or None; from the cache, else read and cached.
+
+        The by-key read path (``get``/``lookup`` on a cache miss): one checked read of
+        the record, its document left to decode on first access.
+        """
         rec = self.cache.get(key)
-        if rec is None:
-            offset = self.keys.offset(key)
-            if offset is None:
-                return None
-            # One checked read gives the header fields and the payload.
+        if rec is not None:
+            return rec
+        offset = self.keys.offset(key)
+        if offset is None:
+            return None
+        read_puts = self._read_puts
+        if read_puts is not None:
+            seq, stamp, expires, corr, _size, payload = read_puts([offset])[0]
+        else:
             seq, stamp, expires, corr, payload = self.log.put_fields(offset)
-            rec = _new_record(
-                (
-                    self.keys.text_of(key),
-                    payload,
-                    seq,
-                    stamp,
-                    expires or None,
-                    self.name,
-                    self.message_type,
-                    corr,
-                    payload if self._deferred is None else self._deferred,
-                )
+        rec = _new_record(
+            (
+                key if type(key) is str else str(key),
+                payload,
+                seq,
+                stamp,
+                expires or None,
+                self.name,
+                self.message_type,
+                corr,
+                payload if self._deferred is None else self._deferred,
             )
-            self.keep(key, rec)
+        )
+        cache = self.cache
+        if cache.budget:
+            cache.put(key, rec, self._cost_base + len(payload) * self._cost_factor)
         return rec
 
     def records(self, keys: Iterable[Key]) -> list[Record]:
