@@ -30,10 +30,11 @@ from sowlib.storage.format import (
     encode_commit,
     encode_header,
 )
-from sowlib.storage.fs import FileSystem, create_exclusive, os_errors
+from sowlib.storage.fs import FileSystem, Progress, create_exclusive, os_errors
 from sowlib.storage.lock import lock_fd
 
 __all__ = [
+    "counted",
     "LEFTOVERS",
     "PAGE",
     "NewFile",
@@ -149,6 +150,16 @@ def install(fs: FileSystem, tmp_path: str, path: str) -> None:
         raise
     with os_errors(os.path.dirname(path), "fsync the directory"):
         fs.fsync_dir(os.path.dirname(path))
+
+
+def counted(offsets: Iterable[int], total: int, progress: Progress) -> Iterator[int]:
+    """Yield ``offsets`` unchanged; ``progress(done, total)`` every 10,000 and at the end."""
+    done = 0
+    for done, off in enumerate(offsets, 1):
+        yield off
+        if done % 10_000 == 0:
+            progress(done, total)
+    progress(done, total)
 
 
 def copy_kept(

@@ -13,13 +13,26 @@ import errno
 import mmap
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import attrs
 
 from sowlib.errors import SowError, StoreFullError, StorePathError
 
-__all__ = ["FULL_ERRNOS", "FileSystem", "create_exclusive", "os_errors", "storage_error"]
+__all__ = [
+    "FULL_ERRNOS",
+    "PROGRESS_BYTES",
+    "FileSystem",
+    "Progress",
+    "create_exclusive",
+    "os_errors",
+    "storage_error",
+]
+
+Progress = Callable[[int, int | None], None]
+"""A ``progress(done, total)`` callback of a long operation (total None when unknown)."""
+PROGRESS_BYTES = 1 << 22
+"""Long storage walks report progress about once per this many bytes."""
 
 FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG})
 """OS errors that mean "no room for this write": raised as ``StoreFullError``."""

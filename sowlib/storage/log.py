@@ -28,6 +28,7 @@ from sowlib.storage.compaction import (
     PAGE,
     NewFile,
     copy_kept,
+    counted,
     create_log,
     install,
     remove_leftovers,
@@ -55,7 +56,7 @@ from sowlib.storage.framing import (
     frame_puts,
     walk_records,
 )
-from sowlib.storage.fs import FileSystem, os_errors, storage_error
+from sowlib.storage.fs import FileSystem, Progress, os_errors, storage_error
 from sowlib.storage.lock import lock_fd
 from sowlib.storage.reader import LogReader
 from sowlib.storage.recovery import (
@@ -442,7 +443,10 @@ class AppendLog(LogReader):
     # ------------------------------------------------------------------ maintenance
 
     def compact(
-        self, keep: Callable[[LogRecord], bool] | Collection[int], meta: bytes | None = None
+        self,
+        keep: Callable[[LogRecord], bool] | Collection[int],
+        meta: bytes | None = None,
+        progress: Progress | None = None,
     ) -> dict[int, int]:
         """Rewrite the log keeping the records ``keep`` accepts; O(file size).
 
@@ -457,6 +461,8 @@ class AppendLog(LogReader):
         Every kept record is checked (checksum included) as it is copied: a damaged one
         stops the compaction before anything is installed, so a compaction never loses a
         good record nor carries a bad one into a file where all records count as committed.
+
+        ``progress(copied, total)`` is called as kept records are copied (records).
 
         Returns:
             ``{old_offset: new_offset}`` for every kept record.
@@ -483,6 +489,9 @@ class AppendLog(LogReader):
             offsets = sorted(keep)
             if offsets and not (self._header_len <= offsets[0] and offsets[-1] < self._end):
                 raise CorruptRecordError(self.path, offsets[0], "offset outside the records")
+        if progress is not None:
+            offsets = list(offsets)
+            offsets = counted(offsets, len(offsets), progress)
         chunks = copy_kept(mm, offsets, len(header), mapping, self._end, self.path)
         new = write_log_file(self._fs, tmp, header, chunks, PAGE)
         last = next(reversed(mapping.values())) if mapping else 0

@@ -140,7 +140,10 @@ class MemoryLog:
             )
 
     def compact(
-        self, keep: Callable[[LogRecord], bool] | Collection[int], meta: bytes | None = None
+        self,
+        keep: Callable[[LogRecord], bool] | Collection[int],
+        meta: bytes | None = None,
+        progress: Callable[[int, int | None], None] | None = None,
     ) -> dict[int, int]:
         """Drop records ``keep`` rejects (a predicate, or the offsets to keep).
 
@@ -170,6 +173,8 @@ class MemoryLog:
         self._records = kept
         if meta is not None:
             self.meta = meta
+        if progress is not None:
+            progress(len(mapping), len(mapping))
         return mapping
 
     def load_checkpoint(self) -> tuple[bytes, int] | None:

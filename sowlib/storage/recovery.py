@@ -35,7 +35,7 @@ from sowlib.storage.format import (
     encode_header,
     record_problem,
 )
-from sowlib.storage.fs import FileSystem, create_exclusive, os_errors
+from sowlib.storage.fs import PROGRESS_BYTES, FileSystem, Progress, create_exclusive, os_errors
 from sowlib.storage.lock import lock_fd
 from sowlib.storage.walk import EntryList, verify_entries
 
@@ -300,7 +300,9 @@ def _seq_at(buf: Buf, offset: int) -> int:
     return seq
 
 
-def verify(path: str | os.PathLike[str], repair: bool = False) -> VerifyReport:
+def verify(
+    path: str | os.PathLike[str], repair: bool = False, progress: Progress | None = None
+) -> VerifyReport:
     """Check every record of a log; with ``repair``, salvage every intact record.
 
     The damage is classified by the recovery rule an open applies (committed end, torn
@@ -315,6 +317,8 @@ def verify(path: str | os.PathLike[str], repair: bool = False) -> VerifyReport:
     Args:
         path: the log file.
         repair: salvage into a new file when corruption is found.
+        progress: called as ``progress(bytes_examined, file_size)`` while the records
+            are checked (done never decreases; the last call has done == total).
     Returns:
         A VerifyReport.
     Raises:
@@ -332,7 +336,7 @@ def verify(path: str | os.PathLike[str], repair: bool = False) -> VerifyReport:
         if size == 0:
             raise FormatVersionError(file, b"", MAGIC)
         with mmap.mmap(fd, size, access=mmap.ACCESS_READ) as mm:
-            report, intact = _examine(mm, size, file)
+            report, intact = _examine(mm, size, file, progress)
             if repair and not report.ok:
                 backup = _repair(mm, file, intact, report)
                 return attrs.evolve(report, repaired=True, backup_path=backup)
@@ -373,8 +377,11 @@ def _open_outcome(mm: mmap.mmap, size: int, file: str, header: FileHeader) -> in
     return found.end if found.corrupt else None
 
 
-def _examine(mm: mmap.mmap, size: int, file: str) -> tuple[VerifyReport, list[tuple[int, int]]]:
+def _examine(
+    mm: mmap.mmap, size: int, file: str, progress: Progress | None = None
+) -> tuple[VerifyReport, list[tuple[int, int]]]:
     header = decode_header(mm, size, file)
+    report_at = PROGRESS_BYTES
     committed = header.committed
     intact: list[tuple[int, int]] = []
     corrupt: list[int] = []
@@ -386,6 +393,9 @@ def _examine(mm: mmap.mmap, size: int, file: str) -> tuple[VerifyReport, list[tu
             intact.append((off, length))
             last_seq = _seq_at(mm, off)
             off = end = off + length
+            if progress is not None and off >= report_at:
+                progress(off, size)
+                report_at = off + PROGRESS_BYTES
             continue
         tail, nxt, bad = classify_tail(mm, off, size, committed)
         if not bad:
@@ -397,6 +407,8 @@ def _examine(mm: mmap.mmap, size: int, file: str) -> tuple[VerifyReport, list[tu
             break
         corrupt_bytes += nxt - off
         off = nxt
+    if progress is not None:
+        progress(size, size)
     report = VerifyReport(
         file,
         not corrupt,

@@ -334,8 +334,11 @@ class Writer:
         if used >= _MIN_COMPACT_BYTES and 1.0 - self.keys.live_bytes / used > ratio:
             self.compact()
 
-    def compact(self) -> None:
-        """Rewrite the log with only live records (and retained history)."""
+    def compact(self, progress: Callable[[int, int | None], None] | None = None) -> None:
+        """Rewrite the log with only live records (and retained history).
+
+        ``progress(copied, total)`` is called as records are copied to the new file.
+        """
         log = self.log.log
         history = self.history
         if history is not None:
@@ -345,9 +348,10 @@ class Writer:
             def keep(rec: LogRecord) -> bool:
                 return rec.offset in keep_offsets or rec.seq in keep_seqs
 
-            mapping: dict[int, int] = log.compact(keep)
+            mapping: dict[int, int] = log.compact(keep, progress=progress)
         else:
-            mapping = log.compact([off for _k, off in self.keys.offsets()])
+            live = [off for _k, off in self.keys.offsets()]
+            mapping = log.compact(live, progress=progress)
         self.keys.remap(mapping)
         if history is not None:
             history.remap(mapping)
