@@ -29,7 +29,7 @@ __all__ = ["AMPS_VERSION", "IGNORED_SOW_ELEMENTS", "load_xml_config", "topic_to_
 AMPS_VERSION = "5.3"
 _SOW_TAGS = ("SOW", "TopicMetaData")
 _TOPIC_TAGS = ("Topic", "TopicDefinition")
-#: SOW-backed objects of an AMPS server that sowlib does not implement; skipped when loading.
+#: SOW-backed objects of an AMPS server that sowlib does not implement: a ConfigError names them.
 IGNORED_SOW_ELEMENTS = frozenset(
     {"View", "ConflatedTopic", "Queue", "LocalQueue", "DistributedQueue", "GroupLocalQueue"}
 )
@@ -353,14 +353,16 @@ def load_xml_config(
     seen: dict[tuple[str, str], str] = {}
     for number, section in enumerate(sections, 1):
         where = _tag(section) + (f"[{number}]" if len(sections) > 1 else "")
-        topics = 0
-        for child in _children(section):
+        for topics, child in enumerate(_children(section), 1):
             tag = _tag(child)
             if tag in IGNORED_SOW_ELEMENTS:
-                continue
+                raise ConfigError(
+                    f"{where}/{tag}",
+                    f"{tag} is not implemented by sowlib; keep it in the server's configuration"
+                    " only (the topics it reads from load without it)",
+                )
             if tag not in _TOPIC_TAGS:
                 raise ConfigError(f"{where}/{tag}", "unknown element (expected Topic)")
-            topics += 1
             topic_where = f"{where}/{tag}[{topics}]"
             config = _topic(child, topic_where, expander, base)
             ident = (config.name, config.message_type)

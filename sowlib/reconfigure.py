@@ -4,26 +4,29 @@ AMPS users edit the configuration and restart. Indexes, expiration, the history
 window, storage tuning and the recorded file name may change (the next open uses
 them); the key fields, key domain, key generator, message type and
 transient/persistent durability may not, since the stored keys and file depend on them. Imports
-``errors``, ``config`` and ``storage`` only.
+``errors``, ``config``, ``storage`` and ``journal.bookmarks`` only.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import attrs
 
 from sowlib.config import TopicConfig
-from sowlib.errors import ConfigError
+from sowlib.errors import ConfigError, QueryOptionError
+from sowlib.journal.bookmarks import parse_bookmark
 from sowlib.storage import AppendLog
 
 __all__ = [
     "CHANGEABLE",
     "check_message_types",
+    "check_recovery_point",
     "config_changes",
+    "reopen_with",
     "rewrite_topic_header",
     "store_dir_for",
 ]
@@ -131,11 +134,16 @@ def store_dir_for(
     return os.path.dirname(os.path.abspath(os.fspath(source)))
 
 
-def check_message_types(stored: Iterable[Any], configs: Sequence[TopicConfig]) -> None:
+def check_message_types(
+    stored: Iterable[Any], configs: Sequence[TopicConfig]
+) -> Sequence[TopicConfig]:
     """Refuse a configuration that changes the message type of a stored topic.
 
     ``stored`` are the topics found in the store directory. A stored topic whose
     name the configuration defines only with another message type was retyped.
+
+    Returns:
+        ``configs``, for use in a loop.
 
     Raises:
         ConfigError: naming the topic, both types and what to do.
@@ -153,3 +161,46 @@ def check_message_types(stored: Iterable[Any], configs: Sequence[TopicConfig]) -
                 " Restore the old type, or export the records (sowlib dump), remove the"
                 " topic's file and publish them again",
             )
+    return configs
+
+
+def reopen_with(
+    topic: Any, config: TopicConfig, open_file: Callable[[str], Any], fs: Any = None
+) -> Any:
+    """``topic`` (opened from its file) under the edited ``config``.
+
+    The same topic when nothing changed; else the topic is closed, its file's
+    header rewritten with ``config`` and the file opened again by ``open_file``.
+
+    Raises:
+        ConfigError: a change the stored topic cannot take (:func:`config_changes`).
+    """
+    if topic.config == config:
+        return topic
+    config_changes(topic.config, config)
+    path = str(topic.stats()["path"])
+    topic.close()
+    rewrite_topic_header(path, config, fs)
+    return open_file(path)
+
+
+def check_recovery_point(config: TopicConfig) -> None:
+    """Validate a topic's ``RecoveryPoint`` (``options["recovery_point"]``).
+
+    ``now``, ``epoch``, a transaction-log bookmark (``id|seq|``) or a timestamp;
+    a journal refills an empty topic from it (``sowlib.journal``).
+
+    Raises:
+        ConfigError: any other value.
+    """
+    point = config.options.get("recovery_point")
+    if point is None:
+        return
+    text = str(point)
+    head = text.split("|", 1)[0]
+    try:
+        parse_bookmark(text, int(head) if "|" in text and head.isdigit() else 0)
+    except QueryOptionError as exc:
+        raise ConfigError(
+            "RecoveryPoint", f"{text!r}: expected now, epoch, a bookmark or a time ({exc.reason})"
+        ) from None

@@ -37,6 +37,12 @@ from sowlib.keys import (
     stored_key_generator,
 )
 from sowlib.query import Record
+from sowlib.reconfigure import (
+    check_message_types,
+    check_recovery_point,
+    reopen_with,
+    store_dir_for,
+)
 from sowlib.storage import AppendLog, WriterLock
 from sowlib.storage.memory import MemoryLog
 from sowlib.storage.recovery import read_header
@@ -119,6 +125,7 @@ class SowStore:
         self._fs = fs
         self._lock = threading.RLock()
         self._topics: dict[tuple[str, str], Topic] = {}
+        self._disk: dict[int, bool] = {}  # ids of topics opened from files, not yet redefined
         self._slots: dict[tuple[str, str], AttachedKeyGenerator] = {}
         self._key_generators = key_generator_map(key_generators)
         self._files: set[str] = set()
@@ -157,8 +164,8 @@ class SowStore:
             for fname in sorted(files):
                 if fname.endswith(SUFFIX):
                     full = os.path.join(root, fname)
-                    if full not in self._files:
-                        self._open_file(full)
+                    if full not in self._files:  # a restart: edited definitions apply
+                        self._disk[id(self._open_file(full))] = True
 
     def _open_file(self, full: str) -> Topic:
         # Read the config first: opening a writer consumes the checkpoint, so the
@@ -235,17 +242,17 @@ class SowStore:
 
         Args:
             source: an AMPS config file path or its XML text.
-            base_dir: the store directory (None: memory only).
+            base_dir: the store directory (None: the config file's; memory if all transient).
             env: extra variables for ``${NAME}`` expansion.
         Raises:
-            ConfigError: naming the bad element.
+            ConfigError: naming the bad element, or an edit a stored topic cannot take.
         """
         from sowlib.config import load_config
 
         configs = [_trusted_generator(c) for c in load_config(source, base_dir=base_dir, env=env)]
-        store = cls(base_dir, **kwargs)
+        store = cls(store_dir_for(source, base_dir, configs), **kwargs)
         try:
-            for config in configs:
+            for config in check_message_types(store.topics(), configs):
                 store._add_topic(config)
         except BaseException:
             store.close()
@@ -324,15 +331,11 @@ class SowStore:
                     f"{config.message_type} messages cannot be parsed, so a {config.message_type}"
                     " topic has no key fields or indexes: publishers supply sow_key=",
                 )
-            recovery = config.options.get("recovery_point")
-            if recovery is not None and str(recovery).lower() != "now":
-                raise ConfigError(
-                    "RecoveryPoint",
-                    f"{recovery!r}: sowlib keeps no transaction log, so a transient topic"
-                    " always starts empty ('now')",
-                )
+            check_recovery_point(config)  # a journal refills the topic from it
             existing = self._topics.get((config.name, config.message_type))
             if existing is not None:
+                if self._disk.pop(id(existing), False) and not self.readonly:
+                    existing = reopen_with(existing, config, self._open_file, self._fs)
                 if existing.config != config:
                     raise TopicExistsError(
                         config.name,

@@ -33,7 +33,6 @@ SAMPLE = """\
       <Key>/55</Key>
       <Expiration>enabled</Expiration>
     </TopicDefinition>
-    <View><Name>ignored</Name></View>
   </SOW>
 </AMPSConfig>
 """

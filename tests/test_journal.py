@@ -280,3 +280,32 @@ def test_missing_sow_file_is_rebuilt_from_the_journal(tmp_path: Path) -> None:
         journal.watch(store)
         assert sorted(r.doc["v"] for r in orders.sow()) == [0, 1, 2, 3, 4]
     store.close()
+
+
+def test_restore_from_a_recovery_point(tmp_path: Path) -> None:
+    clock = Clock()
+    store = SowStore(clock=clock)
+    orders = store.create_topic("orders", keys=["/id"])
+    journal = Journal(tmp_path, ["orders"], clock=clock)
+    journal.watch(store)
+    first = orders.publish({"id": 1})
+    clock.now += 100
+    orders.publish({"id": 2})
+    orders.publish({"id": 3})
+    mark = journal.bookmark(next(e for e in journal.replay() if e.seq == first.seq))
+
+    def refilled(point: str) -> list[int]:
+        fresh = SowStore(clock=clock)
+        topic = fresh.create_topic(
+            "orders", keys=["/id"], durability="transient", options={"recovery_point": point}
+        )
+        journal.watch_topic(topic)
+        return sorted(r.doc["id"] for r in topic.sow())
+
+    assert refilled("epoch") == [1, 2, 3]
+    assert refilled("now") == []
+    assert refilled(mark) == [2, 3]
+    assert refilled("19700112T134700Z") == [2, 3]  # 1_000_020 s: after the first publish
+    with pytest.raises(ConfigError):  # the store checks the value when the topic is defined
+        refilled("yesterday")
+    journal.close()

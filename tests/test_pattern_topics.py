@@ -46,13 +46,13 @@ def test_pattern_members_survive_reopen(tmp_path: Path) -> None:
         assert len(store.topic("/prices/XYZ")) == 1
 
 
-def test_a_recovery_point_other_than_now_is_refused() -> None:
+def test_a_recovery_point_that_is_no_log_position_is_refused() -> None:
     xml = (
         "<SOW><Topic><Name>t</Name><MessageType>json</MessageType><Key>/id</Key>"
-        "<Durability>transient</Durability><RecoveryPoint>epoch</RecoveryPoint></Topic></SOW>"
+        "<Durability>transient</Durability><RecoveryPoint>yesterday</RecoveryPoint></Topic></SOW>"
     )
     with pytest.raises(ConfigError):
         SowStore.from_config(xml)
-    ok = xml.replace("epoch", "now")
+    ok = xml.replace("yesterday", "now")
     with SowStore.from_config(ok) as store:
         assert len(store.topic("t")) == 0
