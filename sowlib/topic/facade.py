@@ -78,8 +78,7 @@ class Topic:
         parts = self._p = build_parts(config, log, clock, key_generator, cache_bytes)
         self.key_fields = parts.key_fields
         self.indexes = parts.indexes
-        # ``format % n`` is what the content key hashes for the int ``n`` (one key field).
-        self._int_key = int_key_format(parts.content)
+        self._int_key = int_key_format(parts.content)  # see lookup
         # The log itself (tests and tools read its path and report).
         self._log = log
         load(parts.writer, progress)
@@ -230,10 +229,8 @@ class Topic:
         p = self._p
         # The clock is asked only when an expiration is pending.
         pending = bool(p.expiry.heap) and p.expiry.due(self._clock())
-        if not pending:
-            cached = p.cache.get(key)
-            if cached is not None and not self._closed:
-                return cached
+        if not pending and (cached := p.cache.get(key)) is not None and not self._closed:
+            return cached
         with self._lock:
             self._check_open()
             if pending:
