@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Sequence
+from operator import itemgetter
 from typing import Any, Protocol
 
 import attrs
@@ -19,6 +20,8 @@ from sowlib.index.types import Key
 from sowlib.index.values import EXACT_LIMIT, as_path, as_paths, number_text, to_number
 from sowlib.paths import FieldPath
 
+# What a JSON-like decoder gives: values a top-level path's getter returns as they are.
+_PLAIN_VALUES = {str, int, float, bool, type(None), list, dict}
 # (key, value) pairs filed per step of an on-demand memo build.
 _BUILD_CHUNK = 4096
 # Below this many keys a build frees too little to be worth a pass over the C heap.
@@ -70,6 +73,13 @@ def is_regular_key_value(value: Any) -> bool:
     return False
 
 
+def _all_small_ints(values: Sequence[Any]) -> bool:
+    """True when every value is an int that :func:`is_regular_key_value` accepts."""
+    return not values or (
+        set(map(type, values)) == {int} and min(values) > -EXACT_LIMIT and max(values) < EXACT_LIMIT
+    )
+
+
 def _same(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
@@ -98,7 +108,10 @@ class IndexSet:
     _live: int
     # Every distinct path the indexes and key fields read (key fields first),
     # resolved once per document; each index reads its values by position.
+    _paths: tuple[FieldPath, ...]
     _getters: tuple[Callable[[Any], Any], ...]
+    # Per path: a C-level reader of a top-level field of plain dicts, or None.
+    _items: tuple[Callable[[Any], Any] | None, ...]
     _key_at: range
     _hash_at: list[tuple[HashIndex, tuple[int, ...]]]
     _memo_at: list[tuple[MemoIndex, int]]
@@ -131,7 +144,16 @@ class IndexSet:
                 paths.setdefault(path, len(paths))
         for path in self.memos:
             paths.setdefault(path, len(paths))
+        self._paths = tuple(paths)
         self._getters = tuple(path.getter for path in paths)
+        self._items = tuple(
+            itemgetter(path.steps[0].name)
+            if len(path.steps) == 1
+            and path.steps[0].index is None
+            and not path.steps[0].name.startswith("@")
+            else None
+            for path in paths
+        )
         self._key_at = range(len(self.key_fields))
         self._hash_at = [(ix, tuple(paths[f] for f in ix.fields)) for ix in self.hashes]
         self._memo_at = [(ix, paths[path]) for path, ix in self.memos.items()]
@@ -188,17 +210,51 @@ class IndexSet:
 
     def on_insert_many(self, keys: Sequence[Key], docs: Sequence[Any]) -> None:
         """:meth:`on_put` of new keys (none indexed yet, no repeats), a column at a time."""
-        columns = [list(map(getter, docs)) for getter in self._getters]
+        self.on_insert_columns(keys, self.columns(docs))
+
+    @property
+    def paths(self) -> tuple[FieldPath, ...]:
+        """Every distinct path the indexes and key fields read, in :meth:`columns` order."""
+        return self._paths
+
+    def columns(self, docs: Sequence[Any]) -> list[list[Any]]:
+        """The value of each of :attr:`paths` in each document, a column per path.
+
+        A top-level field of plain JSON-like dicts is read with one C-level map (the
+        path's getter is the reference and is used for anything else).
+        """
+        out: list[list[Any]] = []
+        plain: bool | None = None
+        for getter, item in zip(self._getters, self._items, strict=True):
+            column = None
+            if item is not None:
+                if plain is None:
+                    plain = set(map(type, docs)) <= {dict}
+                if plain:
+                    try:
+                        column = list(map(item, docs))
+                    except KeyError:
+                        column = None
+                    if column is not None and not set(map(type, column)) <= _PLAIN_VALUES:
+                        column = None
+            out.append(list(map(getter, docs)) if column is None else column)
+        return out
+
+    def on_insert_columns(self, keys: Sequence[Key], columns: Sequence[Sequence[Any]]) -> None:
+        """:meth:`on_insert_many` from the values of :attr:`paths` (see :meth:`columns`)."""
         self._live += len(keys)
         if self._key_at:
-            regular = is_regular_key_value
             key_columns = [columns[i] for i in self._key_at]
-            add, discard = self.irregular.add, self.irregular.discard
-            for key, values in zip(keys, zip(*key_columns, strict=True), strict=True):
-                if all(map(regular, values)):
-                    discard(key)
-                else:
-                    add(key)
+            if len(key_columns) == 1 and _all_small_ints(key_columns[0]):
+                self.irregular.difference_update(keys)  # every one is regular
+            else:
+                regular = is_regular_key_value
+                add, discard = self.irregular.add, self.irregular.discard
+                for key, values in zip(keys, zip(*key_columns, strict=True), strict=True):
+                    if all(map(regular, values)):
+                        discard(key)
+                    else:
+                        add(key)
         for index, at in self._hash_at:
             add_entries, entries = index.add_entries, index.entries
             if len(at) == 1:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Iterator, Sequence
+from math import isnan
 from typing import Any
 
 import attrs
@@ -138,6 +139,16 @@ def _irange(sd: SortedMap, iv: Interval) -> list[Any]:
     return list(sd.ordered()[lo:hi]) if lo < hi else []
 
 
+def _plain_numbers(values: Sequence[Any]) -> bool:
+    """True when every value is an int or a float, none of them NaN (C-level passes)."""
+    if not set(map(type, values)) <= {int, float}:
+        return False
+    try:
+        return not any(map(isnan, values))
+    except OverflowError:  # an int too large for a float: not NaN, but check one by one
+        return False
+
+
 def _mark(keys: set[Key], key: Key, adding: bool) -> None:
     if adding:
         keys.add(key)
@@ -261,27 +272,41 @@ class MemoIndex:
         """``update(key, value, True)`` for each pair, for keys not filed yet (distinct).
 
         True numbers are grouped by value first: one set update per value instead of
-        one per key. Anything else goes through :meth:`update`.
+        one per key (a batch of numbers only, no NaN, is grouped without looking at
+        each value's type). Anything else goes through :meth:`update`.
         """
         groups: dict[Any, list[Key]] = {}
-        for key, value in zip(keys, values, strict=True):
-            kind = type(value)
-            if (kind is int or kind is float) and value == value:
-                group = groups.get(value)
+        if _plain_numbers(values):
+            get = groups.get
+            for key, value in zip(keys, values, strict=True):
+                group = get(value)
                 if group is None:
                     groups[value] = [key]
                 else:
                     group.append(key)
-            else:
-                self.update(key, value, True)
+            self._entries[0] += len(keys)
+        else:
+            for key, value in zip(keys, values, strict=True):
+                kind = type(value)
+                if (kind is int or kind is float) and value == value:
+                    group = groups.get(value)
+                    if group is None:
+                        groups[value] = [key]
+                    else:
+                        group.append(key)
+                    self._entries[0] += 1
+                else:
+                    self.update(key, value, True)
         nums = self._nums
+        found = nums.map.get
         for value, group in groups.items():
-            bucket = nums.bucket(value)
+            bucket = found(value)
             if bucket is None:
                 nums.put(value, set(group))
-            else:
+            elif type(bucket) is set:
                 bucket.update(group)
-            self._entries[0] += len(group)
+            else:  # a saved key set, unpacked now
+                nums.bucket(value).update(group)
 
     def add(self, key: Key, doc: Any) -> None:
         """File ``key`` under the field's value(s) in ``doc``; O(log n) per value."""

@@ -16,7 +16,6 @@ import msgpack
 from sowlib.gcpause import paused_gc, release_free_memory
 from sowlib.index.persist import dump_indexes, load_indexes
 from sowlib.index.types import Key
-from sowlib.storage import RecordKind
 from sowlib.topic.writer import Writer
 
 __all__ = ["Progress", "checkpoint_blob", "load", "rebuild_indexes"]
@@ -24,7 +23,6 @@ __all__ = ["Progress", "checkpoint_blob", "load", "rebuild_indexes"]
 #: ``progress(done, total)``: called while a long operation runs.
 Progress = Callable[[int, int], object]
 
-_PUT = RecordKind.PUT
 # Below this many keys an open frees too little to be worth a pass over the C heap.
 _TRIM_MIN_KEYS = 100_000
 _TAG = "sowlib-topic/1"
@@ -73,8 +71,7 @@ def _load_entries(writer: Writer, progress: Progress | None) -> None:
             writer.apply(rec)
         return
     writer.keys.replay(log.scan_entries(start))
-    # Without a checkpoint this open's recovery verified every record.
-    rebuild_indexes(writer, progress, trusted=checkpoint is None)
+    rebuild_indexes(writer, progress)
 
 
 def _split(blob: bytes) -> tuple[bytes, bytes] | None:
@@ -87,17 +84,16 @@ def _split(blob: bytes) -> tuple[bytes, bytes] | None:
     return keymap, indexes
 
 
-def rebuild_indexes(
-    writer: Writer, progress: Progress | None = None, *, trusted: bool = False
-) -> None:
+def rebuild_indexes(writer: Writer, progress: Progress | None = None) -> None:
     """Refill every index from the live records, in batches; no document is kept.
+
+    The live records are read in file order by offset, each checksum verified (cheaper
+    than a second walk of every record in the log); the indexed fields are taken a
+    column at a time (:meth:`~sowlib.index.IndexSet.columns`).
 
     Args:
         writer: the topic's writer (its key map is complete).
         progress: called with ``(done, total)`` records after each batch.
-        trusted: the whole log was verified by this open's recovery: read it front to
-            back without checking each record again (else each live record is read
-            with its checksum verified).
     """
     indexes = writer.indexes
     indexes.clear()
@@ -107,8 +103,7 @@ def rebuild_indexes(
     getters = [path.getter for path in indexes.key_fields]
     needs_docs = indexes.has_field_indexes or top is None or top_values is None
     done = 0
-    chunks = _trusted_chunks(writer) if trusted else _checked_chunks(writer)
-    for keys, payloads in chunks:
+    for keys, payloads in _checked_chunks(writer):
         if not indexes.has_field_indexes and not getters:
             for key in keys:  # nothing to read: only the record count
                 indexes.on_put_keys(key, (), True)
@@ -137,22 +132,3 @@ def _checked_chunks(writer: Writer) -> Iterator[tuple[list[Key], list[bytes]]]:
     for lo in range(0, len(pairs), _CHUNK):
         chunk = pairs[lo : lo + _CHUNK]
         yield [k for k, _o in chunk], list(writer.log.payloads([o for _k, o in chunk]))
-
-
-def _trusted_chunks(writer: Writer) -> Iterator[tuple[list[Key], list[bytes]]]:
-    """The live records in file order, in batches, from one walk of the log."""
-    key_of, offset_of = writer.keys.key_of, writer.keys.offset
-    keys: list[Key] = []
-    payloads: list[bytes] = []
-    for rec in writer.log.log.scan():
-        if rec.kind != _PUT:
-            continue
-        key = key_of(rec.key)
-        if offset_of(key) == rec.offset:
-            keys.append(key)
-            payloads.append(rec.payload)
-            if len(keys) >= _CHUNK:
-                yield keys, payloads
-                keys, payloads = [], []
-    if keys:
-        yield keys, payloads
