@@ -96,6 +96,7 @@ class SowStore:
         fs: Any = None,
         key_generators: Mapping[str, Callable[[Any], str]] | None = None,
         cache_bytes: int | None = None,
+        progress: Callable[[int, int], object] | None = None,
     ) -> None:
         """Open (or create) the store at ``path``; None keeps it in memory.
 
@@ -112,6 +113,9 @@ class SowStore:
                 under the pattern topic's name.
             cache_bytes: each topic's budget for cached records (None: the default,
                 8 MiB; 0: no cache). ``create_topic(cache_bytes=)`` overrides it.
+            progress: ``progress(done, total)``, called while an opening topic rebuilds
+                its indexes from the log (after a crash, or when its saved indexes are
+                unusable), once per batch of records, for each topic in turn.
         Raises:
             StorePathError: the OS refused the path (permissions, a file in the way).
             StoreNotFoundError: a read-only open of a missing directory.
@@ -122,6 +126,7 @@ class SowStore:
         self.readonly = readonly
         self.clock = clock
         self.cache_bytes = cache_bytes
+        self._progress = progress
         self._fs = fs
         self._lock = threading.RLock()
         self._topics: dict[tuple[str, str], Topic] = {}
@@ -192,6 +197,7 @@ class SowStore:
                 readonly=self.readonly,
                 key_generator=generator,
                 cache_bytes=self.cache_bytes,
+                progress=self._progress,
             )
         self._topics[(config.name, config.message_type)] = topic
         self._files.add(full)

@@ -330,3 +330,18 @@ def test_lookup_by_int_checks_the_record_and_ignores_bools(tmp_path: Path) -> No
         assert orders.lookup(1) is not None
         with pytest.raises(CorruptRecordError):
             orders.lookup(2)
+
+
+def test_a_store_reports_the_progress_of_an_index_rebuild(tmp_path: Path) -> None:
+    with SowStore(tmp_path / "store") as store:
+        orders = store.create_topic("orders", keys=["/id"], hash_indexes=[["/sym"]])
+        orders.publish_many([{"id": i, "sym": f"S{i % 3}"} for i in range(10_000)])
+    for name in os.listdir(tmp_path / "store"):
+        if name.endswith(".ckpt"):
+            os.unlink(tmp_path / "store" / name)  # as a crash leaves it: no checkpoint
+    seen: list[tuple[int, int]] = []
+    with SowStore(tmp_path / "store", progress=lambda done, total: seen.append((done, total))):
+        pass
+    assert seen
+    assert seen[-1] == (10_000, 10_000)
+    assert [done for done, _ in seen] == sorted(done for done, _ in seen)
