@@ -91,6 +91,10 @@ class FieldPath:
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_getter", _make_getter(self.steps))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # the resolver is a closure (it does not pickle): pickle the steps, rebuild it
+        return (FieldPath, (self.steps,))
+
     @staticmethod
     def parse(text: str) -> FieldPath:
         """Parse ``/a/b[0]``, ``/a/@attr`` or bracketed ``[/any text]``; cached.

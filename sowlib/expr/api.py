@@ -113,6 +113,11 @@ class Filter:
         fn, boolean = compile_tree(node)
         return cls(to_text(node) if text is None else text, node, fn, _matcher(fn, boolean))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The compiled closures do not pickle (and would recurse once per clause of a
+        # long chain): a Filter pickles as its text and AST and compiles again on load.
+        return (_load_filter, (self.text, self.node))
+
     def matches(self, doc: Any, ctx: EvalContext | None = None) -> bool:
         """True exactly when the filter evaluates to TRUE for ``doc``; O(size of the filter).
 
@@ -154,6 +159,12 @@ class Filter:
     def uses_context(self) -> bool:
         """True when the filter calls a context function (SOW_KEY(), TOPIC_NAME()...)."""
         return any(FUNCTIONS[n.name].context for n in walk(self.node) if isinstance(n, Call))
+
+
+def _load_filter(text: str, node: Node) -> Filter:
+    """An unpickled :class:`Filter`: ``node`` compiled again, under its original text."""
+    with paused_gc():
+        return Filter.from_node(node, text)
 
 
 def filter_cost(text: str) -> int:

@@ -111,6 +111,20 @@ class _Spine:
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._parts()))
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickle and copy would recurse once per clause through attrs' state: a chain
+        # pickles flat, as its first operand and one (fields..., start, end) per link
+        cls = type(self)
+        links: list[tuple[Any, ...]] = []
+        n: Node = self  # type: ignore[assignment]
+        while type(n) is cls:
+            assert isinstance(n, Arith | And | Or)
+            head = (n.op,) if isinstance(n, Arith) else ()
+            links.append((*head, n.right, n.start, n.end))
+            n = n.left
+        links.reverse()
+        return (_unspine, (cls, n, tuple(links)))
+
     def __repr__(self) -> str:
         name = type(self).__name__
         if isinstance(self, Arith):
@@ -120,6 +134,14 @@ class _Spine:
         assert isinstance(self, And | Or)
         first, *rest = chain(self)
         return f"{name}(left=" * len(rest) + repr(first) + "".join(f", right={r!r})" for r in rest)
+
+
+def _unspine(cls: type[Any], first: Node, links: tuple[tuple[Any, ...], ...]) -> Node:
+    """The chain that :meth:`_Spine.__reduce__` took apart, rebuilt in a loop."""
+    node = first
+    for *head, right, start, end in links:
+        node = cls(*head, node, right, start=start, end=end)
+    return node
 
 
 @attrs.frozen(eq=False, repr=False)

@@ -169,6 +169,13 @@ def transform(array: S, body: Callable[[S], S]) -> S:
     return S(f"transform({array.sql}, {name} -> {body(S(name)).sql})")
 
 
+def aggregate(array: S, zero: S, merge: Callable[[S, S], S]) -> S:
+    """Spark's ``aggregate``: ``merge(acc, x)`` folded over ``array`` from ``zero``."""
+    acc, x = f"_sow{next(_names)}", f"_sow{next(_names)}"
+    body = merge(S(acc), S(x)).sql
+    return S(f"aggregate({array.sql}, {zero.sql}, ({acc}, {x}) -> {body})")
+
+
 def _fn(name: str) -> Callable[..., S]:
     def f(*args: Any) -> S:
         return call(name, *args)

@@ -35,6 +35,8 @@ from sowlib.expr.nodes import (
     Node,
     Not,
     Or,
+    arith_chain,
+    chain,
     walk,
 )
 from sowlib.expr.parser import parse
@@ -44,7 +46,7 @@ from sowlib.spark import _values as V
 from sowlib.spark._regex import to_java_regex
 from sowlib.spark._sql import S
 
-__all__ = ["REJECTED_CONSTRUCTS", "to_column"]
+__all__ = ["MAX_EXPRESSION_CHARS", "REJECTED_CONSTRUCTS", "to_column"]
 
 #: Constructs the Spark back-end rejects at compile time (documented in docs/spark.md).
 REJECTED_CONSTRUCTS = frozenset(
@@ -54,8 +56,14 @@ REJECTED_CONSTRUCTS = frozenset(
         "integer literal above 2**63-1",
         "field type",  # array/map/struct/date leaves with a static schema
         "field name",  # names a variant path cannot spell
+        "filter size",  # an expression longer than MAX_EXPRESSION_CHARS
     }
 )
+
+#: Longest Spark SQL expression ``to_column`` hands to Spark. Spark parses it as text;
+#: its parser's memory grows much faster than the text (a 1 GB driver ran out parsing
+#: an AND chain of 200 comparisons, about 150,000 characters; 100 comparisons parsed).
+MAX_EXPRESSION_CHARS = 100_000
 
 #: Functions compiled exactly (by registry name).
 EXACT_FUNCTIONS = frozenset(
@@ -120,7 +128,7 @@ def to_column(
     compiler = _Compiler(text, json_column, struct_column, struct_type)
     paths = sorted({n.path.to_text(): n for n in walk(node) if isinstance(n, Field)}.items())
     if not paths:
-        return F.to_spark(F.coalesce(compiler.logic(node), F.lit(False)))
+        return compiler.finish(node, F.coalesce(compiler.logic(node), F.lit(False)))
     # Each field is computed once into a struct bound to a lambda variable: the
     # S API has no sharing, and repeated field trees outgrow code generation.
     packed = []
@@ -133,7 +141,7 @@ def to_column(
         compiler.row = row
         return F.coalesce(compiler.logic(node), F.lit(False))
 
-    return F.to_spark(F.element_at(F.transform(F.array(F.struct(*packed)), body), 1))
+    return compiler.finish(node, F.element_at(F.transform(F.array(F.struct(*packed)), body), 1))
 
 
 @attrs.define
@@ -149,14 +157,24 @@ class _Compiler:
     def fail(self, construct: str, node: Node, hint: str = "") -> UnsupportedFilterError:
         return UnsupportedFilterError(construct, "spark", self.text, node.start, hint)
 
+    def finish(self, node: Node, expr: S) -> Column:
+        """The Column of ``expr``, or ``UnsupportedFilterError`` when Spark cannot parse it."""
+        size = len(expr.sql)
+        if size > MAX_EXPRESSION_CHARS:
+            hint = (
+                f"its Spark expression has {size:,} characters, more than Spark's parser "
+                f"takes ({MAX_EXPRESSION_CHARS:,}); filter with sowlib instead (the sow "
+                "data source's filter option)"
+            )
+            raise self.fail("filter size", node, hint)
+        return F.to_spark(expr)
+
     # ---------------------------------------------------------------- logic
     def logic(self, node: Node) -> S:
         """A boolean S where SQL NULL is sowlib's NULL truth value."""
         match node:
-            case And(left, right):
-                return V.logic_and(self.logic(left), self.logic(right))
-            case Or(left, right):
-                return V.logic_or(self.logic(left), self.logic(right))
+            case And() | Or():
+                return self._chain(node)
             case Not(operand):
                 return ~self.logic(operand)
             case Compare(op, left, right):
@@ -192,6 +210,24 @@ class _Compiler:
             case _:
                 assert_never(node)
 
+    def _chain(self, node: And | Or) -> S:
+        """A whole ``a AND b AND ...`` (or OR) chain, read with :func:`chain` (no recursion).
+
+        By the spec §2.5 tables the first operand that is not TRUE (for OR: not FALSE)
+        decides, left to right, else the last one does. Each operand becomes a code
+        (FALSE 0, TRUE 1, NULL 2); one that does not decide becomes SQL NULL, so a flat
+        ``coalesce`` picks the deciding code and evaluates no operand after it. Every
+        operand's text appears once and Spark's tree gains one level, whatever the
+        length (nesting the two-operand form copies the left side at every clause).
+        """
+        parts = chain(node)
+        # code -> the chain's code, for an operand that is not last (None: go on)
+        table = F.array(0, None, 2) if isinstance(node, And) else F.array(None, 1, 2)
+        codes = [_code(self.logic(part)) for part in parts]
+        picks = [F.element_at(table, code + F.lit(1)) for code in codes[:-1]]
+        decided = _balanced(F.coalesce, [*picks, codes[-1]])
+        return F.element_at(F.array(False, True, None), decided + F.lit(1))
+
     def _negatable(self, v: V.Val, found: S, negated: bool) -> S:
         # Predicates never return NULL; a NULL value makes both forms FALSE.
         if not negated:
@@ -226,8 +262,8 @@ class _Compiler:
                 return V.unpack(self.row.getField(slot), kinds)
             case Neg(operand):
                 return V.negate(self.value(operand))
-            case Arith(op, left, right):
-                return V.arith(op, self.value(left), self.value(right))
+            case Arith():
+                return self._arith(node)
             case Call():
                 return self._call(node)
             case (
@@ -246,6 +282,46 @@ class _Compiler:
                 return V.logic_to_val(self.logic(node))
             case _:
                 assert_never(node)
+
+    def _arith(self, node: Arith) -> V.Val:
+        """A whole ``a op b op ...`` chain, read with :func:`arith_chain` (no recursion).
+
+        One operator compiles inline. Longer chains fold left to right (the operators
+        do not associate) in one Spark ``aggregate`` over the operands' numeric views:
+        the accumulator is a lambda variable, so each step's text appears once and
+        Spark's tree does not deepen with the length (inline, each step copies the
+        one before it several times).
+        """
+        first, steps = arith_chain(node)
+        if len(steps) == 1:
+            op, right = steps[0]
+            return V.arith(op, self.value(first), self.value(right))
+        vals = [self.value(first), *(self.value(right) for _, right in steps)]
+        if any(v.kinds == {V.NULL} for v in vals):
+            return V.null_val()  # a NULL operand makes every step after it NULL
+        nums = [V.to_num(v, bad_as_nan=True) for v in vals]
+        ops = sorted({op for op, _ in steps})
+        items = [
+            F.struct(F.lit(ops.index(op)).alias("o"), *_numeric(x))
+            for (op, _), x in zip(steps, nums[1:], strict=True)
+        ]
+        kinds = frozenset({V.NULL, V.INT, V.FLOAT})
+        none = F.lit(None)
+
+        def merge(acc: S, item: S) -> S:
+            a = V.Val(kinds, acc.getField("tag"), acc.getField("i"), acc.getField("f"), none)
+            b = V.Val(kinds, item.getField("tag"), item.getField("i"), item.getField("f"), none)
+            out = [F.struct(*_numeric(V.arith(op, a, b))) for op in ops]
+            if len(out) == 1:
+                return out[0]
+            picked = F.when(item.getField("o") == F.lit(0), out[0])
+            for n, o in enumerate(out[1:-1], start=1):
+                picked = picked.when(item.getField("o") == F.lit(n), o)
+            return picked.otherwise(out[-1])
+
+        total = F.aggregate(F.array(*items), F.struct(*_numeric(nums[0])), merge)
+        get = total.getField
+        return V.Val(kinds, get("tag"), get("i"), get("f"), none)
 
     def _literal(self, node: Node, value: int | float | str | None) -> V.Val:
         if value is None or value == "":
@@ -401,6 +477,24 @@ def _step(cur: S, first: bool, step: Step) -> S:
         return F.when(F.schema_of_variant(x).startswith("ARRAY<"), item).otherwise(single)
 
     return V.let(got, index)
+
+
+def _numeric(v: V.Val) -> tuple[S, S, S]:
+    """The ``tag``, ``i`` and ``f`` of a numeric view as struct fields of fixed types."""
+    return v.tag.alias("tag"), v.i.cast("long").alias("i"), v.f.cast("double").alias("f")
+
+
+def _balanced(join: Callable[[S, S], S], items: list[S]) -> S:
+    """``join`` (associative) over ``items`` in order, as a tree of depth log2(len)."""
+    while len(items) > 1:
+        pairs = [join(a, b) for a, b in zip(items[::2], items[1::2], strict=False)]
+        items = pairs + items[len(pairs) * 2 :]
+    return items[0]
+
+
+def _code(b: S) -> S:
+    """A boolean S as an int: FALSE 0, TRUE 1, NULL 2 (``b`` appears once)."""
+    return F.coalesce(b.cast("int"), F.lit(2))
 
 
 def _any(tests: list[S]) -> S:
