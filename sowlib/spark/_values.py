@@ -22,8 +22,6 @@ __all__ = [
     "compare",
     "float_val",
     "int_val",
-    "logic_and",
-    "logic_or",
     "logic_to_val",
     "null_val",
     "pack",
@@ -365,16 +363,6 @@ def truth(v: Val) -> S:
 def logic_to_val(b: S) -> Val:
     """A boolean (NULL = sowlib NULL) as a value: TRUE is 1, FALSE is 0."""
     return int_val(b.cast("long"))
-
-
-def logic_and(left: S, right: S) -> S:
-    """The spec §2.5 AND table: a NULL left operand ends evaluation with NULL."""
-    return F.when(left.isNull(), _none()).when(~left, F.lit(False)).otherwise(right)
-
-
-def logic_or(left: S, right: S) -> S:
-    """The spec §2.5 OR table: a NULL left operand ends evaluation with NULL."""
-    return F.when(left.isNull(), _none()).when(left, F.lit(True)).otherwise(right)
 
 
 def text_of(v: Val) -> S:
