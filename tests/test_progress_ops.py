@@ -46,3 +46,23 @@ def test_verify_reports_bytes_examined(tmp_path: Path) -> None:
     _monotonic(calls)
     assert calls[-1] == (log.stat().st_size, log.stat().st_size)
     assert len(calls) > 1
+
+
+def test_publish_many_reports_messages_read_from_an_iterator() -> None:
+    topic = SowStore().create_topic("t", keys=["/id"])
+    calls: list[tuple[int, int | None]] = []
+    messages = ({"id": i} for i in range(25_000))
+    results = topic.publish_many(messages, progress=lambda done, total: calls.append((done, total)))
+    assert len(results) == len(topic) == 25_000
+    dones = [done for done, _ in calls]
+    assert dones == sorted(dones)
+    assert dones[-1] == 25_000
+
+
+def test_publish_many_progress_of_a_list_knows_its_total() -> None:
+    topic = SowStore().create_topic("t", keys=["/id"])
+    calls: list[tuple[int, int | None]] = []
+    topic.publish_many(
+        [{"id": i} for i in range(100)], progress=lambda done, total: calls.append((done, total))
+    )
+    assert calls[-1] == (100, 100)

@@ -26,6 +26,7 @@ from sowlib.errors import (
 from sowlib.expr import Filter, compile_filter, regex_budget
 from sowlib.index.types import Key
 from sowlib.keys import validate_user_key
+from sowlib.progress import ProgressArg, track
 from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
 from sowlib.storage import RecordKind
@@ -154,6 +155,7 @@ class Topic:
         *,
         expiration: float | None = None,
         key_values: Sequence[Any] | None = None,
+        progress: ProgressArg = None,
     ) -> Sequence[PublishResult]:
         """Publish several messages; every one is validated before any is stored.
 
@@ -161,9 +163,10 @@ class Topic:
             messages: the messages (text, bytes or dicts).
             expiration: seconds to live for each (see :meth:`publish`).
             key_values: for writers that render the messages from values they hold
-                (``sowlib.spark``'s sink): each message's key-field values, one value per
-                message for a topic with one key field, else a tuple in key order. They
-                are trusted: the keys are hashed from them instead of being parsed out.
+                (``sowlib.spark``'s sink): each message's key-field values (a tuple in key
+                order for compound keys), trusted: hashed instead of parsed out.
+            progress: ``progress(read, total)`` as messages are read from ``messages``
+                (total None for an iterator), or True for a bar (:mod:`sowlib.progress`).
         Returns:
             One PublishResult per message.
         Raises:
@@ -173,6 +176,8 @@ class Topic:
             self._check_writable("publish")
             self._tick()
             self._p.writer.expires_at(expiration, 0.0)  # validate before anything is written
+            if progress is not None:
+                messages = track(messages, progress, desc="publish", unit="messages")
             batch = messages if isinstance(messages, list | tuple) else list(messages)
             if not batch:
                 return []
@@ -322,26 +327,19 @@ class Topic:
             RegexBudgetError: LIKE matching spent the query's regex budget.
             QueryOptionError: a bad query option or projection.
         """
-        results = self._query(
-            filter, order_by, top_n, skip_n, sow_keys, bookmark, select, batch_size
+        options = QueryOptions.make(
+            order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
         )
+        results = self._query(filter, options, split_keys(sow_keys), bookmark)
         return results if project is None else results.project(project)
 
     def _query(
         self,
         filter: str | Filter | None,
-        order_by: str | None,
-        top_n: int | None,
-        skip_n: int | None,
-        sow_keys: Sequence[str] | str | None,
+        options: QueryOptions,
+        texts: list[str] | None,
         bookmark: int | float | str | datetime | None,
-        select: str | None,
-        batch_size: int,
     ) -> ResultSet:
-        options = QueryOptions.make(
-            order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
-        )
-        texts = split_keys(sow_keys)
         with self._lock:
             self._check_open()
             self._tick()
@@ -512,9 +510,7 @@ class Topic:
     def compact(self, progress: Callable[[int, int | None], None] | None = None) -> None:
         """Rewrite the log with only live records (and retained history); O(file size).
 
-        Args:
-            progress: called as ``progress(copied, total)`` while records are copied.
-        """
+        ``progress(copied, total)`` is called as records are copied."""
         with self._lock:
             self._check_writable("compact")
             self._tick()
