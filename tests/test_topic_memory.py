@@ -222,10 +222,10 @@ def test_lookup_hashes_key_values_as_publish_does() -> None:
             positions.lookup("BOOK1")
         for rows in (5, "ab", [5], [None]):
             with pytest.raises(QueryOptionError):
-                orders.lookup_many(rows)
+                orders.lookup_many(rows)  # type: ignore[arg-type]  # bad input on purpose
         for values in (5, "a", b"a", {1: 2}):
             with pytest.raises(QueryOptionError):
-                orders.publish_many(['{"orderId": 1}'], key_values=values)
+                orders.publish_many(['{"orderId": 1}'], key_values=values)  # type: ignore[arg-type]
         plain = store.create_topic("plain")
         with pytest.raises(UnsupportedOperationError):
             plain.lookup("x")
@@ -272,7 +272,7 @@ def _record(seen: list[tuple[int, int]]) -> Any:
 def test_saved_index_buckets_are_unpacked_by_their_first_use_whatever_it_is(
     tmp_path: Path, first: str
 ) -> None:
-    docs = {i: {"id": i, "g": "ab"[i % 2], "v": i} for i in range(40)}
+    docs: dict[int, dict[str, Any]] = {i: {"id": i, "g": "ab"[i % 2], "v": i} for i in range(40)}
     with SowStore(tmp_path) as store:
         _indexed(store).publish_many([json.dumps(d) for d in docs.values()])
     with SowStore(tmp_path) as store:

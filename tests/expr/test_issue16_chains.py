@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from sowlib.expr import Filter, compile_filter, parse_filter
-from sowlib.expr.nodes import And, Arith, Or, walk
+from sowlib.expr.nodes import And, Arith, Compare, Or, walk
 from sowlib.paths import FieldPath
 
 CLAUSES = 5_000
@@ -74,6 +74,7 @@ def test_issue16_long_chain_ast_pickles_and_copies(op: str) -> None:
 def test_issue16_long_arithmetic_chain_pickles() -> None:
     total = " - ".join(f"{i} * /y" if i % 3 == 0 else str(i) for i in range(CLAUSES))
     f = compile_filter(f"/x = {total}")
+    assert isinstance(f.node, Compare)
     assert isinstance(f.node.right, Arith)
     g = pickle.loads(pickle.dumps(f))
     assert g == f
