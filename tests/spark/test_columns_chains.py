@@ -34,7 +34,7 @@ def _arith(terms: int) -> str:
 
 # Long enough to go through the chain loops, short enough for a 1 GB test driver to
 # parse the SQL text (each arithmetic term adds thousands of characters).
-CLAUSES, TERMS = 16, 4
+CLAUSES, TERMS = 6, 3
 
 # a document the arithmetic chain matches
 DOCS.append({"a": compile_filter(_arith(TERMS)).evaluate({"b": 1}), "b": 1})
