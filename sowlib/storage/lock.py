@@ -96,13 +96,11 @@ class WriterLock:
             raise
         self._fd: int | None = fd
         self._finalizer = weakref.finalize(self, _unlock, fd)
-        try:
+        # The pid only improves another writer's error message; a full disk must not
+        # keep the store from opening.
+        with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
             os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
-        except OSError:
-            # The pid only improves another writer's error message; a full disk must not
-            # keep the store from opening.
-            pass
 
     @property
     def held(self) -> bool:
