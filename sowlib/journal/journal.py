@@ -12,6 +12,7 @@ import re
 import secrets
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -194,7 +195,8 @@ class Journal:
         self._clock = clock
         self._lock = threading.RLock()
         self._readers: tuple[JournalSubscription, ...] = ()
-        self._watched: dict[int, Any] = {}
+        # Keyed by the topic itself, weakly: an id() is reused once a topic is collected.
+        self._watched: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._ids = 0
         self._closed = False
         self.trim()
@@ -250,8 +252,8 @@ class Journal:
         """
         with self._lock:
             self._check_open()
-            if id(topic) in self._watched or not self.covers(topic.name, topic.message_type):
-                return id(topic) in self._watched
+            if topic in self._watched or not self.covers(topic.name, topic.message_type):
+                return topic in self._watched
             options = getattr(getattr(topic, "config", None), "options", None) or {}
             if restore and len(topic) == 0:
                 try:
@@ -279,7 +281,7 @@ class Journal:
 
             # oof=True: the subscription remembers every key it has seen, so deletes and
             # expirations of any record reach the journal as OOF messages.
-            self._watched[id(topic)] = topic.sow_and_subscribe(changed, oof=True)
+            self._watched[topic] = topic.sow_and_subscribe(changed, oof=True)
             return True
 
     def restore(self, topic: RestorableTopic, after: int | str | Position = 0) -> int:
@@ -299,7 +301,7 @@ class Journal:
         """
         with self._lock:
             self._check_open()
-            if id(topic) in self._watched:
+            if topic in self._watched:
                 raise ConfigError("restore", f"topic {topic.name!r} is watched; restore first")
             if not self.covers(topic.name, topic.message_type):
                 raise ConfigError("restore", f"the journal does not record {topic.name!r}")
