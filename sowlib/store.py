@@ -493,7 +493,7 @@ class SowStore:
             for key, topic in list(self._topics.items()):
                 got = topic.refresh()
                 if got < 0:  # the file was replaced by compaction: reopen it
-                    path = topic._log.path
+                    path = topic.path
                     topic.close()
                     del self._topics[key]
                     self._files.discard(path)

@@ -567,6 +567,11 @@ class Topic:
         """Whether :meth:`close` was called."""
         return self._closed
 
+    @property
+    def path(self) -> str:
+        """The topic's log file (``"<memory>"`` for a transient topic)."""
+        return str(self._log.path)
+
     def __len__(self) -> int:
         with self._lock:
             self._check_open()
