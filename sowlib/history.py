@@ -163,6 +163,10 @@ class HistoricalSource:
         for key, doc in self.docs(list(self._versions)):
             yield key, getter(doc)
 
+    def byte_plan(self, node: Any) -> None:
+        """None: past versions are searched through their documents."""
+        return None
+
     def key_for_values(self, values: Sequence[Any]) -> Key | None:
         return self._topic.key_for_values(values)  # type: ignore[no-any-return]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -75,6 +75,7 @@ class QuerySource(Protocol):
         ...
 
     def field_values(self, path: FieldPath) -> Iterable[tuple[Key, Any]]: ...
+    def byte_plan(self, node: Any) -> tuple[int, Callable[[], Collection[Key]]] | None: ...
 
     def key_for_values(self, values: Sequence[Any]) -> Key | None: ...
 

@@ -106,6 +106,8 @@ class IndexSet:
     irregular: set[Key]
     #: Records seen through on_put/on_delete (inserts minus deletes).
     _live: int
+    # Fields a query has scanned the file for (see first_scan).
+    _scanned: set[FieldPath]
     # Every distinct path the indexes and key fields read (key fields first),
     # resolved once per document; each index reads its values by position.
     _paths: tuple[FieldPath, ...]
@@ -127,6 +129,7 @@ class IndexSet:
         self.memos = {}
         self.irregular = set()
         self._live = 0
+        self._scanned = set()
         # Pre-created memo indexes are maintained from the topic's first write
         # on; on-demand ones are built by ensure_memo.
         for path in memo:
@@ -290,6 +293,19 @@ class IndexSet:
     def memo(self, path: FieldPath) -> MemoIndex | None:
         """The memo index on ``path`` if one exists."""
         return self.memos.get(path)
+
+    def scanned(self, path: FieldPath) -> bool:
+        """Whether a query already scanned the records for ``path`` (:meth:`note_scan`).
+
+        The planner answers a topic's first query on a field no index covers with a
+        scan and builds a memo index on the second: a one-off query (a Spark task,
+        a notebook cell) does not pay for an index it never uses again.
+        """
+        return path in self._scanned
+
+    def note_scan(self, path: FieldPath) -> None:
+        """Record that a query scanned the records for ``path``."""
+        self._scanned.add(path)
 
     def ensure_memo(self, path: str | FieldPath, source: DocSource) -> MemoIndex:
         """The memo index on ``path``, built from ``source`` the first time; O(n log n) once.

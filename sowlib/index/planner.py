@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["KINDS", "FilterLike", "Plan", "plan"]
 
 #: Every plan kind, cheapest first.
-KINDS = ("keys", "key_fields", "hash", "hash_in_first", "memo", "scan")
+KINDS = ("keys", "key_fields", "hash", "hash_in_first", "memo", "bytes", "scan")
 #: Most key combinations a key-field or hash lookup will enumerate.
 _MAX_COMBOS = 4096
 # A second memo probe is intersected in when it is at most this many times
@@ -227,6 +227,29 @@ class _Probe:
         return out
 
 
+def _bytes_plan(source: QuerySource, node: Node, conj: list[Node]) -> Plan | None:
+    """A search of the raw bytes when no memo index serves the filter yet.
+
+    Used for a field's first scan only (:meth:`~sowlib.index.IndexSet.scanned`);
+    the next query on the field builds its memo index as AMPS does.
+    """
+    indexes = source.indexes
+    fields = [got[0] for clause in conj if (got := regions(clause)) is not None]
+    if any(indexes.memo(path) is not None or indexes.scanned(path) for path in fields):
+        return None
+    found = source.byte_plan(node)
+    if found is None:
+        return None
+    estimate, search = found
+
+    def fetch() -> Collection[Key]:
+        for path in fields[:1]:
+            indexes.note_scan(path)
+        return search()
+
+    return Plan("bytes", None, estimate, "raw JSON bytes", fetch=fetch)
+
+
 def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
     by_field: dict[FieldPath, list[Region]] = {}
     counts: dict[FieldPath, int] = {}
@@ -322,5 +345,5 @@ def plan(
         found = _key_plan(source, eqs) or _hash_plan(source, conj, eqs)
         if found is not None:
             return found
-    found = _memo_plan(source, conj)
+    found = (_bytes_plan(source, flt.node, conj) if eqs else None) or _memo_plan(source, conj)
     return found if found is not None else Plan("scan", None, n)

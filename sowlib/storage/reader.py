@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import mmap
 import os
+import re
 import weakref
 from collections.abc import Iterator
 
@@ -17,6 +18,7 @@ from sowlib.errors import CorruptRecordError, StoreClosedError
 from sowlib.storage.format import (
     KIND_MASK,
     KINDS,
+    MARKER_BYTES,
     PREFIX,
     RECORD_HEADER,
     RECORD_MARKER,
@@ -32,6 +34,7 @@ from sowlib.storage.walk import (
     EntryList,
     PutFields,
     ScanEntry,
+    read_put,
     read_puts,
     verify_entries,
     walk_entries,
@@ -136,6 +139,57 @@ class LogReader:
         if start + size <= self._end:
             return mm[start : start + size]
         raise CorruptRecordError(self.path, offset, "not a record boundary")
+
+    def read_put(self, offset: int) -> PutFields:
+        """:meth:`read_puts` of one offset; O(record size).
+
+        Raises:
+            CorruptRecordError: no intact record starts at ``offset``.
+        """
+        mm = self._live()
+        if not self._header_len <= offset < self._end:
+            raise CorruptRecordError(self.path, offset, "offset outside the written records")
+        return read_put(mm, offset, self._end, self.path)
+
+    def records_matching(
+        self, pattern: re.Pattern[bytes], start: int = 0, stop: int | None = None
+    ) -> list[int]:
+        """Offsets of the intact records holding a match of ``pattern``, ascending.
+
+        The regular expression runs over the written bytes from ``start`` to ``stop``
+        (default: all of them) at C speed; each match is mapped to the record around
+        it by searching back for the record marker, a byte UTF-8 text never holds,
+        and checking that an intact record starts there and spans the match. The
+        search goes on back to the first intact record that ends before the match,
+        so a record-like run of bytes inside a payload adds an offset (which is never
+        a live one) but never hides the record around it. Superseded and deleted
+        records are included: the caller knows which are live. O(bytes searched +
+        matches).
+        """
+        mm = self._live()
+        low, end = self._header_len, self._end
+        stop = end if stop is None else min(stop, end)
+        found: list[int] = []
+        last, last_end = -1, -1  # the innermost record the previous match fell in
+        for match in pattern.finditer(mm, max(start, low), stop):
+            pos = match.start()
+            if last <= pos < last_end:
+                continue
+            probe, inner = pos, False
+            while True:
+                marker = mm.rfind(MARKER_BYTES, low, probe)
+                if marker < 0:
+                    break
+                begin = marker - 4
+                if begin >= low and record_problem(mm, begin, end) is None:
+                    size = PREFIX.unpack_from(mm, begin)[0]
+                    if begin + size <= pos:
+                        break  # an intact record that ends before the match
+                    found.append(begin)
+                    if not inner:
+                        inner, last, last_end = True, begin, begin + size
+                probe = marker
+        return sorted(set(found))
 
     def read_entry(self, offset: int) -> tuple[int, float, float, bytes, int]:
         """The header fields of the record at ``offset``, checksum verified; O(record size).

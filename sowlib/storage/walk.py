@@ -187,6 +187,30 @@ def _verify_entries(buf: Buf, start: int, limit: int) -> tuple[int, int, EntryLi
     return off, entries[-1][0] if entries else 0, entries
 
 
+_PUT_U64 = int(RecordKind.PUT) | FLAG_U64_KEY
+_PAYLOAD_AT = HEAD_U64.size
+_unpack_u64_head = HEAD_U64.unpack_from
+_digest = xxhash.xxh3_64_digest
+
+
+def read_put(buf: Buf, off: int, limit: int, file: str) -> PutFields:
+    """:func:`read_puts` of one offset, without the batch's set-up (the by-key read)."""
+    if 0 <= off <= limit - _FAST_OVERHEAD:
+        length, marker, kb, k, p, seq, ts, _word = _unpack_u64_head(buf, off)
+        nxt = off + length
+        if (
+            kb == _PUT_U64
+            and marker == RECORD_MARKER
+            and k == 8
+            and length == p + _FAST_OVERHEAD
+            and nxt <= limit
+        ):
+            end = nxt - 8
+            if _digest(buf[off:end]) == buf[end:nxt]:
+                return seq, ts / 1e6, 0.0, b"", length, buf[off + _PAYLOAD_AT : end]
+    return read_puts(buf, [off], limit, file)[0]
+
+
 def read_puts(buf: Buf, offsets: list[int], limit: int, file: str) -> list[PutFields]:
     """The verified fields of the record at each of ``offsets`` (in that order); O(bytes).
 

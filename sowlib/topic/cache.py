@@ -5,7 +5,7 @@ Imports only ``record`` and ``index.types``.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import deque
 from collections.abc import Callable
 
 from sowlib.index.types import Key
@@ -33,21 +33,25 @@ class RecordCache:
     Reads (:meth:`get`) are one dict lookup and safe without the topic's lock;
     writes happen under it. A budget of 0 disables the cache. O(1) per operation.
 
+    The insertion order is a queue of ``(key, record, cost)``; a key put again or
+    dropped leaves its old entry in the queue, still charged, until it reaches the
+    front, where only an entry that is still the cached one is removed from the map.
+    So a put is two C-level appends and, when full, a pop from each end.
+
     Example:
         >>> cache = RecordCache(1 << 20)
         >>> cache.budget
         1048576
     """
 
-    __slots__ = ("_costs", "_records", "budget", "get", "used")
+    __slots__ = ("_order", "_records", "budget", "get", "used")
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
+        #: Bytes charged for the entries in the queue.
         self.used = 0
         self._records: dict[Key, Record] = {}
-        # Insertion order, oldest first: an OrderedDict pops its first item in O(1)
-        # (a plain dict's first item is found by skipping the slots of earlier deletes).
-        self._costs: OrderedDict[Key, int] = OrderedDict()
+        self._order: deque[tuple[Key, Record, int]] = deque()
         #: ``get(key)``: the cached Record of ``key``, or None; O(1). The dict's own
         #: method: a read by key is one C call.
         self.get: Callable[[Key], Record | None] = self._records.get
@@ -57,37 +61,35 @@ class RecordCache:
         if cost > self.budget:
             self.drop(key)
             return
-        costs, records = self._costs, self._records
-        old = costs.pop(key, None)
-        if old is not None:
-            del records[key]
-            self.used -= old
-        self.used += cost
-        while self.used > self.budget:
-            victim, victim_cost = costs.popitem(last=False)
-            self.used -= victim_cost
-            del records[victim]
+        records, order = self._records, self._order
+        used = self.used + cost
+        while used > self.budget:
+            old_key, old_rec, old_cost = order.popleft()
+            used -= old_cost
+            if records.get(old_key) is old_rec:
+                del records[old_key]
+        self.used = used
         records[key] = rec
-        costs[key] = cost
+        order.append((key, rec, cost))
 
     def drop(self, key: Key) -> None:
-        """Forget ``key`` (absent is fine); O(1)."""
-        cost = self._costs.pop(key, None)
-        if cost is not None:
-            del self._records[key]
-            self.used -= cost
+        """Forget ``key`` (absent is fine); O(1). Its bytes are released when its
+        queue entry is evicted."""
+        self._records.pop(key, None)
 
     def clear(self) -> None:
         """Forget everything."""
         self._records.clear()
-        self._costs.clear()
+        self._order.clear()
         self.used = 0
 
     def __len__(self) -> int:
         return len(self._records)
 
     def check(self) -> None:
-        """Assert the invariants: within budget, the charged bytes add up."""
+        """Assert the invariants: within budget, the charged bytes add up, every
+        cached record has its queue entry."""
         assert self.used <= self.budget, f"cache holds {self.used} > {self.budget} bytes"
-        assert self.used == sum(self._costs.values()), "cache byte count drifted"
-        assert self._records.keys() == self._costs.keys(), "cache maps disagree"
+        assert self.used == sum(c for _k, _r, c in self._order), "cache byte count drifted"
+        queued = {(k, id(r)) for k, r, _c in self._order}
+        assert all((k, id(r)) in queued for k, r in self._records.items()), "cache lost an entry"

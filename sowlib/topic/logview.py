@@ -7,6 +7,7 @@ latter has no header-only reads: they are answered from the record). Imports onl
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -93,6 +94,23 @@ class LogView:
         """The payload at ``offset``, its checksum verified; O(record)."""
         payload: bytes = self.log.read(offset).payload
         return payload
+
+    def records_matching(
+        self, pattern: re.Pattern[bytes], start: int = 0, stop: int | None = None
+    ) -> list[int] | None:
+        """Offsets of the records whose bytes hold a match of ``pattern`` (dead ones
+        too), ascending; None for a log in memory, which has no bytes to search."""
+        if self._memory:
+            return None
+        found: list[int] = self.log.records_matching(pattern, start, stop)
+        return found
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """``(first record offset, end of the written records)`` of a log file."""
+        if self._memory:
+            return 0, 0
+        return int(self.log.header_len), int(self.log.end_offset)
 
     def payloads(self, offsets: list[int]) -> Sequence[bytes]:
         """The payloads at ``offsets``, in order, checksums verified; O(their bytes)."""

@@ -9,11 +9,14 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from sowlib.expr import EvalContext
+from sowlib.expr.nodes import Node
 from sowlib.index import IndexSet
+from sowlib.index.rawscan import json_patterns
 from sowlib.index.types import Key
 from sowlib.keys import ContentKeyGenerator
 from sowlib.paths import FieldPath
 from sowlib.record import Record
+from sowlib.topic.bytescan import byte_plan
 from sowlib.topic.keymap import KeyMap
 from sowlib.topic.views import Views
 
@@ -80,6 +83,14 @@ class TopicSource:
     def scan(self) -> Iterator[tuple[Key, Any]]:
         """``(key, document)`` of every live record, in file order; nothing is kept."""
         return self._views.all_docs()
+
+    def byte_plan(self, node: Node) -> tuple[int, Callable[[], list[Key]]] | None:
+        """A search of the log's raw bytes for ``node``'s equality clauses (JSON topics
+        in a file), or None (see :mod:`sowlib.topic.bytescan`)."""
+        if self.message_type != "json":
+            return None
+        patterns = json_patterns(node)
+        return byte_plan(self._views.log, self._keys, patterns) if patterns else None
 
     def key_for_values(self, values: Sequence[Any]) -> Key | None:
         """The key content-keyed messages with these key-field values get."""

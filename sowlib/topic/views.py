@@ -65,8 +65,8 @@ class Views:
         # A cached Record's charge is base + len(payload) * factor (see record_cost).
         self._cost_base = record_cost(0, self.filterable)
         self._cost_factor = record_cost(1, self.filterable) - self._cost_base
-        # The log file's batch reader (None in memory: LogView reads those records).
-        self._read_puts = log.log.read_puts if log.persistent else None
+        # The log file's one-record reader (None in memory: LogView reads those records).
+        self._read_put = log.log.read_put if log.persistent else None
 
     def decode(self, payload: bytes) -> Any:
         """The document of a payload (the bytes themselves for binary message types)."""
@@ -127,9 +127,9 @@ class Views:
         offset = self.keys.offset(key)
         if offset is None:
             return None
-        read_puts = self._read_puts
-        if read_puts is not None:
-            seq, stamp, expires, corr, _size, payload = read_puts([offset])[0]
+        read_put = self._read_put
+        if read_put is not None:
+            seq, stamp, expires, corr, _size, payload = read_put(offset)
         else:
             seq, stamp, expires, corr, payload = self.log.put_fields(offset)
         rec = _new_record(

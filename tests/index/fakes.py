@@ -112,6 +112,9 @@ class FakeSource:
         for key, doc in self._docs.items():
             yield key, path.getter(doc)
 
+    def byte_plan(self, node: Any) -> None:
+        return None  # documents in memory: no bytes to search
+
     def key_for_values(self, values: Sequence[Any]) -> Any:
         if not self.key_fields:
             return None
