@@ -146,10 +146,12 @@ class LogReader:
         Raises:
             CorruptRecordError: no intact record starts at ``offset``.
         """
-        mm = self._live()
-        if not self._header_len <= offset < self._end:
+        mm, end = self._mm, self._end
+        if mm is None:
+            raise StoreClosedError(f"log {self.path}")
+        if not self._header_len <= offset < end:
             raise CorruptRecordError(self.path, offset, "offset outside the written records")
-        return read_put(mm, offset, self._end, self.path)
+        return read_put(mm, offset, end, self.path)
 
     def records_matching(
         self, pattern: re.Pattern[bytes], start: int = 0, stop: int | None = None

@@ -5,13 +5,14 @@ Imports only ``record`` and ``index.types``.
 
 from __future__ import annotations
 
+import random
 from collections import deque
 from collections.abc import Callable
 
 from sowlib.index.types import Key
 from sowlib.record import Record
 
-__all__ = ["DEFAULT_CACHE_BYTES", "RecordCache", "record_cost"]
+__all__ = ["ADMIT", "DEFAULT_CACHE_BYTES", "RecordCache", "record_cost"]
 
 #: The default budget of a topic's record cache.
 DEFAULT_CACHE_BYTES = 8 << 20
@@ -20,6 +21,12 @@ DEFAULT_CACHE_BYTES = 8 << 20
 # slot. A decoded JSON-like document takes several times its text in objects.
 _RECORD_OVERHEAD = 240
 _DOC_FACTOR = 6
+
+
+#: A record read by key is admitted on one call of :meth:`RecordCache.offer` in this many.
+ADMIT = 8
+_ADMIT_BITS = ADMIT.bit_length() - 1
+_getrandbits = random.getrandbits
 
 
 def record_cost(payload_len: int, decoded: bool) -> int:
@@ -71,6 +78,19 @@ class RecordCache:
         self.used = used
         records[key] = rec
         order.append((key, rec, cost))
+
+    def offer(self, key: Key, rec: Record, cost: int) -> None:
+        """:meth:`put`, on one call in :data:`ADMIT` on average (a record read by key).
+
+        Records read by key once and never again (random reads over a large topic)
+        would each evict an older entry; admitting a random share of them keeps that
+        churn low, while a key read again and again gets in after a few reads and
+        stays longer, since fewer entries push it out.
+        """
+        if not _getrandbits(_ADMIT_BITS):
+            self.put(key, rec, cost)
+        else:
+            self._records.pop(key, None)  # never keep an older version of the key
 
     def drop(self, key: Key) -> None:
         """Forget ``key`` (absent is fine); O(1). Its bytes are released when its

@@ -233,14 +233,18 @@ class Topic:
     def _get(self, key: Key) -> Record | None:
         p = self._p
         # The clock is asked only when an expiration is pending.
-        pending = bool(p.expiry.heap) and p.expiry.due(self._clock())
-        if not pending and (cached := p.cache.get(key)) is not None and not self._closed:
+        if p.expiry.heap and p.expiry.due(self._clock()):
+            with self._lock:
+                self._check_open()
+                self._tick()
+                return p.views.record(key)
+        cached = p.cache.get(key)
+        if cached is not None and not self._closed:
             return cached
         with self._lock:
-            self._check_open()
-            if pending:
-                self._tick()
-            return p.views.record(key)
+            if self._closed:
+                self._check_open()
+            return p.views.read(key)
 
     def lookup(self, *key_values: Any) -> Record | None:
         """The record whose key fields hold ``key_values`` (in key order), or None; O(1).

@@ -122,8 +122,10 @@ class Views:
         the record, its document left to decode on first access.
         """
         rec = self.cache.get(key)
-        if rec is not None:
-            return rec
+        return rec if rec is not None else self.read(key)
+
+    def read(self, key: Key) -> Record | None:
+        """:meth:`record` of a key the cache does not hold (read and cached)."""
         offset = self.keys.offset(key)
         if offset is None:
             return None
@@ -145,9 +147,8 @@ class Views:
                 payload if self._deferred is None else self._deferred,
             )
         )
-        cache = self.cache
-        if cache.budget:
-            cache.put(key, rec, self._cost_base + len(payload) * self._cost_factor)
+        if self.cache.budget:
+            self.cache.offer(key, rec, self._cost_base + len(payload) * self._cost_factor)
         return rec
 
     def records(self, keys: Iterable[Key]) -> list[Record]:
