@@ -7,6 +7,7 @@ candidates; the planner re-checks each one with the full filter. Imports only
 
 from __future__ import annotations
 
+import array
 import functools
 import itertools
 from collections.abc import Iterable, Sequence
@@ -14,9 +15,16 @@ from typing import Any, cast
 
 import attrs
 
-from sowlib.index.packed import PackedKeys
+from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.types import Key
-from sowlib.index.values import Loose, as_paths, hash_texts, literal_texts
+from sowlib.index.values import (
+    KeyGroups,
+    Loose,
+    as_paths,
+    hash_texts,
+    literal_texts,
+    member_keys,
+)
 from sowlib.paths import FieldPath
 
 __all__ = ["HashIndex"]
@@ -120,30 +128,38 @@ class HashIndex:
                 bucket.add(key)
 
     def add_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
-        """:meth:`add_entries` of each key under its one field ``value`` (single-field
-        indexes), keys grouped by value first: one set update per value."""
-        groups: dict[tuple[type, Any], list[Key]] = {}
-        for key, value in zip(keys, values, strict=True):
-            kind = type(value)
-            if kind is str or kind is int or kind is bool or value is None:
-                group = groups.get((kind, value))
-                if group is None:
-                    groups[kind, value] = [key]
-                else:
-                    group.append(key)
-            else:
-                self.add_entries(key, self.entries((value,)))
-        for (_kind, value), group in groups.items():
-            entries = self.entries((value,))
-            if entries is None:
-                self._loose.update(group)
-                continue
-            for entry in entries:
-                bucket = self._bucket(entry)
-                if bucket is None:
-                    self._map[entry] = set(group)
-                else:
-                    bucket.update(group)
+        """:meth:`add_entries` of each key (none filed yet) under its one field ``value``
+        (single-field indexes), keys grouped by value first: one set update per value."""
+        groups = KeyGroups()
+        groups.add(keys, values)
+        self.add_groups(groups)
+
+    def add_groups(self, groups: KeyGroups, keys: Sequence[Key] | None = None) -> None:
+        """:meth:`add_many` of keys already grouped by value (none filed yet); a new
+        bucket is one set sized for its keys. O(keys + distinct values).
+
+        With ``keys``, the groups hold positions in ``keys`` and a new bucket stays packed
+        (four bytes per key) until a query or a write first uses it.
+        """
+        index = self._map
+        flat: array.array[int] = array.array("I")
+        for values in groups.by_type.values():
+            for value, members in values.items():
+                entries = self.entries((value,))
+                if entries is None:
+                    self._loose.update(member_keys(members, keys))
+                    continue
+                for entry in entries:
+                    bucket = self._bucket(entry)
+                    if bucket is not None:
+                        bucket.update(member_keys(members, keys))
+                    elif keys is None:
+                        index[entry] = set(members)
+                    else:
+                        index[entry] = pack_positions(keys, flat, members)
+        for member, value in groups.others:
+            key = member if keys is None else keys[member]
+            self.add_entries(key, self.entries((value,)))
 
     def remove_entries(self, key: Key, entries: Sequence[tuple[str, ...]] | None) -> None:
         """Undo :meth:`add_entries` for the same ``key`` and ``entries``."""
@@ -176,6 +192,10 @@ class HashIndex:
         """Forget every entry."""
         self._map.clear()
         self._loose.clear()
+
+    def saved(self) -> tuple[list[tuple[str, ...]], list[set[Key] | PackedKeys], set[Key]]:
+        """:meth:`export` with the buckets not used yet left packed; O(entries)."""
+        return list(self._map), list(self._map.values()), self._loose
 
     def export(self) -> tuple[list[tuple[str, ...]], list[set[Key]], set[Key]]:
         """The index's content: filed text tuples, their key sets, the verify-always keys.

@@ -8,17 +8,18 @@ mixed-type order for ``top_n`` + ``order_by``. Imports only ``paths`` and
 
 from __future__ import annotations
 
+import array
 import heapq
 import itertools
 from collections.abc import Iterator, Sequence
-from math import isnan
 from typing import Any
 
 import attrs
 
+from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.sortedmap import SortedMap
 from sowlib.index.types import Key
-from sowlib.index.values import as_path, is_null_scalar, to_number
+from sowlib.index.values import KeyGroups, as_path, is_null_scalar, member_keys, to_number
 from sowlib.paths import FieldPath
 
 __all__ = ["Interval", "MemoIndex", "Region"]
@@ -137,16 +138,6 @@ def _irange(sd: SortedMap, iv: Interval) -> list[Any]:
         return out
     lo, hi = _span(sd, iv)
     return list(sd.ordered()[lo:hi]) if lo < hi else []
-
-
-def _plain_numbers(values: Sequence[Any]) -> bool:
-    """True when every value is an int or a float, none of them NaN (C-level passes)."""
-    if not set(map(type, values)) <= {int, float}:
-        return False
-    try:
-        return not any(map(isnan, values))
-    except OverflowError:  # an int too large for a float: not NaN, but check one by one
-        return False
 
 
 def _mark(keys: set[Key], key: Key, adding: bool) -> None:
@@ -269,44 +260,73 @@ class MemoIndex:
                         sd.drop(place)
 
     def add_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
-        """``update(key, value, True)`` for each pair, for keys not filed yet (distinct).
+        """``update(key, value, True)`` for each pair, for keys not filed yet (distinct),
+        keys grouped by value first: one set update per distinct value."""
+        groups = KeyGroups()
+        groups.add(keys, values)
+        self.add_groups(groups)
 
-        True numbers are grouped by value first: one set update per value instead of
-        one per key (a batch of numbers only, no NaN, is grouped without looking at
-        each value's type). Anything else goes through :meth:`update`.
+    def add_groups(self, groups: KeyGroups, keys: Sequence[Key] | None = None) -> None:
+        """:meth:`add_many` of keys already grouped by value (none filed yet).
+
+        Numbers of every type are merged by value (``1``, ``1.0`` and ``True`` share an
+        entry, as :meth:`update` files them); into an empty index they are loaded with one
+        sort. Strings are placed once per distinct value; anything else goes through
+        :meth:`update`. O(keys + d log d) for d distinct values.
+
+        With ``keys``, the groups hold positions in ``keys`` and a new entry's key set
+        stays packed (four bytes per key) until a query or a write first uses it.
         """
-        groups: dict[Any, list[Key]] = {}
-        if _plain_numbers(values):
-            get = groups.get
-            for key, value in zip(keys, values, strict=True):
-                group = get(value)
-                if group is None:
-                    groups[value] = [key]
-                else:
-                    group.append(key)
-            self._entries[0] += len(keys)
+        by_type = groups.by_type
+        flat: array.array[int] = array.array("I")
+        numbers: dict[Any, list[Any]] = {}
+        for kind in (int, float, bool):
+            for value, members in by_type.get(kind, {}).items():
+                if value != value:  # NaN: the loose set
+                    self._loose.update(member_keys(members, keys))
+                    continue
+                place = int(value) if kind is bool else value
+                group = numbers.get(place)
+                numbers[place] = members if group is None else group + members
+        if numbers and not len(self._nums):
+            if keys is None:
+                self._nums.load({value: set(members) for value, members in numbers.items()})
+            else:
+                self._nums.load(
+                    {value: pack_positions(keys, flat, m) for value, m in numbers.items()}
+                )
+            self._entries[0] += sum(map(len, numbers.values()))
         else:
-            for key, value in zip(keys, values, strict=True):
-                kind = type(value)
-                if (kind is int or kind is float) and value == value:
-                    group = groups.get(value)
-                    if group is None:
-                        groups[value] = [key]
-                    else:
-                        group.append(key)
-                    self._entries[0] += 1
-                else:
-                    self.update(key, value, True)
-        nums = self._nums
-        found = nums.map.get
-        for value, group in groups.items():
-            bucket = found(value)
-            if bucket is None:
-                nums.put(value, set(group))
-            elif type(bucket) is set:
-                bucket.update(group)
-            else:  # a saved key set, unpacked now
-                nums.bucket(value).update(group)
+            for value, members in numbers.items():
+                self._file(0, value, members, keys, flat)
+        for value, members in by_type.get(str, {}).items():
+            if value == "":
+                self._null.update(member_keys(members, keys))
+            else:
+                for which, place in self._places(value):
+                    self._file(which, place, members, keys, flat)
+        self._null.update(member_keys(by_type.get(type(None), {}).get(None, ()), keys))
+        for member, value in groups.others:
+            self.update(member if keys is None else keys[member], value, True)
+
+    def _file(
+        self,
+        which: int,
+        place: Any,
+        members: list[Any],
+        keys: Sequence[Key] | None,
+        flat: array.array[int],
+    ) -> None:
+        """File a group under ``place`` in sorted map number ``which``."""
+        sd = (self._nums, self._words, self._numstrs, self._numvals)[which]
+        bucket = sd.bucket(place)
+        if bucket is None:
+            sd.put(place, set(members) if keys is None else pack_positions(keys, flat, members))
+            self._entries[which] += len(members)
+        else:
+            before = len(bucket)
+            bucket.update(member_keys(members, keys))
+            self._entries[which] += len(bucket) - before
 
     def add(self, key: Key, doc: Any) -> None:
         """File ``key`` under the field's value(s) in ``doc``; O(log n) per value."""
@@ -331,6 +351,12 @@ class MemoIndex:
         for s in (self._null, self._loose, self._arrays):
             s.clear()
         self._entries[:] = [0, 0, 0, 0]
+
+    def saved(self) -> tuple[list[dict[Any, set[Key] | PackedKeys]], list[set[Key]]]:
+        """:meth:`export` with the key sets not used yet left packed (the index's own
+        objects: read them, do not change them)."""
+        maps = [sd.map for sd in (self._nums, self._words, self._numstrs, self._numvals)]
+        return maps, [self._null, self._loose, self._arrays]
 
     def export(self) -> tuple[list[dict[Any, set[Key]]], list[set[Key]], list[int]]:
         """The index's content: its four value maps, the NULL, loose and array key sets,

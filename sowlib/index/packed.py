@@ -13,7 +13,7 @@ import attrs
 
 from sowlib.index.types import Key
 
-__all__ = ["PackedKeys"]
+__all__ = ["PackedKeys", "pack_positions"]
 
 
 @attrs.frozen
@@ -37,3 +37,13 @@ class PackedKeys:
         """The keys as a set (sized for its length)."""
         chunk = self.positions[self.start : self.start + self.count]
         return set(set(map(self.keys.__getitem__, chunk)))
+
+
+def pack_positions(
+    keys: Sequence[Key], flat: array.array[int], positions: Sequence[int]
+) -> PackedKeys:
+    """A key set of ``keys[p]`` for each of ``positions``, appended to the shared column
+    ``flat``; O(len(positions)), C-level."""
+    start = len(flat)
+    flat.extend(positions)
+    return PackedKeys(keys, flat, start, len(positions))

@@ -8,9 +8,8 @@ per index. Imports only ``msgpack``, ``xxhash`` and ``index.*``.
 from __future__ import annotations
 
 import array
-import itertools
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import msgpack
@@ -42,13 +41,51 @@ def _unpack(data: bytes) -> array.array[int]:
     return column
 
 
-def _dump_sets(sets: Sequence[set[Key]], at: Callable[[Key], int]) -> list[bytes]:
+class _Positions:
+    """Where each key sits in the key list being saved; the dict is built only when a
+    set needs it."""
+
+    def __init__(self, keys: Sequence[Key]) -> None:
+        self.keys = keys
+        self._where: dict[Key, int] | None = None
+        # id(list) -> (list, whether it is a prefix of keys): a packed set's positions
+        # into such a list are positions into keys too.
+        self._prefix: dict[int, tuple[Sequence[Key], bool]] = {}
+
+    def of(self, keys: set[Key]) -> list[int]:
+        """The positions of ``keys``, ascending (a load then reads the key objects in
+        the order they were allocated, not scattered over the heap)."""
+        if self._where is None:
+            self._where = dict(zip(self.keys, range(len(self.keys)), strict=True))
+        return sorted(map(self._where.__getitem__, keys))
+
+    def reusable(self, packed: PackedKeys) -> bool:
+        """True when ``packed``'s positions are positions into the keys being saved."""
+        seen = self._prefix.get(id(packed.keys))
+        if seen is None:
+            other = packed.keys
+            ok = other is self.keys or (
+                len(other) <= len(self.keys) and self.keys[: len(other)] == other
+            )
+            seen = self._prefix[id(other)] = (other, ok)
+        return seen[1]
+
+
+def _dump_sets(sets: Sequence[set[Key] | PackedKeys], where: _Positions) -> list[bytes]:
     """Each set as its keys' positions, then one flat column (counts first)."""
     counts = _pack(map(len, sets))
-    # Ascending positions: a load then reads the key objects in the order they were
-    # allocated, not scattered over the heap.
-    flat = _pack(itertools.chain.from_iterable(sorted(map(at, s)) for s in sets))
-    return [counts, flat]
+    flat = array.array("I")
+    for keys in sets:
+        if isinstance(keys, PackedKeys):
+            if where.reusable(keys):
+                flat.extend(keys.positions[keys.start : keys.start + keys.count])
+            else:
+                flat.extend(where.of(keys.unpack()))
+        else:
+            flat.extend(where.of(keys))
+    if _SWAP:
+        flat.byteswap()
+    return [counts, flat.tobytes()]
 
 
 def _load_sets(packed: list[bytes], keys: Sequence[Key]) -> list[set[Key]]:
@@ -74,20 +111,19 @@ def dump_indexes(indexes: IndexSet, keys: Sequence[Key]) -> bytes:
         indexes: the topic's indexes (on-demand memo indexes are saved too).
         keys: every live key, in the order the loader will pass them.
     """
-    where = dict(zip(keys, range(len(keys)), strict=True))
-    at = where.__getitem__
+    where = _Positions(keys)
     hashes = []
     for index in indexes.hashes:
-        entries, buckets, loose = index.export()
-        hashes.append([[list(e) for e in entries], _dump_sets([*buckets, loose], at)])
+        entries, buckets, loose = index.saved()
+        hashes.append([[list(e) for e in entries], _dump_sets([*buckets, loose], where)])
     memos = []
     for path, memo in indexes.memos.items():
-        maps, sets, _counts = memo.export()
+        maps, sets = memo.saved()
         memos.append(
             [
                 path.to_text(),
-                [[list(m), _dump_sets(list(m.values()), at)] for m in maps],
-                _dump_sets(sets, at),
+                [[list(m), _dump_sets(list(m.values()), where)] for m in maps],
+                _dump_sets(sets, where),
             ]
         )
     body: bytes = msgpack.packb(
@@ -96,7 +132,7 @@ def dump_indexes(indexes: IndexSet, keys: Sequence[Key]) -> bytes:
             indexes.names(),
             len(keys),
             indexes.live,
-            _dump_sets([indexes.irregular], at),
+            _dump_sets([indexes.irregular], where),
             hashes,
             memos,
         ]

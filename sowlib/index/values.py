@@ -2,7 +2,8 @@
 
 Both index kinds must return a *superset* of what a full scan selects, so every
 value that the comparison rules could make equal to a literal is filed under a
-key the lookup will try. Imports only ``document``, ``paths`` and ``expr.runtime``.
+key the lookup will try. Imports only ``document``, ``paths``, ``expr.runtime`` and
+``index.types``.
 """
 
 from __future__ import annotations
@@ -14,16 +15,19 @@ from typing import Any
 
 from sowlib.document import MISSING, canonical_text
 from sowlib.expr.runtime import parse_number
+from sowlib.index.types import Key
 from sowlib.paths import FieldPath, parse_path
 
 __all__ = [
     "EXACT_LIMIT",
+    "KeyGroups",
     "as_path",
     "as_paths",
     "Loose",
     "hash_texts",
     "is_null_scalar",
     "literal_texts",
+    "member_keys",
     "number_text",
     "to_number",
 ]
@@ -172,3 +176,74 @@ def literal_texts(value: Any) -> list[str] | None:
         return ["s" + value]
     text = number_text(num)
     return None if text is None else ["s" + value, "n" + text]
+
+
+# Values a bulk build groups: hashable, and equal only to values of the same type with
+# the same index keys (1 == 1.0 == True, so each type keeps its own groups).
+_GROUPED = frozenset({str, int, float, bool, type(None)})
+
+
+class KeyGroups:
+    """Keys grouped by their field value, gathered over many batches, so a bulk index
+    build files each distinct value once (one set per value, sized for its keys).
+
+    The members grouped are keys, or positions of keys in a list (see the indexes'
+    ``add_groups``). Values of a plain type (str, int, float, bool, None) are grouped per
+    type, then by value; any other value (lists, objects, MISSING) is kept beside its
+    member. O(1) per member, one C-level type check per batch.
+
+    Example:
+        >>> groups = KeyGroups()
+        >>> groups.add(["a", "b", "c"], ["x", "y", "x"])
+        >>> groups.by_type[str]
+        {'x': ['a', 'c'], 'y': ['b']}
+    """
+
+    __slots__ = ("by_type", "others")
+
+    def __init__(self) -> None:
+        #: ``{type: {value: members}}`` for values of a plain type.
+        self.by_type: dict[type, dict[Any, list[Any]]] = {}
+        #: ``(member, value)`` for every other value.
+        self.others: list[tuple[Any, Any]] = []
+
+    def add(self, keys: Sequence[Any], values: Sequence[Any]) -> None:
+        """Group each member (key or position) under its value, both in the same order."""
+        kinds = set(map(type, values))
+        if len(kinds) == 1:
+            kind = kinds.pop()
+            if kind in _GROUPED:
+                _group(self.by_type.setdefault(kind, {}), keys, values)
+                return
+        by_type, others = self.by_type, self.others
+        for key, value in zip(keys, values, strict=True):
+            kind = type(value)
+            if kind in _GROUPED:
+                groups = by_type.get(kind)
+                if groups is None:
+                    groups = by_type[kind] = {}
+                group = groups.get(value)
+                if group is None:
+                    groups[value] = [key]
+                else:
+                    group.append(key)
+            else:
+                others.append((key, value))
+
+
+def member_keys(members: Iterable[Any], keys: Sequence[Key] | None) -> Iterable[Key]:
+    """The keys a :class:`KeyGroups` group's members stand for: the members themselves,
+    or (given ``keys``) the keys at those positions."""
+    if keys is None:
+        return members
+    return map(keys.__getitem__, members)
+
+
+def _group(groups: dict[Any, list[Any]], keys: Sequence[Any], values: Sequence[Any]) -> None:
+    get = groups.get
+    for key, value in zip(keys, values, strict=True):
+        group = get(value)
+        if group is None:
+            groups[value] = [key]
+        else:
+            group.append(key)

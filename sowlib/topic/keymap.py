@@ -10,6 +10,8 @@ from __future__ import annotations
 import array
 import sys
 from collections.abc import Iterable, Iterator
+from itertools import islice
+from operator import itemgetter, le
 
 import msgpack
 
@@ -189,7 +191,17 @@ class KeyMap:
     def replay(
         self, scan: Iterable[tuple[int, RecordKind, int, float, float, str, bytes, int]]
     ) -> None:
-        """Apply the log's ``scan_entries`` tuples (open: the tight loop of recovery)."""
+        """Apply the log's ``scan_entries`` tuples (open: the tight loop of recovery).
+
+        Into an empty map the entries are applied a column at a time (C-level maps and
+        dict updates between tombstones); otherwise, or when a content key's text is not
+        the canonical digits of a 64-bit value, one entry at a time.
+        """
+        if not self._slots:
+            entries = scan if type(scan) is list else list(scan)
+            if self._replay_columns(entries):
+                return
+            scan = entries
         slots = self._slots
         get, pop = slots.get, slots.pop
         key_of = self.key_of
@@ -214,21 +226,105 @@ class KeyMap:
                 pop(key)
         self.live_bytes += live
 
+    def _replay_columns(
+        self, entries: list[tuple[int, RecordKind, int, float, float, str, bytes, int]]
+    ) -> bool:
+        """:meth:`replay` into an empty map, a column at a time; False (nothing done) when
+        a key's text needs :meth:`key_of` one by one."""
+        keys = self._keys_of(list(map(itemgetter(5), entries)))
+        if keys is None:
+            return False
+        count = len(entries)
+        sizes = list(map(itemgetter(7), entries))
+        slot_of: list[int | tuple[int, int, float, float, bytes, int]]
+        if any(map(itemgetter(4), entries)) or any(map(itemgetter(6), entries)):
+            slot_of = [
+                (off, seq, stamp, expires, corr, size) if expires or corr else off
+                for off, _kind, seq, stamp, expires, _text, corr, size in entries
+            ]
+        else:
+            slot_of = list(map(itemgetter(0), entries))
+        kinds = list(map(itemgetter(1), entries))
+        if kinds.count(_PUT) == count:
+            slots = dict(zip(keys, slot_of, strict=True))
+            if len(slots) == count:
+                live = sum(sizes)
+            else:
+                live = sum(dict(zip(keys, sizes, strict=True)).values())
+        else:
+            # Runs of PUTs applied with one dict update each; a tombstone pops its key.
+            slots = {}
+            live_sizes: dict[Key, int] = {}
+            puts, put_sizes = zip(keys, slot_of, strict=True), zip(keys, sizes, strict=True)
+            pos = 0
+            for at in [i for i, kind in enumerate(kinds) if kind is not _PUT]:
+                slots.update(islice(puts, at - pos))
+                live_sizes.update(islice(put_sizes, at - pos))
+                key = next(puts)[0]
+                next(put_sizes)
+                slots.pop(key, None)
+                live_sizes.pop(key, None)
+                pos = at + 1
+            slots.update(puts)
+            live_sizes.update(put_sizes)
+            live = sum(live_sizes.values())
+        self._slots = slots
+        self.live_bytes = live
+        return True
+
+    def _keys_of(self, texts: list[str]) -> list[Key] | None:
+        """:meth:`key_of` of each text, or None when some text needs it one by one."""
+        if not self.content:
+            return list(texts)
+        joined = "," + ",".join(texts)
+        # ASCII digits only (no sign, space, underscore or other digits int() takes),
+        # none empty, none with a leading zero: exactly what key_of turns into an int.
+        if not joined.isascii() or ",0" in joined or ",," in joined + ",":
+            return None
+        if not joined.replace(",", "").isdigit():
+            return None
+        try:
+            ints = list(map(int, texts))
+        except ValueError:  # a comma inside a text
+            return None
+        if ints and max(ints) >= _U64:
+            return None
+        return ints  # type: ignore[return-value]
+
+    def live_in_file_order(self) -> tuple[list[Key], list[int]]:
+        """Every live key and its record's offset, ascending by offset; O(n) when the map
+        is already in file order (after a replay), O(n log n) otherwise."""
+        keys = list(self._slots)
+        slots = list(self._slots.values())
+        if set(map(type, slots)) <= {int}:
+            offsets: list[int] = slots  # type: ignore[assignment]
+        else:
+            offsets = [s if type(s) is int else s[0] for s in slots]  # type: ignore[index]
+        if not all(map(le, offsets, islice(offsets, 1, None))):
+            order = sorted(range(len(offsets)), key=offsets.__getitem__)
+            keys = list(map(keys.__getitem__, order))
+            offsets = list(map(offsets.__getitem__, order))
+        return keys, offsets
+
     # ------------------------------------------------------------------ checkpoint
 
     def to_blob(self) -> tuple[bytes, list[Key]]:
         """The key map as bytes :meth:`load_blob` reads back, and the keys in the order
         :meth:`keys` lists them after that load; O(keys)."""
-        bare_keys: list[Key] = []
-        bare_offsets: list[int] = []
+        slots = list(self._slots.values())
         full: list[tuple[Key, tuple[int, int, float, float, bytes, int]]] = []
-        for key, slot in self._slots.items():
-            if isinstance(slot, int):
-                bare_keys.append(key)
-                bare_offsets.append(slot)
-            else:
-                full.append((key, slot))
-        ints = self.content and all(type(k) is int for k in bare_keys)
+        if set(map(type, slots)) <= {int}:  # every entry a bare offset: C-level columns
+            bare_keys: list[Key] = list(self._slots)
+            bare_offsets: list[int] = slots  # type: ignore[assignment]
+        else:
+            bare_keys, bare_offsets = [], []
+            for key, slot in self._slots.items():
+                if isinstance(slot, int):
+                    bare_keys.append(key)
+                    bare_offsets.append(slot)
+                else:
+                    full.append((key, slot))
+        ints = self.content and set(map(type, bare_keys)) <= {int}
         blob: bytes = msgpack.packb(
             [
                 _BLOB_VERSION,
@@ -239,7 +335,7 @@ class KeyMap:
                 [list(s) for _, s in full],
             ]
         )
-        return blob, [*bare_keys, *(k for k, _ in full)]
+        return blob, [*bare_keys, *(k for k, _ in full)] if full else bare_keys
 
     def load_blob(self, blob: bytes) -> bool:
         """Replace the content with :meth:`to_blob`'s bytes; False (unchanged) if unreadable."""

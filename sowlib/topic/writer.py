@@ -63,6 +63,9 @@ class Writer:
         self.content = keygen if isinstance(keygen, ContentKeyGenerator) else None
         self._key_getters = tuple(path.getter for path in key_fields)
         self.counts = dict.fromkeys(COUNTERS, 0)
+        #: The topic's state when it matched the checkpoint it was opened from (see
+        #: ``loader``); a close finding the same state saves that checkpoint again.
+        self.saved_state: tuple[Any, ...] | None = None
 
     # ------------------------------------------------------------------ inputs
 
