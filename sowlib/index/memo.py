@@ -279,7 +279,7 @@ class MemoIndex:
         """
         by_type = groups.by_type
         flat: array.array[int] = array.array("I")
-        numbers: dict[Any, list[Any]] = {}
+        numbers: dict[Any, Sequence[Any]] = {}
         for kind in (int, float, bool):
             for value, members in by_type.get(kind, {}).items():
                 if value != value:  # NaN: the loose set
@@ -287,7 +287,7 @@ class MemoIndex:
                     continue
                 place = int(value) if kind is bool else value
                 group = numbers.get(place)
-                numbers[place] = members if group is None else group + members
+                numbers[place] = members if group is None else [*group, *members]
         if numbers and not len(self._nums):
             if keys is None:
                 self._nums.load({value: set(members) for value, members in numbers.items()})
@@ -297,14 +297,14 @@ class MemoIndex:
                 )
             self._entries[0] += sum(map(len, numbers.values()))
         else:
-            for value, members in numbers.items():
-                self._file(0, value, members, keys, flat)
-        for value, members in by_type.get(str, {}).items():
+            for value, group in numbers.items():
+                self._file(0, value, group, keys, flat)
+        for value, strings in by_type.get(str, {}).items():
             if value == "":
-                self._null.update(member_keys(members, keys))
+                self._null.update(member_keys(strings, keys))
             else:
                 for which, place in self._places(value):
-                    self._file(which, place, members, keys, flat)
+                    self._file(which, place, strings, keys, flat)
         self._null.update(member_keys(by_type.get(type(None), {}).get(None, ()), keys))
         for member, value in groups.others:
             self.update(member if keys is None else keys[member], value, True)
@@ -313,7 +313,7 @@ class MemoIndex:
         self,
         which: int,
         place: Any,
-        members: list[Any],
+        members: Sequence[Any],
         keys: Sequence[Key] | None,
         flat: array.array[int],
     ) -> None:

@@ -8,9 +8,10 @@ key the lookup will try. Imports only ``document``, ``paths``, ``expr.runtime`` 
 
 from __future__ import annotations
 
+import array
 import functools
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, MutableSequence, Sequence
 from typing import Any
 
 from sowlib.document import MISSING, canonical_text
@@ -187,10 +188,11 @@ class KeyGroups:
     """Keys grouped by their field value, gathered over many batches, so a bulk index
     build files each distinct value once (one set per value, sized for its keys).
 
-    The members grouped are keys, or positions of keys in a list (see the indexes'
-    ``add_groups``). Values of a plain type (str, int, float, bool, None) are grouped per
-    type, then by value; any other value (lists, objects, MISSING) is kept beside its
-    member. O(1) per member, one C-level type check per batch.
+    The members grouped are keys, or (``positions=True``) positions of keys in a list,
+    held in ``array("I")`` columns (see the indexes' ``add_groups``). Values of a plain
+    type (str, int, float, bool, None) are grouped per type, then by value; any other
+    value (lists, objects, MISSING) is kept beside its member. O(1) per member, one
+    C-level type check per batch.
 
     Example:
         >>> groups = KeyGroups()
@@ -199,21 +201,23 @@ class KeyGroups:
         {'x': ['a', 'c'], 'y': ['b']}
     """
 
-    __slots__ = ("by_type", "others")
+    __slots__ = ("_new", "by_type", "others")
 
-    def __init__(self) -> None:
+    def __init__(self, positions: bool = False) -> None:
         #: ``{type: {value: members}}`` for values of a plain type.
-        self.by_type: dict[type, dict[Any, list[Any]]] = {}
+        self.by_type: dict[type, dict[Any, MutableSequence[Any]]] = {}
         #: ``(member, value)`` for every other value.
         self.others: list[tuple[Any, Any]] = []
+        self._new: Callable[[Any], MutableSequence[Any]] = _positions if positions else _keys
 
     def add(self, keys: Sequence[Any], values: Sequence[Any]) -> None:
         """Group each member (key or position) under its value, both in the same order."""
         kinds = set(map(type, values))
+        new = self._new
         if len(kinds) == 1:
             kind = kinds.pop()
             if kind in _GROUPED:
-                _group(self.by_type.setdefault(kind, {}), keys, values)
+                _group(self.by_type.setdefault(kind, {}), keys, values, new)
                 return
         by_type, others = self.by_type, self.others
         for key, value in zip(keys, values, strict=True):
@@ -224,11 +228,19 @@ class KeyGroups:
                     groups = by_type[kind] = {}
                 group = groups.get(value)
                 if group is None:
-                    groups[value] = [key]
+                    groups[value] = new(key)
                 else:
                     group.append(key)
             else:
                 others.append((key, value))
+
+
+def _keys(key: Any) -> list[Any]:
+    return [key]
+
+
+def _positions(position: int) -> array.array[int]:
+    return array.array("I", (position,))
 
 
 def member_keys(members: Iterable[Any], keys: Sequence[Key] | None) -> Iterable[Key]:
@@ -239,11 +251,16 @@ def member_keys(members: Iterable[Any], keys: Sequence[Key] | None) -> Iterable[
     return map(keys.__getitem__, members)
 
 
-def _group(groups: dict[Any, list[Any]], keys: Sequence[Any], values: Sequence[Any]) -> None:
+def _group(
+    groups: dict[Any, MutableSequence[Any]],
+    keys: Sequence[Any],
+    values: Sequence[Any],
+    new: Callable[[Any], MutableSequence[Any]],
+) -> None:
     get = groups.get
     for key, value in zip(keys, values, strict=True):
         group = get(value)
         if group is None:
-            groups[value] = [key]
+            groups[value] = new(key)
         else:
             group.append(key)

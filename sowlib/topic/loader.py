@@ -34,7 +34,7 @@ _TRIM_MIN_KEYS = 100_000
 _TAG = "sowlib-topic/1"
 # Records read per step of an index rebuild, and decoded at once: the documents of a
 # small batch are freed while they are still in the CPU caches.
-_CHUNK = 4096
+_CHUNK = 512
 _DECODE = 512
 
 
@@ -157,8 +157,8 @@ class _Build:
         at = {path: i for i, path in enumerate(indexes.paths)}
         self.indexes = indexes
         self.key_at = [at[path] for path in indexes.key_fields]
-        self.hashes = [(ix, [at[f] for f in ix.fields], KeyGroups()) for ix in indexes.hashes]
-        self.memos = [(memo, at[path], KeyGroups()) for path, memo in indexes.memos.items()]
+        self.hashes = [(ix, [at[f] for f in ix.fields], KeyGroups(True)) for ix in indexes.hashes]
+        self.memos = [(memo, at[path], KeyGroups(True)) for path, memo in indexes.memos.items()]
         self.irregular: set[Key] = set()
         # Some key was filed one at a time: its sets may be larger than needed.
         self.loose = False
