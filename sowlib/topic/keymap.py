@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import array
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from itertools import islice
 from operator import itemgetter, le
 
@@ -40,6 +40,15 @@ def _uncolumn(code: str, data: bytes) -> list[int]:
     if _SWAP:
         col.byteswap()
     return col.tolist()
+
+
+# What KeyMap._columns takes from the entries: keys, slots, sizes, tombstone positions.
+_Columns = tuple[
+    list[Key],
+    Sequence[int | tuple[int, int, float, float, bytes, int]],
+    Sequence[int],
+    list[int],
+]
 
 
 class KeyMap:
@@ -199,7 +208,12 @@ class KeyMap:
         """
         if not self._slots:
             entries = scan if type(scan) is list else list(scan)
-            if self._replay_columns(entries):
+            columns = self._columns(entries)
+            if columns is not None:
+                # The walk's tuples go now; what the map keeps was made after them, so
+                # the allocator can hand the walk's memory back.
+                del entries, scan
+                self._replay_columns(*columns)
                 return
             scan = entries
         slots = self._slots
@@ -226,26 +240,41 @@ class KeyMap:
                 pop(key)
         self.live_bytes += live
 
-    def _replay_columns(
+    def _columns(
         self, entries: list[tuple[int, RecordKind, int, float, float, str, bytes, int]]
-    ) -> bool:
-        """:meth:`replay` into an empty map, a column at a time; False (nothing done) when
-        a key's text needs :meth:`key_of` one by one."""
+    ) -> _Columns | None:
+        """The columns :meth:`_replay_columns` applies, holding none of the entries' own
+        numbers; None when a key's text needs :meth:`key_of` one by one."""
         keys = self._keys_of(list(map(itemgetter(5), entries)))
         if keys is None:
-            return False
-        count = len(entries)
-        sizes = list(map(itemgetter(7), entries))
-        slot_of: list[int | tuple[int, int, float, float, bytes, int]]
+            return None
+        offsets = array.array("q", map(itemgetter(0), entries))
+        sizes = array.array("q", map(itemgetter(7), entries))
+        slots: list[int | tuple[int, int, float, float, bytes, int]] | None = None
         if any(map(itemgetter(4), entries)) or any(map(itemgetter(6), entries)):
-            slot_of = [
+            slots = [
                 (off, seq, stamp, expires, corr, size) if expires or corr else off
-                for off, _kind, seq, stamp, expires, _text, corr, size in entries
+                for off, (_o, _k, seq, stamp, expires, _t, corr, size) in zip(
+                    offsets, entries, strict=True
+                )
             ]
-        else:
-            slot_of = list(map(itemgetter(0), entries))
         kinds = list(map(itemgetter(1), entries))
-        if kinds.count(_PUT) == count:
+        tombstones = []
+        if kinds.count(_PUT) != len(kinds):
+            tombstones = [i for i, kind in enumerate(kinds) if kind is not _PUT]
+        return keys, slots if slots is not None else offsets, sizes, tombstones
+
+    def _replay_columns(
+        self,
+        keys: list[Key],
+        slot_of: Sequence[int | tuple[int, int, float, float, bytes, int]],
+        sizes: Sequence[int],
+        tombstones: list[int],
+    ) -> None:
+        """:meth:`replay` into an empty map from :meth:`_columns`: C-level dict updates
+        between tombstones."""
+        count = len(keys)
+        if not tombstones:
             slots = dict(zip(keys, slot_of, strict=True))
             if len(slots) == count:
                 live = sum(sizes)
@@ -257,7 +286,7 @@ class KeyMap:
             live_sizes: dict[Key, int] = {}
             puts, put_sizes = zip(keys, slot_of, strict=True), zip(keys, sizes, strict=True)
             pos = 0
-            for at in [i for i, kind in enumerate(kinds) if kind is not _PUT]:
+            for at in tombstones:
                 slots.update(islice(puts, at - pos))
                 live_sizes.update(islice(put_sizes, at - pos))
                 key = next(puts)[0]
@@ -270,7 +299,6 @@ class KeyMap:
             live = sum(live_sizes.values())
         self._slots = slots
         self.live_bytes = live
-        return True
 
     def _keys_of(self, texts: list[str]) -> list[Key] | None:
         """:meth:`key_of` of each text, or None when some text needs it one by one."""
