@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
-from sowlib.errors import QueryOptionError
+from sowlib.errors import ArgumentError
 from sowlib.frames import field_columns, table_rows
 from sowlib.record import Record
 
@@ -65,7 +65,7 @@ class StoreView(Protocol):
 
 def _limit(option: str, value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise QueryOptionError(option, value, "expected a positive integer")
+        raise ArgumentError(option, value, "expected a positive integer")
     return value
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import attrs
 
 __all__ = [
+    "ArgumentError",
     "CodecError",
     "ConfigError",
     "CorruptRecordError",
@@ -205,15 +206,26 @@ class FieldPathError(SowError, ValueError):
 
 
 @attrs.define(auto_exc=True, eq=False)
-class QueryOptionError(SowError, ValueError):
-    """A query option (order_by, top_n, skip_n, select, bookmark) is invalid."""
+class ArgumentError(SowError, ValueError):
+    """An argument of a call is invalid: a publish option (``expiration``,
+    ``correlation_id``), a budget (``cache_bytes``), key values, rows."""
 
-    option: str
+    argument: str
     value: object
     reason: str
 
     def message(self) -> str:
-        return f"invalid {self.option}={self.value!r}: {self.reason}"
+        return f"invalid {self.argument}={self.value!r}: {self.reason}"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class QueryOptionError(ArgumentError):
+    """A query option (order_by, top_n, skip_n, select, project, bookmark) is invalid."""
+
+    @property
+    def option(self) -> str:
+        """The option's name (the :attr:`argument`)."""
+        return self.argument
 
 
 # --------------------------------------------------------------------------

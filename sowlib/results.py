@@ -12,7 +12,7 @@ from typing import NamedTuple, overload
 
 import attrs
 
-from sowlib.errors import InvalidSowKeyError, QueryOptionError
+from sowlib.errors import ArgumentError, InvalidSowKeyError, QueryOptionError
 from sowlib.query import Record
 
 __all__ = [
@@ -122,7 +122,7 @@ def to_corr(value: str | bytes | None) -> bytes:
         return value.encode("utf-8")
     if isinstance(value, bytes):
         return value
-    raise QueryOptionError("correlation_id", value, "text or bytes")
+    raise ArgumentError("correlation_id", value, "text or bytes")
 
 
 def split_keys(keys: Sequence[str] | str | None) -> list[str] | None:

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import attrs
 
 from sowlib.document import MISSING, Element
-from sowlib.errors import UnsupportedFilterError, UnsupportedOperationError
+from sowlib.errors import ArgumentError, UnsupportedFilterError
 from sowlib.paths import FieldPath, parse_path
 
 __all__ = [
@@ -392,13 +392,13 @@ class SubscriptionManager:
             delta_doc: the delta publish's own document (informational; delta
                 subscribers get the fields that differ between ``old`` and ``new``).
         Raises:
-            UnsupportedOperationError: unknown ``kind`` or a publish without ``new``.
+            ArgumentError: unknown ``kind`` or a publish without ``new``.
         O(subscriptions x filter cost), plus the document diff for delta subscribers.
         """
         if kind not in CHANGE_KINDS:
-            raise UnsupportedOperationError("on_change", f"unknown change kind {kind!r}")
+            raise ArgumentError("kind", kind, f"one of {', '.join(CHANGE_KINDS)}")
         if kind == "publish" and new is None:
-            raise UnsupportedOperationError("on_change", "a publish needs the new record")
+            raise ArgumentError("new", new, "a publish needs the new record")
         for sub in self._subs:
             if kind == "publish":
                 assert new is not None

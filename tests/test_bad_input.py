@@ -18,6 +18,7 @@ import pytest
 
 from sowlib import SowStore, Topic
 from sowlib.errors import (
+    ArgumentError,
     ConfigError,
     CorruptRecordError,
     DecodeError,
@@ -271,11 +272,11 @@ CASES: dict[str, Bad] = {
     "batch-size-zero": Bad(lambda e: e["orders"].sow(batch_size=0), QueryOptionError, ValueError),
     "correlation-id-not-text": Bad(
         lambda e: e["orders"].publish('{"id": 5}', correlation_id=5),  # type: ignore[arg-type]
-        QueryOptionError,
+        ArgumentError,
         ValueError,
     ),
     "expiration-negative": Bad(
-        lambda e: e["orders"].publish('{"id": 5}', expiration=-5), QueryOptionError, ValueError
+        lambda e: e["orders"].publish('{"id": 5}', expiration=-5), ArgumentError, ValueError
     ),
     "topic-regex-invalid": Bad(lambda e: e.store.sow("ord(", None), ConfigError, ValueError),
     # ------------------------------------------------------------ configuration
@@ -390,6 +391,7 @@ def test_matrix_covers_every_input_kind_the_design_names() -> None:
         FilterSyntaxError,
         UnknownFunctionError,
         FilterArityError,
+        ArgumentError,
         QueryOptionError,
         ConfigError,
         UnknownTopicError,

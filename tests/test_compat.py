@@ -11,6 +11,7 @@ import pytest
 import sowlib.compat as AMPS
 from sowlib.compat import Client, Command, Message, MessageStream, parse_options
 from sowlib.errors import (
+    ArgumentError,
     FilterError,
     QueryOptionError,
     SowError,
@@ -339,7 +340,7 @@ def test_command_acks_and_ids() -> None:
     assert command.get_ack_type() == "processed,stats,completed"
     assert command.set_command_id("c1").get_command_id() == "c1"
     assert command.set_sequence(5).get_sequence() == 5
-    with pytest.raises(QueryOptionError):
+    with pytest.raises(ArgumentError):
         command.add_ack_type("bogus")
     assert command.reset("publish").get_ack_type() == ""
 

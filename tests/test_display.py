@@ -15,7 +15,7 @@ import pytest
 
 from sowlib import SowStore
 from sowlib.display import results_html, store_html, topic_html
-from sowlib.errors import QueryOptionError, SowError
+from sowlib.errors import ArgumentError, QueryOptionError, SowError
 from sowlib.frames import flatten, table_rows
 from sowlib.query import Record, ResultSet
 
@@ -163,7 +163,7 @@ def test_plain_reprs_stay_short(store: SowStore) -> None:
 
 @pytest.mark.parametrize("bad", [0, -1, True, "5", None])
 def test_bad_limits_are_sow_errors(bad: Any) -> None:
-    with pytest.raises(QueryOptionError):
+    with pytest.raises(ArgumentError):
         results_html([], max_rows=bad)
     with pytest.raises(SowError):
         results_html([], max_chars=bad)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sowlib import SowStore
 from sowlib.codecs import JsonCodec
-from sowlib.errors import DecodeError, MissingKeyFieldError, QueryOptionError
+from sowlib.errors import ArgumentError, DecodeError, MissingKeyFieldError
 from sowlib.keys import ContentKeyGenerator
 from sowlib.results import PublishResult, PublishResults
 
@@ -318,7 +318,7 @@ def test_key_values_need_one_value_per_message_and_tuples_for_several_fields(
     any_store: Any,
 ) -> None:
     t = any_store.create_topic("t", keys=["/id"])
-    with pytest.raises(QueryOptionError):
+    with pytest.raises(ArgumentError):
         t.publish_many([b'{"id": 1, "v": 2}'], key_values=[1, 2])
     assert len(t) == 0
     other = any_store.create_topic("u", keys=["/a", "/b"])

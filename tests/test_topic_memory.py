@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from sowlib import SowStore, compile_filter
 from sowlib.config import TopicConfig
-from sowlib.errors import CorruptRecordError, QueryOptionError, UnsupportedOperationError
+from sowlib.errors import ArgumentError, CorruptRecordError, UnsupportedOperationError
 from sowlib.keys import ContentKeyGenerator
 from sowlib.storage import AppendLog, read_header
 from sowlib.storage.checkpoint import decode_checkpoint, encode_checkpoint
@@ -218,13 +218,13 @@ def test_lookup_hashes_key_values_as_publish_does() -> None:
         assert rec is not None
         assert rec.doc["qty"] == 5
         assert positions.lookup_many([("BOOK1", "MSFT"), ("BOOK2", "MSFT")]) == [rec, None]
-        with pytest.raises(QueryOptionError):
+        with pytest.raises(ArgumentError):
             positions.lookup("BOOK1")
         for rows in (5, "ab", [5], [None]):
-            with pytest.raises(QueryOptionError):
+            with pytest.raises(ArgumentError):
                 orders.lookup_many(rows)  # type: ignore[arg-type]  # bad input on purpose
         for values in (5, "a", b"a", {1: 2}):
-            with pytest.raises(QueryOptionError):
+            with pytest.raises(ArgumentError):
                 orders.publish_many(['{"orderId": 1}'], key_values=values)  # type: ignore[arg-type]
         plain = store.create_topic("plain")
         with pytest.raises(UnsupportedOperationError):
@@ -233,7 +233,7 @@ def test_lookup_hashes_key_values_as_publish_does() -> None:
 
 @pytest.mark.parametrize("budget", [-1, 1.5, True, "8MB"])
 def test_a_bad_cache_budget_is_refused(budget: Any) -> None:
-    with SowStore() as store, pytest.raises(QueryOptionError):
+    with SowStore() as store, pytest.raises(ArgumentError):
         store.create_topic("t", keys=["/id"], cache_bytes=budget)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from sowlib.compat.message import Message
-from sowlib.errors import QueryOptionError
+from sowlib.errors import ArgumentError
 
 __all__ = ["COMMANDS", "Command"]
 
@@ -145,7 +145,7 @@ class Command:
             if not name:
                 continue
             if name not in _ACKS:
-                raise QueryOptionError("ack_type", name, f"expected one of {sorted(_ACKS)}")
+                raise ArgumentError("ack_type", name, f"expected one of {sorted(_ACKS)}")
             if name not in self._acks:
                 self._acks.append(name)
         return self

@@ -251,7 +251,7 @@ _MAP: tuple[tuple[type[BaseException], type[AMPSException]], ...] = (
     (errors.InvalidSowKeyError, BadSowKeyException),
     (errors.MissingKeyFieldError, PublishException),
     (errors.CodecError, PublishException),
-    (errors.QueryOptionError, InvalidOptionsException),
+    (errors.ArgumentError, InvalidOptionsException),
     (errors.UnsupportedOperationError, InvalidMessageTypeException),
     (errors.ReadOnlyError, NotEntitledException),
     (errors.StoreClosedError, DisconnectedException),

@@ -9,7 +9,7 @@ import inspect
 from typing import Any
 
 from sowlib.compat.message import Handler
-from sowlib.errors import QueryOptionError
+from sowlib.errors import ArgumentError, QueryOptionError
 
 __all__ = [
     "BOOKMARK_SUBSCRIBE",
@@ -141,6 +141,6 @@ def bind_arguments(
     try:
         bound = sig.bind(*args, **kwargs)
     except TypeError as exc:
-        raise QueryOptionError("arguments", f"{args!r} {kwargs!r}", str(exc)) from None
+        raise ArgumentError("arguments", f"{args!r} {kwargs!r}", str(exc)) from None
     bound.apply_defaults()
     return handler, dict(bound.arguments)

@@ -18,7 +18,7 @@ from xxhash import xxh64_intdigest
 from sowlib.config import TopicConfig
 from sowlib.display import topic_html
 from sowlib.errors import (
-    QueryOptionError,
+    ArgumentError,
     ReadOnlyError,
     StoreClosedError,
     UnsupportedOperationError,
@@ -233,17 +233,13 @@ class Topic:
     def _get(self, key: Key) -> Record | None:
         p = self._p
         # The clock is asked only when an expiration is pending.
-        if p.expiry.heap and p.expiry.due(self._clock()):
-            with self._lock:
-                self._check_open()
-                self._tick()
-                return p.views.record(key)
-        cached = p.cache.get(key)
-        if cached is not None and not self._closed:
+        pending = bool(p.expiry.heap) and p.expiry.due(self._clock())
+        if not pending and (cached := p.cache.get(key)) is not None and not self._closed:
             return cached
         with self._lock:
-            if self._closed:
-                self._check_open()
+            self._check_open()
+            if pending:
+                self._tick()
             return p.views.read(key)
 
     def lookup(self, *key_values: Any) -> Record | None:
@@ -277,12 +273,12 @@ class Topic:
             QueryOptionError: ``rows`` or a row is not a sequence of key values.
         """
         if isinstance(rows, str | bytes) or not isinstance(rows, Iterable):
-            raise QueryOptionError("rows", rows, "an iterable of key-value tuples")
+            raise ArgumentError("rows", rows, "an iterable of key-value tuples")
         lookup = self.lookup
         out: list[Record | None] = []
         for row in rows:
             if not isinstance(row, tuple | list):
-                raise QueryOptionError("rows", row, "a tuple of key values per row")
+                raise ArgumentError("rows", row, "a tuple of key values per row")
             out.append(lookup(*row))
         return out
 

@@ -14,7 +14,7 @@ import attrs
 
 from sowlib.codecs import get_codec
 from sowlib.config import TopicConfig
-from sowlib.errors import QueryOptionError, UnsupportedOperationError
+from sowlib.errors import ArgumentError, UnsupportedOperationError
 from sowlib.history import HistoricalSource, History, Version
 from sowlib.index import IndexSet
 from sowlib.index.types import Key
@@ -70,7 +70,7 @@ def build_parts(
     """
     budget = DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 0:
-        raise QueryOptionError("cache_bytes", cache_bytes, "a number of bytes >= 0")
+        raise ArgumentError("cache_bytes", cache_bytes, "a number of bytes >= 0")
     codec = get_codec(config.message_type, **dict(config.options.get("codec", {})))
     keygen = key_generator or (
         ContentKeyGenerator(config.keys, domain=config.domain, topic=config.name)
@@ -136,7 +136,7 @@ def key_of_values(parts: Parts, topic: str, key_values: Sequence[Any]) -> Key | 
             "lookup", f"topic {topic!r} has no content keys; use get(sow_key)"
         )
     if len(key_values) != len(parts.key_fields):
-        raise QueryOptionError(
+        raise ArgumentError(
             "key_values", key_values, f"expected {len(parts.key_fields)} values in key order"
         )
     if len(key_values) == 1:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import attrs
 
-from sowlib.errors import QueryOptionError, SowError
+from sowlib.errors import ArgumentError, SowError
 from sowlib.index.types import Key
 
 if TYPE_CHECKING:
@@ -48,9 +48,9 @@ def prepare_batch(
     if key_values is not None and (
         isinstance(key_values, str | bytes) or not isinstance(key_values, Sequence)
     ):
-        raise QueryOptionError("key_values", key_values, "a list with one entry per message")
+        raise ArgumentError("key_values", key_values, "a list with one entry per message")
     if key_values is not None and len(key_values) != len(messages):
-        raise QueryOptionError(
+        raise ArgumentError(
             "key_values", len(key_values), f"expected one per message ({len(messages)})"
         )
     content = writer.content

@@ -12,7 +12,7 @@ from typing import Any, cast
 
 from sowlib.config import TopicConfig
 from sowlib.document import MISSING
-from sowlib.errors import InvalidSowKeyError, MissingKeyFieldError, QueryOptionError
+from sowlib.errors import ArgumentError, InvalidSowKeyError, MissingKeyFieldError
 from sowlib.history import History, Version
 from sowlib.index import IndexSet
 from sowlib.index.types import Key
@@ -107,9 +107,9 @@ class Writer:
         """Absolute expiry for a publish at ``now`` (0.0: never); validates ``expiration``."""
         if expiration is not None:
             if isinstance(expiration, bool) or not isinstance(expiration, int | float):
-                raise QueryOptionError("expiration", expiration, "seconds as a number >= 0")
+                raise ArgumentError("expiration", expiration, "seconds as a number >= 0")
             if expiration < 0 or expiration != expiration:
-                raise QueryOptionError("expiration", expiration, "seconds as a number >= 0")
+                raise ArgumentError("expiration", expiration, "seconds as a number >= 0")
         ttl = expiration if expiration is not None else self.config.default_ttl
         return now + float(ttl) if ttl else 0.0
 
