@@ -1,8 +1,9 @@
 """What the topic reads from its log: header fields, checked payloads, record sizes.
 
 Works over the persistent ``AppendLog`` and the transient ``MemoryLog`` alike (the
-latter has no header-only reads: they are answered from the record). Imports only
-``storage``.
+latter has no header-only reads: they are answered from the record). Payloads an open
+has just verified are read in bulk from the file without a second checksum
+(:meth:`LogView.trusted_payloads`). Imports only ``storage`` and ``index.types``.
 """
 
 from __future__ import annotations
