@@ -32,6 +32,8 @@ from sowlib.storage.framing import framed_size
 
 __all__ = ["Header", "LogView"]
 
+# A record's length, marker, kind byte and payload length.
+_HEAD = struct.Struct("<IBBxxI")
 _PUT = int(RecordKind.PUT)
 _PUT_U64 = _PUT | FLAG_U64_KEY
 # Bytes read past the last record of a batch's first offset so that it is whole (a longer
@@ -198,20 +200,22 @@ def _slice_payloads(
     data: bytes, start: int, offsets: list[int], keys: Sequence[Key]
 ) -> list[bytes] | None:
     """The payloads of the PUT records at ``offsets`` in ``data`` (the file from
-    ``start``), or None when a record does not look like the one expected there."""
+    ``start``), or None when a record does not look like the one expected there (the
+    first and last records' u64 keys are compared with theirs too)."""
     rel = list(map(sub, offsets, repeat(start)))
     try:
-        heads = list(map(HEAD_U64.unpack_from, repeat(data), rel))
+        heads = list(map(_HEAD.unpack_from, repeat(data), rel))
+        ends_of_batch = (HEAD_U64.unpack_from(data, rel[0]), HEAD_U64.unpack_from(data, rel[-1]))
     except struct.error:  # the last record is longer than the bytes read
         return None
-    lengths, markers, kinds, _klens, sizes, _seqs, _stamps, words = zip(*heads, strict=True)
+    lengths, markers, kinds, sizes = zip(*heads, strict=True)
     if markers.count(RECORD_MARKER) != len(offsets) or rel[-1] + lengths[-1] > len(data):
         return None
-    found = set(kinds)
-    if any(kind & KIND_MASK != _PUT or kind & FLAG_RESERVED for kind in found):
+    if any(kind & KIND_MASK != _PUT or kind & FLAG_RESERVED for kind in set(kinds)):
         return None
-    if found == {_PUT_U64} and list(words) != list(keys):
-        return None
+    for head, key in zip(ends_of_batch, (keys[0], keys[-1]), strict=True):
+        if head[2] == _PUT_U64 and head[7] != key:
+            return None
     # Whatever the record's layout, its payload ends where its checksum starts.
     ends = list(map(add, rel, map(add, lengths, repeat(-CHECKSUM_SIZE))))
     return list(map(data.__getitem__, map(slice, map(sub, ends, sizes), ends)))
