@@ -32,10 +32,9 @@ Progress = Callable[[int, int], object]
 # Below this many keys an open frees too little to be worth a pass over the C heap.
 _TRIM_MIN_KEYS = 100_000
 _TAG = "sowlib-topic/1"
-# Records read per step of an index rebuild, and decoded at once: the documents of a
-# small batch are freed while they are still in the CPU caches.
-_CHUNK = 512
-_DECODE = 512
+# Records read and decoded per step of an index rebuild: the documents of a small batch
+# are freed while they are still in the CPU caches.
+_BATCH = 512
 
 
 def checkpoint_blob(writer: Writer) -> bytes:
@@ -138,11 +137,9 @@ def rebuild_indexes(writer: Writer, progress: Progress | None = None) -> None:
     build = _Build(indexes)
     done = 0
     decode_many, columns = writer.views.decode_many, indexes.columns
-    for payloads in writer.log.trusted_payloads(keys, offsets, _CHUNK):
-        for lo in range(0, len(payloads), _DECODE):
-            batch = payloads[lo : lo + _DECODE]
-            build.add(keys, done, columns(decode_many(batch)))
-            done += len(batch)
+    for payloads in writer.log.trusted_payloads(keys, offsets, _BATCH):
+        build.add(keys, done, columns(decode_many(payloads)))
+        done += len(payloads)
         if progress is not None:
             progress(done, total)
     build.finish(keys)
