@@ -9,7 +9,7 @@ from __future__ import annotations
 import heapq
 import itertools
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
 import attrs
@@ -17,8 +17,8 @@ import attrs
 from sowlib import display, frames, projection
 from sowlib.errors import FieldPathError, QueryOptionError
 from sowlib.expr import runtime
-from sowlib.index.indexset import IndexSet
 from sowlib.index.planner import FilterLike, Plan, plan
+from sowlib.index.source import QuerySource
 from sowlib.index.types import Key
 from sowlib.paths import FieldPath, parse_path
 from sowlib.record import Record
@@ -48,40 +48,6 @@ class QueryFilter(FilterLike, Protocol):
     def uses_context(self) -> bool: ...
 
     def matches(self, doc: Any, ctx: Any = None) -> bool: ...
-
-
-class QuerySource(Protocol):
-    """A topic as the query pipeline sees it; every call happens under the topic's lock."""
-
-    name: str
-    message_type: str
-    key_fields: tuple[FieldPath, ...]
-    indexes: IndexSet
-
-    def keys(self) -> Iterable[Key]: ...
-
-    def __len__(self) -> int: ...
-
-    def record(self, key: Key) -> Record | None: ...
-
-    def doc(self, key: Key) -> Any: ...
-
-    def docs(self, keys: Iterable[Key]) -> Iterable[tuple[Key, Any]]:
-        """``(key, document)`` of each live key of ``keys``, in order (read in batches)."""
-        ...
-
-    def scan(self) -> Iterable[tuple[Key, Any]]:
-        """``(key, document)`` of every live record (a full scan, in the source's order)."""
-        ...
-
-    def field_values(self, path: FieldPath) -> Iterable[tuple[Key, Any]]: ...
-    def byte_plan(self, node: Any) -> tuple[int, Callable[[], Collection[Key]]] | None: ...
-
-    def key_for_values(self, values: Sequence[Any]) -> Key | None: ...
-
-    def encode(self, doc: Any) -> bytes: ...
-
-    def context(self, key: Key) -> Any: ...
 
 
 # ----------------------------------------------------------------------------

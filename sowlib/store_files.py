@@ -16,7 +16,7 @@ from typing import TypeVar
 import regex
 import xxhash
 
-from sowlib.config import check_file_name
+from sowlib.config.model import check_file_name
 from sowlib.errors import ConfigError, SowError, StorePathError
 
 __all__ = [

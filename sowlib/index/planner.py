@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Collection, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 import attrs
 
@@ -19,12 +19,10 @@ from sowlib.expr.nodes import InList, Node
 from sowlib.index.clauses import conjuncts, equality, regions
 from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex, Region
+from sowlib.index.source import QuerySource
 from sowlib.index.types import Key
 from sowlib.index.values import number_text, to_number
 from sowlib.paths import FieldPath
-
-if TYPE_CHECKING:
-    from sowlib.query import QuerySource
 
 __all__ = ["KINDS", "FilterLike", "Plan", "plan"]
 

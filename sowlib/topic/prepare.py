@@ -1,24 +1,36 @@
 """A publish_many batch made ready to append: payloads, keys and, when needed, documents.
 
-Every message is validated before anything is written. Functions over a
-:class:`~sowlib.topic.writer.Writer`'s public parts. Imports ``errors``, ``index``
-and ``keys``; never the facade.
+Every message is validated before anything is written. Functions over what a
+:class:`BatchWriter` offers (the topic's ``Writer`` is one). Imports ``errors``,
+``index``, ``keys`` and the sibling ``views``; never the writer or the facade.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, Protocol, cast
 
 import attrs
 
 from sowlib.errors import ArgumentError, SowError
+from sowlib.index import IndexSet
 from sowlib.index.types import Key
+from sowlib.keys import ContentKeyGenerator
+from sowlib.topic.views import Views
 
-if TYPE_CHECKING:
-    from sowlib.topic.writer import Writer
+__all__ = ["Batch", "BatchWriter", "prepare_batch"]
 
-__all__ = ["Batch", "prepare_batch"]
+
+class BatchWriter(Protocol):
+    """What preparing a batch reads from the topic's writer."""
+
+    content: ContentKeyGenerator | None
+    indexes: IndexSet
+    views: Views
+
+    def decode_input(self, data: object) -> tuple[bytes, Any]: ...
+
+    def key(self, doc: Any, sow_key: str | None, data: object) -> Key: ...
 
 
 @attrs.define
@@ -37,7 +49,7 @@ class Batch:
 
 
 def prepare_batch(
-    writer: Writer, messages: Sequence[object], key_values: Sequence[Any] | None
+    writer: BatchWriter, messages: Sequence[object], key_values: Sequence[Any] | None
 ) -> Batch:
     """Decode and key every message of a batch (raising the first error, nothing written).
 
@@ -90,7 +102,7 @@ def prepare_batch(
     return Batch(cast("list[Key]", hashes), payloads, docs, values if docs is None else None)
 
 
-def _one_by_one(writer: Writer, messages: Sequence[object]) -> Batch:
+def _one_by_one(writer: BatchWriter, messages: Sequence[object]) -> Batch:
     keys: list[Key] = []
     payloads: list[bytes] = []
     docs: list[Any] = []

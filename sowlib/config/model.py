@@ -1,7 +1,7 @@
 """Topic configuration: :class:`TopicConfig`, validated once, stored in each log header.
 
-Imports only ``errors``, ``paths`` and ``units`` (``config_xml``, which parses AMPS XML,
-is imported lazily by :func:`load_config` and :meth:`TopicConfig.to_xml`).
+Imports only ``errors``, ``paths`` and ``units``; it writes the AMPS XML of a topic
+(:meth:`TopicConfig.to_xml`), and :mod:`sowlib.config.amps_xml` reads it back.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
+from xml.sax.saxutils import escape
 
 import attrs
 
@@ -25,7 +26,8 @@ __all__ = [
     "TopicConfig",
     "check_file_name",
     "expand_file_name",
-    "load_config",
+    "CHAINING_OPTIONS",
+    "topic_to_xml",
 ]
 
 DURABILITIES = ("persistent", "transient", "sync")
@@ -267,18 +269,17 @@ class TopicConfig:
         }
 
     def to_xml(self) -> str:
-        """An AMPS ``<SOW><Topic>`` block that :func:`load_config` reads back to an equal config.
+        """An AMPS ``<SOW><Topic>`` block that ``load_config`` reads back to an equal config.
 
         The key generator is written from ``options["key_generator"]``;
         ``auto_compact`` has no AMPS element and is not written.
 
         Example:
+            >>> from sowlib.config import load_config
             >>> cfg = TopicConfig.make("t", keys=["/id"], durability="transient")
             >>> load_config(cfg.to_xml()) == [cfg]
             True
         """
-        from sowlib.config_xml import topic_to_xml
-
         return topic_to_xml(self)
 
     @classmethod
@@ -409,38 +410,80 @@ def _slab(value: str | int) -> int:
     return size
 
 
-def load_config(
-    source: str | os.PathLike[str] | bytes,
-    *,
-    base_dir: str | os.PathLike[str] | None = None,
-    env: Mapping[str, str] | None = None,
-) -> list[TopicConfig]:
-    """Read the SOW topics of an AMPS XML configuration (spec §14).
+#: AMPS ``<KeyGenerator>`` option elements of the chaining generator, by tag.
+CHAINING_OPTIONS = {
+    "Key": "keys",
+    "Primary": "primary",
+    "Secondary": "secondary",
+    "FileName": "file_name",
+    "Validation": "validation",
+}
 
-    ``source`` is a file path, XML text (a ``str`` starting with ``<``) or bytes.
-    The root may be ``<SOW>``/``<TopicMetaData>`` or a whole AMPS configuration,
-    in which case every SOW section below the root is read (none: no topics).
-    ``<Topic>``/``<TopicDefinition>`` children become configs; ``View``,
-    ``ConflatedTopic`` and queue definitions are skipped. ``${NAME}`` expands
-    from ``env`` (default ``os.environ``) plus ``AMPS_CONFIG_DIRECTORY``,
-    ``AMPS_CONFIG_PATH`` and ``AMPS_VERSION``. ``FileName`` keeps its tokens
-    (see :func:`expand_file_name`; the store expands them once, when it creates
-    the file) and is joined to ``base_dir`` (default: the configuration file's
-    directory) when relative. A ``KeyGenerator`` is recorded as
-    ``options["key_generator"] = {"module": ..., "options": {...}}`` (built by
-    ``SowStore.from_config``, never by parsing); ``Pattern`` and ``RecoveryPoint``
-    land in ``options`` too.
 
-    Example:
-        >>> load_config("<SOW><Topic><Name>t</Name><MessageType>json</MessageType>"
-        ...             "<Durability>transient</Durability></Topic></SOW>")[0].name
-        't'
+def _duration_text(seconds: float) -> str:
+    return f"{int(seconds)}s" if float(seconds).is_integer() else f"{seconds!r}s"
 
-    Raises:
-        ConfigError: ``where`` is the element path (``SOW/Topic[2]/Expiration``):
-            unknown or repeated elements, bad values or units, missing Name,
-            MessageType or FileName, unset variables, malformed XML, a DOCTYPE.
+
+def topic_to_xml(config: TopicConfig) -> str:
+    """Render ``config`` as an AMPS ``<SOW><Topic>`` block that ``load_config`` reads back.
+
+    ``auto_compact`` has no AMPS element and is not written.
     """
-    from sowlib.config_xml import load_xml_config
+    lines: list[str] = []
+    add: Callable[[str, object], None] = lambda tag, value: lines.append(  # noqa: E731
+        f"    <{tag}>{escape(str(value))}</{tag}>"
+    )
+    add("Name", config.name)
+    add("MessageType", config.message_type)
+    if config.file_name is not None:
+        add("FileName", config.file_name)
+    add("Durability", config.durability)
+    for key in config.keys:
+        add("Key", key)
+    if config.key_domain is not None:
+        add("KeyDomain", config.key_domain)
+    generator = config.options.get("key_generator")
+    if generator:
+        lines.append("    <KeyGenerator>")
+        lines.append(f"      <Module>{escape(str(generator['module']))}</Module>")
+        lines.append("      <Options>")
+        lines.extend(_options_xml(generator.get("options") or {}, generator["module"]))
+        lines.append("      </Options>")
+        lines.append("    </KeyGenerator>")
+    if config.expiration_enabled:
+        ttl = config.default_ttl
+        add("Expiration", "enabled" if ttl is None else _duration_text(ttl))
+    add("SlabSize", config.slab_size)
+    for fields in config.hash_indexes:
+        keys = "".join(f"<Key>{escape(f)}</Key>" for f in fields)
+        lines.append(f"    <HashIndex>{keys}</HashIndex>")
+    for index in config.indexes:
+        add("Index", index)
+    if config.history_window is not None:
+        window = _duration_text(config.history_window)
+        granularity = _duration_text(config.history_granularity)
+        lines.append(
+            f"    <History><Window>{window}</Window>"
+            f"<Granularity>{granularity}</Granularity></History>"
+        )
+    for option, tag in (("pattern", "Pattern"), ("recovery_point", "RecoveryPoint")):
+        if config.options.get(option) is not None:
+            add(tag, config.options[option])
+    return "<SOW>\n  <Topic>\n" + "\n".join(lines) + "\n  </Topic>\n</SOW>\n"
 
-    return load_xml_config(source, base_dir=base_dir, env=env)
+
+def _options_xml(options: Mapping[str, Any], module: str) -> list[str]:
+    tags = {v: k for k, v in CHAINING_OPTIONS.items()}
+    out = []
+    for name, value in options.items():
+        if value is None:
+            continue
+        if module == "chaining" and name in tags:
+            tag = tags[name]
+        else:
+            tag = "".join(part.capitalize() for part in name.split("_"))
+        values = value if isinstance(value, list | tuple) else [value]
+        for item in values:
+            shown = ("true" if item else "false") if isinstance(item, bool) else str(item)
+            out.append(f"        <{tag}>{escape(shown)}</{tag}>")
+    return out

@@ -1,29 +1,29 @@
-"""AMPS XML configuration: read ``<SOW><Topic>`` blocks into :class:`TopicConfig`, and back.
+"""AMPS XML configuration: read ``<SOW><Topic>`` blocks into :class:`TopicConfig`.
 
 Parsing is hardened (no DTD, no entities, no network; a DOCTYPE is rejected).
-Imports only ``errors``, ``paths``, ``units``, ``config`` and ``store_files``; never
-``topic`` or ``keys``.
+Imports only ``errors``, ``paths``, ``units``, ``codecs.xml_codec`` (the hardened
+parser), ``config.model`` and ``store_files``; never ``topic`` or ``keys``. Writing
+a topic's XML is :meth:`~sowlib.config.TopicConfig.to_xml`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
-from xml.sax.saxutils import escape
 
 from lxml import etree
 
 from sowlib.codecs.xml_codec import hardened_parser
-from sowlib.config import DURABILITIES, TopicConfig
+from sowlib.config.model import CHAINING_OPTIONS, DURABILITIES, TopicConfig
 from sowlib.errors import ConfigError, FieldPathError
 from sowlib.paths import parse_path
 from sowlib.store_files import TopicPattern
 from sowlib.units import parse_count, parse_duration, parse_size
 
-__all__ = ["AMPS_VERSION", "IGNORED_SOW_ELEMENTS", "load_xml_config", "topic_to_xml"]
+__all__ = ["AMPS_VERSION", "IGNORED_SOW_ELEMENTS", "load_config", "load_xml_config"]
 
 #: The value ``${AMPS_VERSION}`` expands to (the server generation these semantics follow).
 AMPS_VERSION = "5.3"
@@ -55,13 +55,6 @@ _SINGLE = {
 _REPEATED = {"Key", "HashIndex", "Index"}
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 _CHAINING = re.compile(r"(?i)(lib)?(amps[_-])?chaining([_-]key[_-]generator)?(\.so)?\Z")
-_CHAINING_OPTIONS = {
-    "Key": "keys",
-    "Primary": "primary",
-    "Secondary": "secondary",
-    "FileName": "file_name",
-    "Validation": "validation",
-}
 _TRUE = {"true", "yes", "1", "on", "enabled"}
 _FALSE = {"false", "no", "0", "off", "disabled"}
 
@@ -194,7 +187,7 @@ def _key_generator(element: Any, where: str, env: _Env) -> dict[str, Any]:
 
 
 def _generator_options(element: Any, where: str, env: _Env) -> dict[str, Any]:
-    known = set(_CHAINING_OPTIONS)
+    known = set(CHAINING_OPTIONS)
     tags = {_tag(k) for k in _children(element)}
     chaining_style = tags <= known
     out: dict[str, Any] = {}
@@ -202,7 +195,7 @@ def _generator_options(element: Any, where: str, env: _Env) -> dict[str, Any]:
         tag = _tag(kid)
         text = _text(kid, path, env)
         if chaining_style:
-            name = _CHAINING_OPTIONS[tag]
+            name = CHAINING_OPTIONS[tag]
             if name in ("keys", "secondary"):
                 out.setdefault(name, []).append(_field(text, path))
             elif name == "primary":
@@ -373,70 +366,36 @@ def load_xml_config(
     return out
 
 
-def _duration_text(seconds: float) -> str:
-    return f"{int(seconds)}s" if float(seconds).is_integer() else f"{seconds!r}s"
+def load_config(
+    source: str | os.PathLike[str] | bytes,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+) -> list[TopicConfig]:
+    """Read the SOW topics of an AMPS XML configuration (spec §14).
 
+    ``source`` is a file path, XML text (a ``str`` starting with ``<``) or bytes.
+    The root may be ``<SOW>``/``<TopicMetaData>`` or a whole AMPS configuration,
+    in which case every SOW section below the root is read (none: no topics).
+    ``<Topic>``/``<TopicDefinition>`` children become configs; ``View``,
+    ``ConflatedTopic`` and queue definitions are skipped. ``${NAME}`` expands
+    from ``env`` (default ``os.environ``) plus ``AMPS_CONFIG_DIRECTORY``,
+    ``AMPS_CONFIG_PATH`` and ``AMPS_VERSION``. ``FileName`` keeps its tokens
+    (see :func:`expand_file_name`; the store expands them once, when it creates
+    the file) and is joined to ``base_dir`` (default: the configuration file's
+    directory) when relative. A ``KeyGenerator`` is recorded as
+    ``options["key_generator"] = {"module": ..., "options": {...}}`` (built by
+    ``SowStore.from_config``, never by parsing); ``Pattern`` and ``RecoveryPoint``
+    land in ``options`` too.
 
-def topic_to_xml(config: TopicConfig) -> str:
-    """Render ``config`` as an AMPS ``<SOW><Topic>`` block that :func:`load_xml_config` reads back.
+    Example:
+        >>> load_config("<SOW><Topic><Name>t</Name><MessageType>json</MessageType>"
+        ...             "<Durability>transient</Durability></Topic></SOW>")[0].name
+        't'
 
-    ``auto_compact`` has no AMPS element and is not written.
+    Raises:
+        ConfigError: ``where`` is the element path (``SOW/Topic[2]/Expiration``):
+            unknown or repeated elements, bad values or units, missing Name,
+            MessageType or FileName, unset variables, malformed XML, a DOCTYPE.
     """
-    lines: list[str] = []
-    add: Callable[[str, object], None] = lambda tag, value: lines.append(  # noqa: E731
-        f"    <{tag}>{escape(str(value))}</{tag}>"
-    )
-    add("Name", config.name)
-    add("MessageType", config.message_type)
-    if config.file_name is not None:
-        add("FileName", config.file_name)
-    add("Durability", config.durability)
-    for key in config.keys:
-        add("Key", key)
-    if config.key_domain is not None:
-        add("KeyDomain", config.key_domain)
-    generator = config.options.get("key_generator")
-    if generator:
-        lines.append("    <KeyGenerator>")
-        lines.append(f"      <Module>{escape(str(generator['module']))}</Module>")
-        lines.append("      <Options>")
-        lines.extend(_options_xml(generator.get("options") or {}, generator["module"]))
-        lines.append("      </Options>")
-        lines.append("    </KeyGenerator>")
-    if config.expiration_enabled:
-        ttl = config.default_ttl
-        add("Expiration", "enabled" if ttl is None else _duration_text(ttl))
-    add("SlabSize", config.slab_size)
-    for fields in config.hash_indexes:
-        keys = "".join(f"<Key>{escape(f)}</Key>" for f in fields)
-        lines.append(f"    <HashIndex>{keys}</HashIndex>")
-    for index in config.indexes:
-        add("Index", index)
-    if config.history_window is not None:
-        window = _duration_text(config.history_window)
-        granularity = _duration_text(config.history_granularity)
-        lines.append(
-            f"    <History><Window>{window}</Window>"
-            f"<Granularity>{granularity}</Granularity></History>"
-        )
-    for option, tag in (("pattern", "Pattern"), ("recovery_point", "RecoveryPoint")):
-        if config.options.get(option) is not None:
-            add(tag, config.options[option])
-    return "<SOW>\n  <Topic>\n" + "\n".join(lines) + "\n  </Topic>\n</SOW>\n"
-
-
-def _options_xml(options: Mapping[str, Any], module: str) -> list[str]:
-    tags = {v: k for k, v in _CHAINING_OPTIONS.items()}
-    out = []
-    for name, value in options.items():
-        if value is None:
-            continue
-        if module == "chaining" and name in tags:
-            tag = tags[name]
-        else:
-            tag = "".join(part.capitalize() for part in name.split("_"))
-        values = value if isinstance(value, list | tuple) else [value]
-        for item in values:
-            shown = ("true" if item else "false") if isinstance(item, bool) else str(item)
-            out.append(f"        <{tag}>{escape(shown)}</{tag}>")
-    return out
+    return load_xml_config(source, base_dir=base_dir, env=env)
