@@ -61,7 +61,8 @@ from sowlib.storage.lock import lock_fd
 from sowlib.storage.reader import LogReader
 from sowlib.storage.recovery import (
     RecoveryReport,
-    check_log,
+    check_records,
+    garbage_end,
     recover,
     recover_live,
 )
@@ -137,7 +138,7 @@ class AppendLog(LogReader):
         self._limit = slab_size - SLAB_HEADROOM
         self._mm: mmap.mmap | None = None
         self._fd = -1
-        self._epoch: object | None = None
+        self.epoch: object | None = None
         self._ckpt: tuple[bytes, int] | None = None
         # Entries the open verified, waiting for the first scan_entries from their start
         # (start, end, entries); the list handed out is cleared when the epoch ends.
@@ -225,7 +226,7 @@ class AppendLog(LogReader):
         tail_seq = _seq_at(mm, self._last_off) if self._last_off else 0
         self.last_seq = max(header.base_seq, tail_seq, ckpt.last_seq if ckpt else 0)
         self.report = RecoveryReport(self._records, self._end, cut, ckpt is not None)
-        self._epoch = object()
+        self.epoch = object()
 
     def _use_header(self, header: FileHeader) -> None:
         self.meta = header.meta
@@ -517,7 +518,7 @@ class AppendLog(LogReader):
         self._use_header(decode_header(self._mm, new.size, self.path))
         self._end, self._records, self._last_off = new.end, new.records, new.last_offset
         self._verified_from = self._header_len  # every record was checked as it was copied
-        self._dirty, self._ckpt, self._epoch = -1, None, object()
+        self._dirty, self._ckpt, self.epoch = -1, None, object()
         if old_mm is not None:
             old_mm.close()
         os.close(old_fd)
@@ -531,7 +532,19 @@ class AppendLog(LogReader):
             CorruptRecordError: a header or record fails its checks.
             AssertionError: an in-memory field disagrees with the file.
         """
-        check_log(self)
+        mm, path, end, size = self._live(), self.path, self._end, self._size
+        header = decode_header(mm, size, path)
+        if (header.generation, header.header_len) != (self.generation, self._header_len):
+            raise AssertionError(f"{path}: header changed under the open log")
+        count, top = check_records(mm, path, self._header_len, end)
+        if count != self._records:
+            raise AssertionError(f"{path}: {count} records, expected {self._records}")
+        if self.last_seq < max(top, header.base_seq):
+            raise AssertionError(f"{path}: last_seq {self.last_seq} below {top}")
+        if os.fstat(self._fd).st_size < size:
+            raise AssertionError(f"{path}: file shorter than its mapping")
+        if not self.readonly and garbage_end(mm, end, size) != end:
+            raise AssertionError(f"{path}: non-zero bytes after end offset {end}")
 
     # ------------------------------------------------------------------ closing
 
@@ -576,7 +589,7 @@ class AppendLog(LogReader):
 
     def _release(self) -> None:
         self._end_epoch()
-        mm, self._mm, self._epoch = self._mm, None, None
+        mm, self._mm, self.epoch = self._mm, None, None
         if mm is not None:
             mm.close()
         if self._fd >= 0:

@@ -58,7 +58,9 @@ class LogReader:
     _header_len: int
     _records: int
     _last_off: int
-    _epoch: object | None
+    #: An object that changes when the log is closed or compacted: walks started
+    #: before then stop (read on every record of a walk, so a plain attribute).
+    epoch: object | None
     _ckpt: tuple[bytes, int] | None
     # Entries the open verified, waiting for the first scan_entries from their start:
     # (start, end, entries); the list handed out is cleared when the epoch ends.
@@ -72,6 +74,11 @@ class LogReader:
     def closed(self) -> bool:
         """True after :meth:`close`."""
         return self._mm is None
+
+    @property
+    def mapped(self) -> mmap.mmap | None:
+        """The current map of the file, None once closed (an append may replace it)."""
+        return self._mm
 
     @property
     def file_size(self) -> int:
@@ -290,7 +297,7 @@ class LogReader:
         """
         off = self._start(start)
         pending, self._pending = self._pending, None
-        epoch = self._epoch
+        epoch = self.epoch
         if pending is None or pending[0] != off:
             return walk_entries(self, off, epoch)
         entries = pending[2]

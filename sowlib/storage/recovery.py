@@ -12,7 +12,6 @@ from __future__ import annotations
 import mmap
 import os
 import time
-from typing import TYPE_CHECKING
 
 import attrs
 
@@ -39,14 +38,10 @@ from sowlib.storage.fs import PROGRESS_BYTES, FileSystem, Progress, create_exclu
 from sowlib.storage.lock import lock_fd
 from sowlib.storage.walk import EntryList, verify_entries
 
-if TYPE_CHECKING:
-    from sowlib.storage.log import AppendLog
-
 __all__ = [
     "RecoveryReport",
     "ScanResult",
     "VerifyReport",
-    "check_log",
     "classify_tail",
     "check_records",
     "find_next_valid",
@@ -258,28 +253,6 @@ def check_records(buf: Buf, file: str, start: int, end: int) -> tuple[int, int]:
             raise AssertionError(f"{file}: seq {seq} at byte {off} is not above {prev}")
         prev, count, off = seq, count + 1, off + PREFIX.unpack_from(buf, off)[0]
     return count, prev
-
-
-def check_log(log: AppendLog) -> None:
-    """The body of ``AppendLog.check``: header, every record, seqs, end offset; O(file size).
-
-    Raises:
-        CorruptRecordError: a header or record fails its checks.
-        AssertionError: an in-memory field of ``log`` disagrees with the file.
-    """
-    mm, path, end = log._live(), log.path, log.end_offset
-    header = decode_header(mm, log.file_size, path)
-    if (header.generation, header.header_len) != (log.generation, log.header_len):
-        raise AssertionError(f"{path}: header changed under the open log")
-    count, top = check_records(mm, path, log.header_len, end)
-    if count != log.record_count:
-        raise AssertionError(f"{path}: {count} records, expected {log.record_count}")
-    if log.last_seq < max(top, header.base_seq):
-        raise AssertionError(f"{path}: last_seq {log.last_seq} below {top}")
-    if os.fstat(log._fd).st_size < log.file_size:
-        raise AssertionError(f"{path}: file shorter than its mapping")
-    if not log.readonly and garbage_end(mm, end, log.file_size) != end:
-        raise AssertionError(f"{path}: non-zero bytes after end offset {end}")
 
 
 def read_tail(buf: Buf, start: int, limit: int, file: str) -> list[LogRecord]:

@@ -5,13 +5,13 @@ epoch) over records already verified. ``verify_entries`` is the recovery walk of
 checks every record's checksum and, in the same pass, builds what ``scan_entries`` yields,
 so the first ``scan_entries`` after an open does not read the file again. Imports only
 ``sowlib.errors``, ``sowlib.gcpause`` and ``sowlib.storage.format`` (never ``log``: the log is
-duck-typed).
+seen through :class:`LiveMap`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, cast
+from typing import Protocol, cast
 
 import xxhash
 
@@ -36,11 +36,9 @@ from sowlib.storage.format import (
     expected_length,
 )
 
-if TYPE_CHECKING:
-    from sowlib.storage.reader import LogReader
-
 __all__ = [
     "EntryList",
+    "LiveMap",
     "PutFields",
     "ScanEntry",
     "read_puts",
@@ -60,6 +58,23 @@ _new = tuple.__new__
 _FAST_OVERHEAD = RECORD_OVERHEAD + U64.size  # a PUT/DELETE/EXPIRE with only a u64 key
 
 
+class LiveMap(Protocol):
+    """What a walk follows while it runs: the log's current map and end, and its epoch.
+
+    An append may replace the map (the file grew) and move the end; closing or
+    compacting the log changes the epoch, which stops the walk.
+    """
+
+    path: str
+    epoch: object | None
+
+    @property
+    def mapped(self) -> Buf | None: ...
+
+    @property
+    def end_offset(self) -> int: ...
+
+
 class EntryList(list[ScanEntry]):
     """The entries an open verified, kept for the first ``scan_entries`` (weak-referenceable).
 
@@ -67,23 +82,23 @@ class EntryList(list[ScanEntry]):
     """
 
 
-def walk_records(log: LogReader, off: int) -> Iterator[LogRecord]:
+def walk_records(log: LiveMap, off: int) -> Iterator[LogRecord]:
     """The loop behind ``AppendLog.scan``: records from the record boundary ``off``.
 
     The epoch is captured at the call, so closing or compacting the log before the first
     ``next`` also raises StoreClosedError.
     """
-    return _walk_records(log, off, log._epoch)
+    return _walk_records(log, off, log.epoch)
 
 
-def _walk_records(log: LogReader, off: int, epoch: object) -> Iterator[LogRecord]:
+def _walk_records(log: LiveMap, off: int, epoch: object) -> Iterator[LogRecord]:
     unpack = HEAD_U64.unpack_from
     new = _new
     kinds = cast(tuple[RecordKind, ...], KINDS)  # verified records have a valid kind
     fields_of = decode_fields
     while True:
-        mm, end = log._mm, log._end
-        if log._epoch is not epoch or mm is None:
+        mm, end = log.mapped, log.end_offset
+        if log.epoch is not epoch or mm is None:
             raise StoreClosedError(f"scan of log {log.path} (closed or compacted)")
         if off >= end:
             return
@@ -97,11 +112,11 @@ def _walk_records(log: LogReader, off: int, epoch: object) -> Iterator[LogRecord
                 fields = (off, kinds[kb & KIND_MASK], seq, ts / 1e6, exp / 1e6, key, corr)
             off += length
             yield new(LogRecord, (*fields, mm[pos : pos + p]))
-            if log._epoch is not epoch:
+            if log.epoch is not epoch:
                 break
 
 
-def walk_entries(log: LogReader, off: int, epoch: object | None = None) -> Iterator[ScanEntry]:
+def walk_entries(log: LiveMap, off: int, epoch: object | None = None) -> Iterator[ScanEntry]:
     """The loop behind ``AppendLog.scan_entries``: entry tuples from ``off``.
 
     Args:
@@ -109,16 +124,16 @@ def walk_entries(log: LogReader, off: int, epoch: object | None = None) -> Itera
         off: a record boundary.
         epoch: the log epoch the walk belongs to (default: the current one).
     """
-    return _walk_entries(log, off, log._epoch if epoch is None else epoch)
+    return _walk_entries(log, off, log.epoch if epoch is None else epoch)
 
 
-def _walk_entries(log: LogReader, off: int, epoch: object) -> Iterator[ScanEntry]:
+def _walk_entries(log: LiveMap, off: int, epoch: object) -> Iterator[ScanEntry]:
     unpack = HEAD_U64.unpack_from
     kinds = cast(tuple[RecordKind, ...], KINDS)
     fields_of = decode_fields
     while True:
-        mm, end = log._mm, log._end
-        if log._epoch is not epoch or mm is None:
+        mm, end = log.mapped, log.end_offset
+        if log.epoch is not epoch or mm is None:
             raise StoreClosedError(f"scan of log {log.path} (closed or compacted)")
         if off >= end:
             return
@@ -131,7 +146,7 @@ def _walk_entries(log: LogReader, off: int, epoch: object) -> Iterator[ScanEntry
                 entry = (off, kinds[kb & KIND_MASK], seq, ts / 1e6, exp / 1e6, key, corr, length)
             off += length
             yield entry
-            if log._epoch is not epoch:
+            if log.epoch is not epoch:
                 break
 
 
