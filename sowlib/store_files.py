@@ -1,5 +1,6 @@
-"""Store-level file and path handling: safe topic file names, the store path,
-operating-system errors on store paths, and bounded topic-name regexes.
+"""Store-level file and path handling: safe topic file names, the store path and
+operating-system errors on store paths (and, for its callers, the bounded topic-name
+regexes of :mod:`sowlib.config.pattern`).
 
 Imports ``errors`` and ``config`` only; ``store`` composes it.
 """
@@ -8,15 +9,13 @@ from __future__ import annotations
 
 import os
 import re
-import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TypeVar
 
-import regex
 import xxhash
 
 from sowlib.config.model import check_file_name
+from sowlib.config.pattern import MAX_TOPIC_REGEX, TOPIC_REGEX_SECONDS, TopicPattern
 from sowlib.errors import ConfigError, SowError, StorePathError
 
 __all__ = [
@@ -31,12 +30,7 @@ __all__ = [
 ]
 
 SUFFIX = ".sow"
-#: Longest regular expression accepted for topic names (``SowStore.sow``, ``Pattern``).
-MAX_TOPIC_REGEX = 1000
-#: Seconds one call may spend matching topic names against a regular expression, in all.
-TOPIC_REGEX_SECONDS = 0.25
 _SAFE = re.compile(r"[A-Za-z0-9_\-]")
-_T = TypeVar("_T")
 
 
 def _escape(char: str) -> str:
@@ -103,55 +97,3 @@ def os_errors(path: str, operation: str) -> Iterator[None]:
         raise
     except OSError as exc:
         raise path_error(exc, str(exc.filename or path), operation) from exc
-
-
-class TopicPattern:
-    """A regular expression over topic names with bounded work.
-
-    The text is at most :data:`MAX_TOPIC_REGEX` characters; matching shares a
-    budget of :data:`TOPIC_REGEX_SECONDS` per call of :meth:`select`.
-
-    Raises:
-        ConfigError: the text is too long, not a regular expression, or the
-            budget ran out (naming the pattern and the topic name).
-    """
-
-    def __init__(self, text: object, where: str) -> None:
-        if not isinstance(text, str):
-            raise ConfigError(where, f"{text!r} is not a regular expression string")
-        if len(text) > MAX_TOPIC_REGEX:
-            raise ConfigError(
-                where, f"is {len(text)} characters long; the limit is {MAX_TOPIC_REGEX}"
-            )
-        self.text = text
-        self.where = where
-        try:
-            self._pattern = regex.compile(text)
-        except (regex.error, ValueError, OverflowError, RecursionError) as exc:
-            raise ConfigError(where, f"{text!r} is not a regular expression: {exc}") from None
-
-    def select(self, items: Iterable[tuple[str, _T]]) -> list[_T]:
-        """The values whose name fully matches, in order, within one shared budget."""
-        deadline = time.monotonic() + TOPIC_REGEX_SECONDS
-        out = []
-        for name, value in items:
-            if self.fullmatch(name, deadline):
-                out.append(value)
-        return out
-
-    def fullmatch(self, name: str, deadline: float | None = None) -> bool:
-        """Whether ``name`` fully matches, before ``deadline`` (default: one budget)."""
-        if not isinstance(name, str):
-            return False
-        end = time.monotonic() + TOPIC_REGEX_SECONDS if deadline is None else deadline
-        try:
-            return (
-                self._pattern.fullmatch(name, timeout=max(end - time.monotonic(), 0.001))
-                is not None
-            )
-        except TimeoutError:
-            raise ConfigError(
-                self.where,
-                f"{self.text!r} took over {TOPIC_REGEX_SECONDS}s matching topic names (at"
-                f" {name[:80]!r}); simplify it (nested quantifiers backtrack exponentially)",
-            ) from None

@@ -2,7 +2,7 @@
 
 Parsing is hardened (no DTD, no entities, no network; a DOCTYPE is rejected).
 Imports only ``errors``, ``paths``, ``units``, ``codecs.xml_codec`` (the hardened
-parser), ``config.model`` and ``store_files``; never ``topic`` or ``keys``. Writing
+parser), ``config.model`` and ``config.pattern``; never ``topic`` or ``keys``. Writing
 a topic's XML is :meth:`~sowlib.config.TopicConfig.to_xml`.
 """
 
@@ -18,9 +18,9 @@ from lxml import etree
 
 from sowlib.codecs.xml_codec import hardened_parser
 from sowlib.config.model import CHAINING_OPTIONS, DURABILITIES, TopicConfig
+from sowlib.config.pattern import TopicPattern
 from sowlib.errors import ConfigError, FieldPathError
 from sowlib.paths import parse_path
-from sowlib.store_files import TopicPattern
 from sowlib.units import parse_count, parse_duration, parse_size
 
 __all__ = ["AMPS_VERSION", "IGNORED_SOW_ELEMENTS", "load_config", "load_xml_config"]
