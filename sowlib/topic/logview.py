@@ -8,7 +8,6 @@ has just verified are read in bulk from the file without a second checksum
 
 from __future__ import annotations
 
-import os
 import re
 import struct
 from bisect import bisect_right
@@ -18,10 +17,9 @@ from operator import add, sub
 from typing import Any, NamedTuple
 
 from sowlib.index.types import Key
-from sowlib.storage import MAGIC, LogRecord, RecordKind
+from sowlib.storage import LogRecord, RecordKind
 from sowlib.storage.format import (
     CHECKSUM_SIZE,
-    FILE_HEADER,
     FLAG_RESERVED,
     FLAG_U64_KEY,
     HEAD_U64,
@@ -36,7 +34,7 @@ __all__ = ["Header", "LogView"]
 _HEAD = struct.Struct("<IBBxxI")
 _PUT = int(RecordKind.PUT)
 _PUT_U64 = _PUT | FLAG_U64_KEY
-# Bytes read past the last record of a batch's first offset so that it is whole (a longer
+# Bytes copied past the start of a batch's last record so that it is whole (a longer
 # record sends its batch to the checked read).
 _TAIL = 1 << 16
 # Most bytes one batch of trusted_payloads reads (live records sparse among dead ones).
@@ -145,49 +143,25 @@ class LogView:
         most ``batch`` at a time, checksums not checked again.
 
         For records this open has just verified (its recovery walk checked every one):
-        each batch is one read of the file's bytes and C-level slices. A batch whose
-        bytes do not look like those records (another file generation, another record
-        at an offset) is read again with :meth:`payloads`, which checks everything.
-        O(bytes spanned).
+        each batch is one copy of the mapped bytes and C-level slices. A batch whose bytes
+        do not look like those records is read again with :meth:`payloads`, which checks
+        everything. O(bytes spanned).
         """
         count = len(offsets)
-        fd = -1 if self._memory else self._open_same_file()
-        try:
-            lo = 0
-            while lo < count:
-                hi = min(count, lo + batch)
-                first = offsets[lo]
-                if offsets[hi - 1] - first > _SPAN:
-                    hi = max(lo + 1, bisect_right(offsets, first + _SPAN, lo, hi))
-                chunk = offsets[lo:hi]
-                got = None
-                if fd >= 0:
-                    stop = offsets[hi] if hi < count else self.log.end_offset
-                    data = os.pread(fd, min(stop, chunk[-1] + _TAIL) - first, first)
-                    got = _slice_payloads(data, first, chunk, keys[lo:hi])
-                yield list(self.payloads(chunk)) if got is None else got
-                lo = hi
-        finally:
-            if fd >= 0:
-                os.close(fd)
-
-    def _open_same_file(self) -> int:
-        """A descriptor on the log's file when it is still the generation this log read
-        (a reader's file may have been replaced by a compaction since), else -1."""
-        try:
-            fd = os.open(self.log.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        except OSError:
-            return -1
-        try:
-            head = os.pread(fd, FILE_HEADER.size, 0)
-            if len(head) == FILE_HEADER.size:
-                magic, _v, _f, _len, generation, *_rest = FILE_HEADER.unpack(head)
-                if magic == MAGIC and generation == self.log.generation:
-                    return fd
-        except OSError:
-            pass
-        os.close(fd)
-        return -1
+        lo = 0
+        while lo < count:
+            hi = min(count, lo + batch)
+            first = offsets[lo]
+            if offsets[hi - 1] - first > _SPAN:
+                hi = max(lo + 1, bisect_right(offsets, first + _SPAN, lo, hi))
+            chunk = offsets[lo:hi]
+            mapped = None if self._memory else self.log.mapped  # an append may replace it
+            got = None
+            if mapped is not None:
+                stop = min(offsets[hi] if hi < count else self.log.end_offset, chunk[-1] + _TAIL)
+                got = _slice_payloads(mapped[first:stop], first, chunk, keys[lo:hi])
+            yield list(self.payloads(chunk)) if got is None else got
+            lo = hi
 
     def payloads(self, offsets: list[int]) -> Sequence[bytes]:
         """The payloads at ``offsets``, in order, checksums verified; O(their bytes)."""
