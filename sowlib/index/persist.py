@@ -55,6 +55,8 @@ class _Positions:
     def of(self, keys: set[Key]) -> list[int]:
         """The positions of ``keys``, ascending (a load then reads the key objects in
         the order they were allocated, not scattered over the heap)."""
+        if not keys:
+            return []
         if self._where is None:
             self._where = dict(zip(self.keys, range(len(self.keys)), strict=True))
         return sorted(map(self._where.__getitem__, keys))
