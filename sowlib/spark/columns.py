@@ -41,10 +41,10 @@ from sowlib.expr.nodes import (
 )
 from sowlib.expr.parser import parse
 from sowlib.paths import FieldPath, Step
-from sowlib.spark import _sql as F
-from sowlib.spark import _values as V
-from sowlib.spark._regex import to_java_regex
-from sowlib.spark._sql import S
+from sowlib.spark import sqltext as F
+from sowlib.spark import values as V
+from sowlib.spark.likeregex import to_java_regex
+from sowlib.spark.sqltext import S
 
 __all__ = ["MAX_EXPRESSION_CHARS", "REJECTED_CONSTRUCTS", "to_column"]
 

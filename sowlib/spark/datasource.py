@@ -2,7 +2,7 @@
 
 Planning, reads, writes and commits run in Spark's Python worker processes, so
 everything opens stores by path. Imports pyspark, ``sowlib.store``, ``sowlib.expr``,
-``sowlib.spark._handles`` and ``shards``; never ``storage``.
+``sowlib.spark.handles`` and ``shards``; never ``storage``.
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ from pyspark.sql.types import StructType
 from sowlib.errors import ConfigError
 from sowlib.expr import compile_filter
 from sowlib.query import Record
-from sowlib.spark import _handles
-from sowlib.spark._batches import batch_readable, convert_value, record_batches
-from sowlib.spark._render import json_rows, renders
+from sowlib.spark import handles
+from sowlib.spark.batches import batch_readable, convert_value, record_batches
+from sowlib.spark.render import json_rows, renders
 from sowlib.spark.shards import is_sharded, shard_paths
 from sowlib.store import SowStore
 from sowlib.topic import Topic
 
-__all__ = ["SowDataSource", "SowPushdownReader", "SowReader", "register"]
+__all__ = ["SowDataSource", "SowPushdownReader", "SowReader", "register", "spark_type"]
 
 _SAMPLE = 1_000
 _META = ("_sow_key", "_seq", "_change")
@@ -147,7 +147,8 @@ def translate(flt: Filter, schema: StructType) -> Pushed | None:
     return Pushed(f"{field} {op} {text}", index, op, (value,))
 
 
-def _spark_type(values: list[Any]) -> str:
+def spark_type(values: list[Any]) -> str:
+    """The Spark SQL type of a column holding ``values`` (None ignored; mixed: string)."""
     kinds = {type(v) for v in values if v is not None}
     if kinds == {bool}:
         return "boolean"
@@ -170,7 +171,7 @@ def infer_schema(docs: Sequence[Any]) -> str:
             for name, value in doc.items():
                 if name not in _META:
                     seen.setdefault(str(name), []).append(value)
-    cols = [f"`{n.replace('`', '``')}` {_spark_type(vs)}" for n, vs in seen.items()]
+    cols = [f"`{n.replace('`', '``')}` {spark_type(vs)}" for n, vs in seen.items()]
     return ", ".join([*cols, "_sow_key string", "_seq bigint"])
 
 
@@ -255,7 +256,7 @@ class SowDataSource(DataSource):
         for path in opts.stores():
             if not os.path.isdir(path):
                 continue
-            topic = _topic(_handles.reader(path), opts)
+            topic = _topic(handles.reader(path), opts)
             if topic is not None:
                 docs.extend(r.doc for r in topic.sow(opts.filter, top_n=_SAMPLE))
             if len(docs) >= _SAMPLE:
@@ -332,7 +333,7 @@ class SowReader(DataSourceReader):
         assert isinstance(partition, _StorePartition)
         if not os.path.isdir(partition.path):
             return
-        topic = _topic(_handles.reader(partition.path), self.opts)
+        topic = _topic(handles.reader(partition.path), self.opts)
         if topic is None:
             return
         clauses = [f"({self.opts.filter})"] if self.opts.filter else []
@@ -452,7 +453,7 @@ class SowWriter(DataSourceWriter):
 
 class SowArrowWriter(SowWriter, DataSourceArrowWriter):
     """:class:`SowWriter` for flat rows of plain columns (what the sink renders in the
-    driver, :func:`sowlib.spark._render.renders`): tasks receive Arrow record batches
+    driver, :func:`sowlib.spark.render.renders`): tasks receive Arrow record batches
     and stage them as JSON lines rendered a column at a time, not one Row at a time.
     The JSON is what ``SowSink`` writes for the same rows (doubles in shortest
     round-trip form, non-finite ones as ``"NaN"``/``"Infinity"``/``"-Infinity"``).
@@ -496,7 +497,7 @@ class SowStreamReader(DataSourceStreamReader):
     def _topic(self) -> Topic | None:
         if not os.path.isdir(self.opts.path):
             return None
-        return _topic(_handles.reader(self.opts.path), self.opts)
+        return _topic(handles.reader(self.opts.path), self.opts)
 
     def initialOffset(self) -> dict[str, int]:
         return {"seq": 0}

@@ -24,7 +24,7 @@ from pyspark.util import _local_iterator_from_socket
 
 from sowlib.errors import ConfigError, StoreClosedError
 from sowlib.paths import FieldPath
-from sowlib.spark._render import is_valid_utf8, json_rows, renders
+from sowlib.spark.render import is_valid_utf8, json_rows, renders
 from sowlib.state import StateStore
 from sowlib.store import SowStore
 from sowlib.topic import Topic
@@ -53,7 +53,7 @@ class SowSink:
     binary as base64, nested structs as objects with their NULL fields left out too,
     NULL array elements kept as ``null``). For a JSON topic, flat rows of string,
     boolean, integer and double columns (and a boolean ``delete_column``) are
-    rendered in the driver from the Arrow data instead (:mod:`sowlib.spark._render`:
+    rendered in the driver from the Arrow data instead (:mod:`sowlib.spark.render`:
     the same text, except that doubles are spelled in their shortest round-trip form,
     ``10000000.0`` for Spark's ``1.0E7``); anything else is rendered by Spark. Rows
     are applied in the order the batch yields them (partition by partition).
@@ -208,7 +208,7 @@ class SowSink:
 
         The JSON path for flat rows of plain columns and a boolean ``delete_column``:
         the micro-batch is collected as it is, with no projection to plan, and each
-        Arrow record batch becomes JSON text in Arrow kernels (:mod:`._render`). When
+        Arrow record batch becomes JSON text in Arrow kernels (:mod:`.render`). When
         the topic's key is one top-level field held by a string or integer column,
         that column's values go along, so the topic need not parse them back out of
         the JSON. None for any other batch (and for a topic of another message type,

@@ -19,9 +19,9 @@ from pyspark.sql.pandas.functions import pandas_udf
 
 from sowlib.errors import ConfigError
 from sowlib.paths import parse_path
-from sowlib.spark import _handles
-from sowlib.spark._batches import convert_column
-from sowlib.spark.datasource import _spark_type
+from sowlib.spark import handles
+from sowlib.spark.batches import convert_column
+from sowlib.spark.datasource import spark_type
 from sowlib.store import SowStore
 from sowlib.topic import Topic
 
@@ -44,7 +44,7 @@ def _field_types(
         names = [n.lstrip("/") for n in fields]
         with SowStore(path, readonly=True) as store:
             docs = [r.doc for r in store.topic(topic, message_type).sow(top_n=_SAMPLE)]
-        types = [_spark_type([d.get(n) for d in docs if isinstance(d, dict)]) for n in names]
+        types = [spark_type([d.get(n) for d in docs if isinstance(d, dict)]) for n in names]
     if not names:
         raise ConfigError("fields", "name at least one field to look up")
     if len(set(names)) != len(names):
@@ -183,7 +183,7 @@ def lookup_udf(
     kinds = [f.dataType for f in schema.fields]
 
     def lookup(*cols: pd.Series) -> pd.DataFrame:
-        store = _handles.reader(root, max_age=REFRESH_SECONDS)
+        store = handles.reader(root, max_age=REFRESH_SECONDS)
         t = store.topic(topic, message_type)
         keys = zip(*(c.tolist() for c in cols), strict=True)
         return pd.DataFrame(_lookup_columns(t, paths, keys, names, kinds), dtype=object)
@@ -225,7 +225,7 @@ def lookup_map_in_pandas(
     key_list = list(key_cols)
 
     def enrich(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        store = _handles.reader(root, max_age=REFRESH_SECONDS)
+        store = handles.reader(root, max_age=REFRESH_SECONDS)
         t = store.topic(topic, message_type)
         for batch in batches:
             values = zip(*(batch[c].tolist() for c in key_list), strict=True)

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 T = pytest.importorskip("pyspark.sql.types")
 
 from sowlib import SowStore  # noqa: E402  (after the skip)
-from sowlib.spark._batches import (  # noqa: E402
+from sowlib.spark.batches import (  # noqa: E402
     batch_readable,
     convert_value,
     record_batches,

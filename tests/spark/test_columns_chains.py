@@ -77,9 +77,9 @@ def test_issue16_chain_past_the_parser_limit_is_unsupported(n: int) -> None:
 
 
 def test_issue16_chain_text_grows_linearly(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sowlib.spark import _sql, columns, to_column
+    from sowlib.spark import columns, sqltext, to_column
 
-    monkeypatch.setattr(_sql, "to_spark", lambda expr: len(expr.sql))
+    monkeypatch.setattr(sqltext, "to_spark", lambda expr: len(expr.sql))
     monkeypatch.setattr(columns, "MAX_EXPRESSION_CHARS", 10**9)
     for text_of in (
         lambda n: " AND ".join(f"/a != {i}" for i in range(n)),

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 pa = pytest.importorskip("pyarrow")
 T = pytest.importorskip("pyspark.sql.types")
 
-from sowlib.spark._render import json_rows, renders  # noqa: E402  (after the skips)
+from sowlib.spark.render import json_rows, renders  # noqa: E402  (after the skips)
 
 pytestmark = pytest.mark.spark
 
@@ -140,7 +140,7 @@ def test_which_spark_types_are_rendered() -> None:
 def test_rows_that_could_outgrow_32_bit_offsets_are_joined_as_large_text(
     monkeypatch: pytest.MonkeyPatch, large_input: bool
 ) -> None:
-    from sowlib.spark import _render
+    from sowlib.spark import render
 
     text = pa.large_string() if large_input else pa.string()
     batch = pa.RecordBatch.from_pydict(
@@ -153,7 +153,7 @@ def test_rows_that_could_outgrow_32_bit_offsets_are_joined_as_large_text(
         }
     )
     small = json_rows(batch, batch.schema.names, range(5))
-    monkeypatch.setattr(_render, "_LARGE_AT", 0)
+    monkeypatch.setattr(render, "_LARGE_AT", 0)
     assert json_rows(batch, batch.schema.names, range(5)) == small
     assert small == [
         b'{"s":"a\\"","t":"x","b":true,"d":1.0}',
@@ -175,10 +175,10 @@ def test_bytes_that_are_not_utf8_become_replacement_characters() -> None:
 
 
 def test_without_orjson_the_same_rows_are_written(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sowlib.spark import _render
+    from sowlib.spark import render
 
     texts = pa.array(['q"', "\\", "é\n\x01", None])
     batch = pa.RecordBatch.from_pydict({"s": texts, "n": [1, 2, 3, 4]})
     with_orjson = json_rows(batch, ['na"me', "n"], [0, 1])
-    monkeypatch.setattr(_render, "orjson", None)
+    monkeypatch.setattr(render, "orjson", None)
     assert json_rows(batch, ['na"me', "n"], [0, 1]) == with_orjson

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sowlib.errors import ConfigError
-from sowlib.spark import _handles
+from sowlib.spark import handles
 from sowlib.spark.udf import lookup_map_in_pandas, lookup_udf
 from sowlib.store import SowStore
 
@@ -54,19 +54,19 @@ def test_lookup_map_in_pandas_appends_columns(spark: Any, store_path: Path) -> N
 
 
 def test_handles_are_cached_and_refreshed(store_path: Path) -> None:
-    first = _handles.reader(store_path)
-    assert _handles.reader(store_path) is first
+    first = handles.reader(store_path)
+    assert handles.reader(store_path) is first
     with SowStore(store_path) as store:
         store.topic("customers").publish({"customerId": 1, "name": "renamed"})
-    topic = _handles.reader(store_path).topic("customers")
+    topic = handles.reader(store_path).topic("customers")
     assert topic.get(topic.key_for({"customerId": 1})).doc["name"] == "renamed"  # type: ignore[union-attr]
-    _handles.clear()
+    handles.clear()
     assert first.closed
 
 
 def _old_lookup(topic: Any, build: Any, values: Any, names: list[str], kinds: list[Any]) -> Any:
     """The lookup as first written: the key of the document the values make."""
-    from sowlib.spark._batches import convert_value
+    from sowlib.spark.batches import convert_value
 
     rec = None
     if not any(v is None for v in values):

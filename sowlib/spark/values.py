@@ -2,7 +2,7 @@
 
 A :class:`Val` carries a per-row type tag plus a long, a double and a string
 view, so comparison, arithmetic and truth follow ``sowlib.expr.runtime``
-exactly. Imports ``sowlib.spark._sql`` only (SQL text, no JVM calls).
+exactly. Imports ``sowlib.spark.sqltext`` only (SQL text, no JVM calls).
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from collections.abc import Callable, Mapping
 
 import attrs
 
-from sowlib.spark import _sql as F
-from sowlib.spark._sql import S
+from sowlib.spark import sqltext as F
+from sowlib.spark.sqltext import S
 
 __all__ = [
     "NULL",
