@@ -47,7 +47,7 @@ def infer_scalar(text: str) -> Any:
     first = text[0]
     if first not in NUMBER_START:
         return text
-    # str methods instead of a regular expression: 5-10x faster on this hot path.
+    # str methods instead of a regular expression: no regex call on this hot path.
     # isdigit() also accepts non-ASCII digits, hence the isascii() checks.
     digits = text[1:] if first in "+-" else text
     if digits.isdigit():

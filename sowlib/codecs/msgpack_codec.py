@@ -54,8 +54,8 @@ def _key_text(key: Any) -> str:
 
 # Bytes that can start a bin value (0xc4-0xc6, possibly a bin map key) or a timestamp
 # (fixext 4/8: 0xd6/0xd7, ext 8: 0xc7). Documents without any of them take the plain
-# C unpacker; the others pay for Python hooks on every map and array (2x slower,
-# measured). A false positive (one of these bytes inside a float) only costs speed.
+# C unpacker; the others pay for Python hooks on every map and array. A false
+# positive (one of these bytes inside a float) only costs speed.
 _SLOW_MARKERS = bytes(b for b in range(256) if b not in (0xC4, 0xC5, 0xC6, 0xC7, 0xD6, 0xD7))
 
 

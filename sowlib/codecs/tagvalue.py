@@ -49,8 +49,8 @@ class _TagValueCodec:
 
     separator: bytes = attrs.field(default=SOH, converter=separator_bytes)
     # A one-character ASCII separator lets both directions work on str in one pass
-    # and check every field at once (3-4x faster, measured); others take the
-    # field-by-field path, which is also where every error is reported from.
+    # and check every field at once; others take the field-by-field path, which is
+    # also where every error is reported from.
     _fast_sep: str | None = attrs.field(init=False, eq=False, repr=False)
 
     name = "tagvalue"

@@ -25,7 +25,7 @@ _TAG = re.compile(rb"<(/?" + _NAME.encode() + rb")>")
 # reference, no control character (rejected) or carriage return (normalised). No ">"
 # either, so no "]]>" (not allowed in text) and no scan for it: producers write "&gt;"
 # anyway. The non-characters U+FFFE/U+FFFF are looked for in the decoded text (O(1) in
-# ASCII text): in the set, they make compiling a pattern four times slower (measured).
+# ASCII text): in the character set, they make compiling a pattern much slower.
 _TEXT = "([^<&>\x00-\x08\x0b-\x1f]*)"
 # The separator between messages: "&" cannot occur in a flat document's text or tags.
 _SEP = b"&"

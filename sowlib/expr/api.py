@@ -228,8 +228,8 @@ def compile_filter(text: str | Filter) -> Filter:
                 _cache.move_to_end(text)
         return hit[0]
     # Compiling allocates about a thousand tokens, nodes and closures: the cyclic GC
-    # would scan them once or twice per filter (~15% of the time, measured) although
-    # nothing built here is garbage yet; the tokens are freed before the next pass.
+    # would scan them once or twice per filter although nothing built here is garbage
+    # yet; the tokens are freed before the next pass.
     with paused_gc():
         f = Filter.from_node(parse(text), text)
     _remember(text, f)

@@ -21,6 +21,7 @@ from typing import Any
 
 from sowlib.expr import runtime
 from sowlib.expr.context import EvalContext
+from sowlib.expr.operators import SAFE_INT
 
 __all__ = ["SAFE_INT", "field_compare"]
 
@@ -28,7 +29,6 @@ Compiled = Callable[[Any, EvalContext | None], Any]
 Getter = Callable[[Any], Any]
 
 #: Integers below this magnitude convert to float exactly (spec §2.4 row 3 promotion).
-SAFE_INT = 2**53
 _S = SAFE_INT
 _slow = runtime.compare_any
 

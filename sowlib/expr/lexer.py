@@ -9,13 +9,12 @@ the closing-quote escape, for LIKE and REGEXP_REPLACE patterns. Imports only
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 
 from sowlib.errors import FieldPathError, FilterSyntaxError
 from sowlib.expr.tokens import Kind, Token
 from sowlib.paths import parse_path
 
-__all__ = ["U64_MAX", "pattern_body", "tokenize", "tokenize_general", "unescape"]
+__all__ = ["U64_MAX", "pattern_body", "tokenize", "unescape"]
 
 #: Largest integer literal (values above the signed maximum are unsigned 64-bit).
 U64_MAX = 2**64 - 1
@@ -25,24 +24,6 @@ _PATH = re.compile(r"(?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[[0-9]+\])?)+")
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPS = ("==", "!=", "<>", "<=", ">=", "=", "<", ">", "+", "-", "*", "/", "%")
-# The common tokens, one group each. Only text that the dispatch in _token() reads the
-# same way matches here: a number followed by a letter, digit, '_', '.', '@' or any
-# non-ASCII character, a string with a backslash, '.5', '[/...]' and every error go
-# through _token().
-_COMMON = (
-    r"((?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[[0-9]+\])?)+)"  # field path
-    r"|(?![rR]['\"])([A-Za-z_][A-Za-z0-9_]*)"  # word
-    r"|(==|!=|<>|<=|>=|[=<>+*%-]|/(?![0-9_@A-Za-z]))"  # operator
-    r"|([(),])"  # punctuation
-    r"|([0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)(?![A-Za-z0-9_.@]|[^\x00-\x7f])"  # number
-    r"|('[^'\\]*'|\"[^\"\\]*\")"  # string without escapes
-    r"|([rR](?:'[^']*'|\"[^\"]*\"))"  # raw string
-)
-# Whitespace, then a common token or any one character (where _token() takes over):
-# every position matches, so findall() returns the tokens in order with nothing skipped.
-_SCAN = re.compile(r"([ \t\n\r\f\v]*)(?:" + _COMMON + r"|([\s\S]))")
-_K_PATH, _K_WORD, _K_OP, _K_NUMBER = Kind.PATH, Kind.WORD, Kind.OP, Kind.NUMBER
-_K_STRING, _K_RAW_STRING, _K_EOF = Kind.STRING, Kind.RAW_STRING, Kind.EOF
 _PUNCT = {"(": Kind.LPAREN, ")": Kind.RPAREN, ",": Kind.COMMA}
 _CANON = {"==": "=", "<>": "!="}
 _SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r"}
@@ -61,64 +42,11 @@ def _found(text: str, pos: int) -> str:
 
 
 def tokenize(text: str) -> list[Token]:
-    """Split ``text`` into tokens, ending with an EOF token.
+    """Split ``text`` into tokens, ending with an EOF token; O(len(text)).
 
     Raises:
         FilterSyntaxError: an unknown character, an unterminated string, a
             malformed number or field path; ``offset`` points at it.
-    """
-    out: list[Token] = []
-    append = out.append
-    new = tuple.__new__  # a Token without its Python-level __new__ (compile time)
-    # one findall() for the whole text (no method call per token); after a token that
-    # needs _token(), the rest is read lazily (finditer) so that many such tokens
-    # cost linear time
-    rows: Iterable[tuple[str, ...]] = _SCAN.findall(text)
-    pos = start = 0
-    body = ""
-    while True:
-        try:
-            for ws, path, word, op, punct, number, string, raw, _ in rows:
-                start = pos + len(ws)
-                if path:
-                    pos = start + len(body := path)
-                    tok = new(Token, (_K_PATH, path, parse_path(path), start, pos))
-                elif word:
-                    pos = start + len(word)
-                    tok = new(Token, (_K_WORD, word, word.upper(), start, pos))
-                elif op:
-                    pos = start + len(op)
-                    tok = new(Token, (_K_OP, op, _CANON.get(op, op), start, pos))
-                elif string:
-                    pos = start + len(string)
-                    tok = new(Token, (_K_STRING, string, string[1:-1], start, pos))
-                elif number:
-                    pos = start + len(number)
-                    value = _number_value(text, number, start)
-                    tok = new(Token, (_K_NUMBER, number, value, start, pos))
-                elif punct:
-                    pos = start + 1
-                    tok = new(Token, (_PUNCT[punct], punct, punct, start, pos))
-                elif raw:
-                    pos = start + len(raw)
-                    tok = new(Token, (_K_RAW_STRING, raw, raw[2:-1], start, pos))
-                else:  # any other character: _token() reads from before the whitespace
-                    break
-                append(tok)
-        except FieldPathError as exc:  # only parse_path raises it
-            raise _error(text, start + exc.offset, "a field path", repr(body)) from None
-        tok = _token(text, pos)
-        append(tok)
-        if tok.kind is _K_EOF:
-            return out
-        pos = tok.end
-        rows = map(re.Match.groups, _SCAN.finditer(text, pos))
-
-
-def tokenize_general(text: str) -> list[Token]:
-    """:func:`tokenize` without its fast path: one token at a time through the dispatch.
-
-    The reference the fast path is tested against; same tokens, same errors.
     """
     out: list[Token] = []
     pos = 0

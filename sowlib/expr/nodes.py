@@ -36,11 +36,6 @@ __all__ = [
     "Or",
     "arith_chain",
     "chain",
-    "new_and",
-    "new_compare",
-    "new_field",
-    "new_literal",
-    "new_or",
     "walk",
 ]
 
@@ -300,73 +295,6 @@ Node: TypeAlias = (
     | Or
     | Call
 )
-
-
-# Positional constructors for the nodes a parse makes most (compile time is a target).
-# attrs' __init__ of a frozen class sets each field through object.__setattr__; these
-# store into the slots directly, in about half the time. Nodes have no validators or
-# converters to skip; tests check that both ways build equal nodes, positions included.
-_new = object.__new__
-_LIT = tuple(Literal.__dict__[f].__set__ for f in ("value", "start", "end"))
-_FLD = tuple(Field.__dict__[f].__set__ for f in ("path", "start", "end"))
-_CMP = tuple(Compare.__dict__[f].__set__ for f in ("op", "left", "right", "start", "end"))
-_AND = tuple(And.__dict__[f].__set__ for f in ("left", "right", "start", "end"))
-_OR = tuple(Or.__dict__[f].__set__ for f in ("left", "right", "start", "end"))
-
-
-def new_literal(value: int | float | str | None, start: int, end: int) -> Literal:
-    """``Literal(value, start=start, end=end)``, faster."""
-    node: Literal = _filled(Literal, _LIT, (value, start, end))
-    return node
-
-
-def new_field(path: FieldPath, start: int, end: int) -> Field:
-    """``Field(path, start=start, end=end)``, faster."""
-    node: Field = _filled(Field, _FLD, (path, start, end))
-    return node
-
-
-def _filled(cls: type[Any], setters: tuple[Any, ...], values: tuple[Any, ...]) -> Any:
-    """A ``cls`` node whose slots ``setters`` store ``values`` (no ``__init__`` run)."""
-    node = _new(cls)
-    if len(values) == 3:  # literals and fields, the commonest: unrolled
-        first, second, third = setters
-        first(node, values[0])
-        second(node, values[1])
-        third(node, values[2])
-        return node
-    for store, value in zip(setters, values, strict=True):
-        store(node, value)
-    return node
-
-
-def new_compare(op: str, left: Node, right: Node) -> Compare:
-    """``Compare(op, left, right)`` spanning from ``left`` to ``right``, faster."""
-    node: Compare = _new(Compare)
-    set_op, set_left, set_right, set_start, set_end = _CMP
-    set_op(node, op)
-    set_left(node, left)
-    set_right(node, right)
-    set_start(node, left.start)
-    set_end(node, right.end)
-    return node
-
-
-def new_and(left: Node, right: Node) -> And:
-    """``And(left, right)`` spanning from ``left`` to ``right``, faster."""
-    node: And = _new_logic(And, _AND, left, right)
-    return node
-
-
-def new_or(left: Node, right: Node) -> Or:
-    """``Or(left, right)`` spanning from ``left`` to ``right``, faster."""
-    node: Or = _new_logic(Or, _OR, left, right)
-    return node
-
-
-def _new_logic(cls: type[Any], setters: tuple[Any, ...], left: Node, right: Node) -> Any:
-    """An ``And``/``Or`` node built by storing into its slots with ``setters``."""
-    return _filled(cls, setters, (left, right, left.start, right.end))
 
 
 def chain(node: And | Or) -> list[Node]:

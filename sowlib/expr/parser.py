@@ -17,11 +17,14 @@ from sowlib.expr import like
 from sowlib.expr.functions import FUNCTIONS
 from sowlib.expr.lexer import pattern_body, tokenize, unescape
 from sowlib.expr.nodes import (
+    And,
     Arith,
     BeginsWith,
     Between,
     Call,
+    Compare,
     EndsWith,
+    Field,
     InList,
     IsNaN,
     IsNull,
@@ -30,12 +33,9 @@ from sowlib.expr.nodes import (
     Neg,
     Node,
     Not,
-    new_and,
-    new_compare,
-    new_field,
-    new_literal,
-    new_or,
+    Or,
 )
+from sowlib.expr.operators import COMPARISONS
 from sowlib.expr.tokens import Kind, Token
 from sowlib.paths import FieldPath
 
@@ -47,16 +47,14 @@ __all__ = ["MAX_NESTING", "parse"]
 #: Parsing, compiling and evaluating recurse once per level, so this bounds the stack.
 MAX_NESTING = 32
 
-# Kind members as module globals: ``Kind.WORD`` is an attribute lookup through the enum
-# metaclass (~40 ns) and parsing a filter tests kinds a few hundred times
+# Kind members as module globals: a parse tests token kinds a few hundred times, and
+# ``Kind.WORD`` is an attribute lookup through the enum's metaclass each time.
 _WORD, _OP, _PATH, _NUMBER = Kind.WORD, Kind.OP, Kind.PATH, Kind.NUMBER
 _STRING, _RAW_STRING, _EOF = Kind.STRING, Kind.RAW_STRING, Kind.EOF
 _LPAREN, _RPAREN, _COMMA = Kind.LPAREN, Kind.RPAREN, Kind.COMMA
-_COMPARE = frozenset({"=", "!=", "<", "<=", ">", ">="})
 _NEGATABLE = frozenset({"BETWEEN", "IN", "LIKE", "BEGINS", "ENDS"})
 _VALUE_WORDS = frozenset({"NULL", "TRUE", "FALSE"})
 _I64_MIN = -(2**63)
-_ARITH = frozenset({"+", "-", "*", "/", "%"})
 
 
 def parse(text: str) -> Node:
@@ -86,6 +84,7 @@ class _Parser:
         return self.tokens[min(self.i + 1, len(self.tokens) - 1)]
 
     def advance(self) -> Token:
+        """Step past the current token (never past EOF) and return it."""
         tok = self.tok
         if tok.kind is not _EOF:
             self.i += 1
@@ -128,24 +127,20 @@ class _Parser:
             raise self.fail("an operator or end of input")
         return node
 
-    # The hot loops below step over a token they have just checked (never EOF) with
-    # ``self.i += 1; self.tok = ...`` instead of advance(): compile time is a target.
     def or_expr(self) -> Node:
         left = self.and_expr()
         while (tok := self.tok).value == "OR" and tok.kind is _WORD:
-            self.i += 1
-            self.tok = self.tokens[self.i]
+            self.advance()
             right = self.and_expr()
-            left = new_or(left, right)
+            left = Or(left, right, start=left.start, end=right.end)
         return left
 
     def and_expr(self) -> Node:
         left = self.not_expr()
         while (tok := self.tok).value == "AND" and tok.kind is _WORD:
-            self.i += 1
-            self.tok = self.tokens[self.i]
+            self.advance()
             right = self.not_expr()
-            left = new_and(left, right)
+            left = And(left, right, start=left.start, end=right.end)
         return left
 
     def not_expr(self) -> Node:
@@ -160,11 +155,10 @@ class _Parser:
     def predicate(self) -> Node:
         left = self.additive()
         tok = self.tok
-        if tok.kind is _OP and tok.value in _COMPARE:
-            self.i += 1
-            self.tok = self.tokens[self.i]
+        if tok.kind is _OP and tok.value in COMPARISONS:
+            self.advance()
             right = self.additive()
-            return new_compare(str(tok.value), left, right)
+            return Compare(str(tok.value), left, right, start=left.start, end=right.end)
         if tok.kind is not _WORD:
             return left
         negated = False
@@ -231,21 +225,6 @@ class _Parser:
         return tuple(items), end
 
     def additive(self) -> Node:
-        tok = self.tok
-        kind = tok.kind
-        if kind is _PATH or kind is _NUMBER or kind is _STRING or kind is _RAW_STRING:
-            # a value alone (no arithmetic after it): skip the four levels below
-            nxt = self.tokens[self.i + 1]
-            if nxt.kind is _OP:
-                alone = nxt.value not in _ARITH
-            else:
-                alone = nxt.kind is not _WORD or nxt.value != "MOD"
-            if alone:
-                return self.primary()
-        return self.arithmetic()
-
-    def arithmetic(self) -> Node:
-        """The general rule of :meth:`additive` (its fast path is tested against it)."""
         left = self.multiplicative()
         while self.tok.kind is _OP and self.tok.value in ("+", "-"):
             op = str(self.advance().value)
@@ -285,22 +264,19 @@ class _Parser:
         tok = self.tok
         kind = tok.kind
         if kind is _PATH:
-            self.i += 1
-            self.tok = self.tokens[self.i]
+            self.advance()
             assert isinstance(tok.value, FieldPath)
-            return new_field(tok.value, tok.start, tok.end)
+            return Field(tok.value, start=tok.start, end=tok.end)
         if kind is _NUMBER:
-            self.i += 1
-            self.tok = self.tokens[self.i]
+            self.advance()
             assert isinstance(tok.value, int | float)
-            return new_literal(tok.value, tok.start, tok.end)
+            return Literal(tok.value, start=tok.start, end=tok.end)
         if kind is _STRING or kind is _RAW_STRING:
-            self.i += 1
-            self.tok = self.tokens[self.i]
+            self.advance()
             body = str(tok.value)
             if kind is _STRING:
                 body = unescape(body, self.text, tok.start + 1)
-            return new_literal(body or None, tok.start, tok.end)
+            return Literal(body or None, start=tok.start, end=tok.end)
         if tok.kind is _LPAREN:
             self.enter(tok)
             self.advance()

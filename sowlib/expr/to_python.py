@@ -37,13 +37,13 @@ from sowlib.expr.nodes import (
     arith_chain,
     chain,
 )
+from sowlib.expr.operators import FLIP
 from sowlib.paths import FieldPath
 
 __all__ = ["Compiled", "boolean_nodes", "compile_node", "compile_tree", "is_boolean"]
 
 Compiled = Callable[[Any, EvalContext | None], Any]
 
-_FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
 _PREDICATES = (Compare, Between, InList, Like, BeginsWith, EndsWith, IsNull, IsNaN)
 _LOGIC = (And, Or, Not)
 
@@ -243,7 +243,7 @@ def _key(path: FieldPath) -> str | None:
 
 def _compare(op: str, a: Node, b: Node) -> Compiled:
     if isinstance(b, Field) and isinstance(a, Literal):
-        a, b, op = b, a, _FLIP[op]
+        a, b, op = b, a, FLIP[op]
     if isinstance(a, Field) and isinstance(b, Literal):
         lit = b.value
         if lit is None:

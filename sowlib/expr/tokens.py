@@ -51,8 +51,8 @@ KEYWORDS = frozenset(
 class Token(NamedTuple):
     """One token: its kind, the source ``text`` and a cooked ``value``.
 
-    A named tuple: a filter of 20 clauses makes about 90 of them, and compile
-    time is a target (a tuple is built several times faster than a frozen class).
+    A named tuple: a filter of 20 clauses makes about 90 of them, and a tuple is
+    the cheapest immutable object to build.
 
     ``value`` is the number for NUMBER, the unescaped string for STRING and
     RAW_STRING (the raw body for RAW_STRING), the upper-cased word for WORD,

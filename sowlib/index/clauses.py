@@ -25,13 +25,13 @@ from sowlib.expr.nodes import (
     Neg,
     Node,
 )
+from sowlib.expr.operators import FLIP
 from sowlib.index.memo import ALL, Interval, Region
 from sowlib.index.values import EXACT_LIMIT, to_number
 from sowlib.paths import FieldPath
 
 __all__ = ["conjuncts", "equality", "like_prefix", "literal_value", "regions"]
 
-_FLIP = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<=", "!=": "!="}
 # The literal characters after a leading '^', up to the first metacharacter.
 _PREFIX = re.compile(r"\^([^\\.^$|?*+()\[\]{}]*)(.?)")
 # First characters the text of a number can start with (``-1``, ``inf``...).
@@ -76,7 +76,7 @@ def _field_compare(node: Compare) -> tuple[FieldPath, str, Any] | None:
         if isinstance(node.left, Field):
             return node.left.path, node.op, literal_value(node.right)
         if isinstance(node.right, Field):
-            return node.right.path, _FLIP[node.op], literal_value(node.left)
+            return node.right.path, FLIP[node.op], literal_value(node.left)
     except _NoLiteral:
         return None
     return None

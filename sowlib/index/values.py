@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, MutableSequence, Sequence
 from typing import Any
 
 from sowlib.document import MISSING, canonical_text
+from sowlib.expr.operators import SAFE_INT
 from sowlib.expr.runtime import parse_number
 from sowlib.index.types import Key
 from sowlib.paths import FieldPath, parse_path
@@ -36,7 +37,7 @@ __all__ = [
 #: Integers at or beyond this magnitude lose precision when promoted to float
 #: (spec §2.4 row 3), so text equality and numeric equality can disagree: such
 #: values are never filed under a text key and such literals never use a lookup.
-EXACT_LIMIT = 2**53
+EXACT_LIMIT = SAFE_INT
 
 
 def as_path(path: str | FieldPath) -> FieldPath:

@@ -146,7 +146,7 @@ KINDS: tuple[RecordKind | None, ...] = (
     RecordKind.EXPIRE,
     *(None,) * (KIND_MASK - 3),
 )
-"""Kind by ``kind_byte & KIND_MASK``; indexing a tuple is ~20x faster than ``RecordKind(v)``."""
+"""Kind by ``kind_byte & KIND_MASK``: a tuple index, not an enum lookup, per record."""
 
 
 class LogRecord(NamedTuple):

@@ -264,7 +264,7 @@ class LogReader:
         self._verified_from = off
 
     def scan(self, start: int | None = None) -> Iterator[LogRecord]:
-        """Yield records in file order from ``start`` (default: the first); ~1 µs per record.
+        """Yield records in file order from ``start`` (default: the first); O(records).
 
         Records were verified when they were recovered, refreshed or written, so the scan
         does not recheck checksums (``read`` and ``check`` do). Records appended while the
