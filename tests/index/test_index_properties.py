@@ -9,7 +9,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import sowlib.index.planner
-import sowlib.query
+import sowlib.query.pipeline
 from sowlib.query import QueryOptions, run_query
 from tests.index.fakes import FakeSource, compile_filter
 
@@ -161,7 +161,7 @@ def _check(ops: list[tuple[str, Any]], text: str, order: str | None, top: int | 
                 # Use every index however unselective, and always walk memo(/a).
                 mp.setattr(sowlib.index.planner, "_MEMO_MAX_FRACTION", float("inf"))
                 mp.setattr(sowlib.index.planner, "_INTERSECT_RATIO", float("inf"))
-                mp.setattr(sowlib.query, "_WALK_RATIO", 0)
+                mp.setattr(sowlib.query.pipeline, "WALK_RATIO", 0)
             got = [r.sow_key for r in run_query(source, compile_filter(text), options)]
         if options.order_by is not None or options.skip_n:
             assert got == page
