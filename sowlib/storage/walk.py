@@ -209,7 +209,15 @@ _digest = xxhash.xxh3_64_digest
 
 
 def read_put(buf: Buf, off: int, limit: int, file: str) -> PutFields:
-    """:func:`read_puts` of one offset, without the batch's set-up (the by-key read)."""
+    """The verified fields of the PUT record at ``off``; O(record size).
+
+    What ``decode_record`` checks: the common record (a PUT with a u64 key and nothing
+    optional) in a few operations, any other through ``decode_record`` itself, which
+    also raises for a record that is not intact.
+
+    Raises:
+        CorruptRecordError: no intact record starts at ``off``.
+    """
     if 0 <= off <= limit - _FAST_OVERHEAD:
         length, marker, kb, k, p, seq, ts, _word = _unpack_u64_head(buf, off)
         nxt = off + length
@@ -223,44 +231,15 @@ def read_put(buf: Buf, off: int, limit: int, file: str) -> PutFields:
             end = nxt - 8
             if _digest(buf[off:end]) == buf[end:nxt]:
                 return seq, ts / 1e6, 0.0, b"", length, buf[off + _PAYLOAD_AT : end]
-    return read_puts(buf, [off], limit, file)[0]
+    rec = decode_record(buf, off, limit, file)  # raises when not intact
+    size = PREFIX.unpack_from(buf, off)[0]
+    return rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size, rec.payload
 
 
 def read_puts(buf: Buf, offsets: list[int], limit: int, file: str) -> list[PutFields]:
-    """The verified fields of the record at each of ``offsets`` (in that order); O(bytes).
-
-    What ``decode_record`` checks, for many records at once: the common record (a PUT
-    with a u64 key and nothing optional) in a few operations, any other through
-    ``decode_record`` itself, which also raises for a record that is not intact.
+    """:func:`read_put` of each of ``offsets``, in that order; O(their bytes).
 
     Raises:
         CorruptRecordError: no intact record starts at one of ``offsets``.
     """
-    unpack = HEAD_U64.unpack_from
-    digest = xxhash.xxh3_64_digest
-    marker_ok = RECORD_MARKER
-    put_u64 = int(RecordKind.PUT) | FLAG_U64_KEY
-    fast_overhead = _FAST_OVERHEAD
-    payload_at = HEAD_U64.size
-    stop = limit - _FAST_OVERHEAD
-    out: list[PutFields] = []
-    add = out.append
-    for off in offsets:
-        if 0 <= off <= stop:
-            length, marker, kb, k, p, seq, ts, _word = unpack(buf, off)
-            nxt = off + length
-            if (
-                kb == put_u64
-                and marker == marker_ok
-                and k == 8
-                and length == p + fast_overhead
-                and nxt <= limit
-            ):
-                end = nxt - 8
-                if digest(buf[off:end]) == buf[end:nxt]:
-                    add((seq, ts / 1e6, 0.0, b"", length, buf[off + payload_at : end]))
-                    continue
-        rec = decode_record(buf, off, limit, file)  # raises when not intact
-        size = PREFIX.unpack_from(buf, off)[0]
-        add((rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, size, rec.payload))
-    return out
+    return [read_put(buf, off, limit, file) for off in offsets]
