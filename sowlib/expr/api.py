@@ -30,6 +30,7 @@ __all__ = [
     "Filter",
     "Matcher",
     "cache_bytes",
+    "cached_texts",
     "clear_cache",
     "compile_filter",
     "filter_cost",
@@ -201,6 +202,11 @@ def _remember(key: str, f: Filter) -> None:
 def cache_bytes() -> int:
     """Approximate bytes (:func:`filter_cost`) the cached filters hold now."""
     return _bytes
+
+
+def cached_texts() -> list[str]:
+    """The texts of the cached filters, least recently used first."""
+    return list(_cache)
 
 
 def compile_filter(text: str | Filter) -> Filter:

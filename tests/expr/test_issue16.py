@@ -184,11 +184,11 @@ def test_issue16_filter_cache_is_bounded_by_bytes(monkeypatch: pytest.MonkeyPatc
     for i in range(40):
         compile_filter(f"/a{i} IN ({big})")
     assert expr_api.cache_bytes() <= 4_000_000
-    assert len(expr_api._cache) < 40
+    assert len(expr_api.cached_texts()) < 40
     # a filter larger than the whole cache is compiled but not kept
     huge = compile_filter("/z IN (" + ", ".join(str(i) for i in range(30_000)) + ")")
     assert huge.matches({"z": 29_999})
-    assert huge.text not in expr_api._cache
+    assert huge.text not in expr_api.cached_texts()
     clear_cache()
     assert expr_api.cache_bytes() == 0
 
