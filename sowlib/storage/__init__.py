@@ -6,9 +6,12 @@ The on-disk format is specified in ``docs/storage-format.md``.
 """
 
 from sowlib.storage.format import FORMAT_VERSION, MAGIC, FileHeader, LogRecord, RecordKind
+from sowlib.storage.framing import framed_size
 from sowlib.storage.fs import FileSystem
 from sowlib.storage.lock import WriterLock
 from sowlib.storage.log import AppendLog
+from sowlib.storage.memory import MemoryLog
+from sowlib.storage.protocol import Log
 from sowlib.storage.recovery import RecoveryReport, VerifyReport, read_header, verify
 
 __all__ = [
@@ -17,11 +20,14 @@ __all__ = [
     "AppendLog",
     "FileHeader",
     "FileSystem",
+    "Log",
     "LogRecord",
+    "MemoryLog",
     "RecordKind",
     "RecoveryReport",
     "VerifyReport",
     "WriterLock",
+    "framed_size",
     "read_header",
     "verify",
 ]

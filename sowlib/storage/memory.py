@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from sowlib.errors import StoreClosedError
-from sowlib.storage import LogRecord, RecordKind
+from sowlib.storage.format import LogRecord, RecordKind
 
 __all__ = ["MemoryLog"]
 
@@ -38,6 +38,11 @@ class MemoryLog:
     @property
     def closed(self) -> bool:
         return self._closed
+
+    @property
+    def record_count(self) -> int:
+        """Records held (every kind, superseded versions included)."""
+        return sum(r is not None for r in self._records)
 
     def _check(self) -> None:
         if self._closed:

@@ -29,7 +29,7 @@ from sowlib.keys import validate_user_key
 from sowlib.progress import ProgressArg, track
 from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
-from sowlib.storage import RecordKind
+from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic.checks import check_topic, topic_stats
 from sowlib.topic.loader import Progress, checkpoint_blob, load
@@ -61,7 +61,7 @@ class Topic:
     def __init__(
         self,
         config: TopicConfig,
-        log: Any,
+        log: Log,
         *,
         clock: Callable[[], float],
         readonly: bool = False,

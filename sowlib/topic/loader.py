@@ -55,7 +55,7 @@ def _state(writer: Writer) -> tuple[Any, ...]:
     """What changes with every publish, delete, expiration, compaction or index added."""
     log = writer.log.log
     return (
-        getattr(log, "generation", 0),
+        log.generation,
         log.end_offset,
         log.record_count,
         len(writer.keys),

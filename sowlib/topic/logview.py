@@ -14,10 +14,10 @@ from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from itertools import repeat
 from operator import add, sub
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from sowlib.index.types import Key
-from sowlib.storage import LogRecord, RecordKind
+from sowlib.storage import AppendLog, Log, LogRecord, RecordKind
 from sowlib.storage.format import (
     CHECKSUM_SIZE,
     FLAG_RESERVED,
@@ -55,11 +55,13 @@ class Header(NamedTuple):
 class LogView:
     """Reads of one topic's log; O(1) per header, O(record) per payload."""
 
-    __slots__ = ("_memory", "log")
+    __slots__ = ("_memory", "file", "log")
 
-    def __init__(self, log: Any) -> None:
+    def __init__(self, log: Log) -> None:
         self.log = log
-        self._memory = not hasattr(log, "read_entry")
+        #: The log as a file (its header, batch and byte reads), None in memory.
+        self.file: AppendLog | None = log if isinstance(log, AppendLog) else None
+        self._memory = self.file is None
 
     @property
     def persistent(self) -> bool:
@@ -89,9 +91,10 @@ class LogView:
 
     def header(self, offset: int) -> Header:
         """The header fields of the record at ``offset`` (no checksum check); O(1)."""
-        if self._memory:
+        file = self.file
+        if file is None:
             return self.header_of(self.log.read(offset))
-        seq, stamp, expires, corr, size = self.log.read_entry(offset)
+        seq, stamp, expires, corr, size = file.read_entry(offset)
         return Header(offset, seq, stamp, expires, corr, size)
 
     def read(self, offset: int) -> LogRecord:
@@ -102,17 +105,19 @@ class LogView:
     def put_fields(self, offset: int) -> tuple[int, float, float, bytes, bytes]:
         """``(seq, timestamp, expiration, correlation_id, payload)`` of the PUT record at
         ``offset``, its checksum verified; O(record)."""
-        if self._memory:
+        file = self.file
+        if file is None:
             rec = self.log.read(offset)
             return rec.seq, rec.timestamp, rec.expiration, rec.correlation_id, rec.payload
-        seq, stamp, expires, corr, _size, payload = self.log.read_puts([offset])[0]
+        seq, stamp, expires, corr, _size, payload = file.read_put(offset)
         return seq, stamp, expires, corr, payload
 
     def many_put_fields(self, offsets: list[int]) -> list[tuple[int, float, float, bytes, bytes]]:
         """:meth:`put_fields` of each offset, in order, in one batch."""
-        if self._memory:
+        file = self.file
+        if file is None:
             return [self.put_fields(off) for off in offsets]
-        return [(f[0], f[1], f[2], f[3], f[5]) for f in self.log.read_puts(offsets)]
+        return [(f[0], f[1], f[2], f[3], f[5]) for f in file.read_puts(offsets)]
 
     def payload(self, offset: int) -> bytes:
         """The payload at ``offset``, its checksum verified; O(record)."""
@@ -124,17 +129,13 @@ class LogView:
     ) -> list[int] | None:
         """Offsets of the records whose bytes hold a match of ``pattern`` (dead ones
         too), ascending; None for a log in memory, which has no bytes to search."""
-        if self._memory:
-            return None
-        found: list[int] = self.log.records_matching(pattern, start, stop)
-        return found
+        return None if self.file is None else self.file.records_matching(pattern, start, stop)
 
     @property
     def span(self) -> tuple[int, int]:
         """``(first record offset, end of the written records)`` of a log file."""
-        if self._memory:
-            return 0, 0
-        return int(self.log.header_len), int(self.log.end_offset)
+        file = self.file
+        return (0, 0) if file is None else (file.header_len, file.end_offset)
 
     def trusted_payloads(
         self, keys: Sequence[Key], offsets: list[int], batch: int
@@ -155,7 +156,7 @@ class LogView:
             if offsets[hi - 1] - first > _SPAN:
                 hi = max(lo + 1, bisect_right(offsets, first + _SPAN, lo, hi))
             chunk = offsets[lo:hi]
-            mapped = None if self._memory else self.log.mapped  # an append may replace it
+            mapped = None if self.file is None else self.file.mapped  # an append may replace it
             got = None
             if mapped is not None:
                 stop = min(offsets[hi] if hi < count else self.log.end_offset, chunk[-1] + _TAIL)
@@ -165,9 +166,10 @@ class LogView:
 
     def payloads(self, offsets: list[int]) -> Sequence[bytes]:
         """The payloads at ``offsets``, in order, checksums verified; O(their bytes)."""
-        if self._memory:
+        file = self.file
+        if file is None:
             return [self.log.read(off).payload for off in offsets]
-        return [f[5] for f in self.log.read_puts(offsets)]
+        return [f[5] for f in file.read_puts(offsets)]
 
 
 def _slice_payloads(

@@ -22,6 +22,7 @@ from sowlib.keys import ContentKeyGenerator
 from sowlib.paths import FieldPath, parse_path
 from sowlib.record import Record
 from sowlib.results import parse_bookmark
+from sowlib.storage import Log
 from sowlib.subscriptions import SubscriptionManager
 from sowlib.topic.cache import DEFAULT_CACHE_BYTES, RecordCache
 from sowlib.topic.expiry import Expiry
@@ -41,7 +42,7 @@ KEY_SEPARATOR = b"\x1e"
 class Parts:
     """Everything a topic holds, each part owning its own state."""
 
-    log: Any  # the AppendLog (or MemoryLog) itself
+    log: Log  # the AppendLog (or MemoryLog) itself
     reads: LogView
     keys: KeyMap
     cache: RecordCache
@@ -58,7 +59,7 @@ class Parts:
 
 def build_parts(
     config: TopicConfig,
-    log: Any,
+    log: Log,
     clock: Callable[[], float],
     key_generator: Callable[[Any], str] | None,
     cache_bytes: int | None,

@@ -66,7 +66,7 @@ class Views:
         self._cost_base = record_cost(0, self.filterable)
         self._cost_factor = record_cost(1, self.filterable) - self._cost_base
         # The log file's one-record reader (None in memory: LogView reads those records).
-        self._read_put = log.log.read_put if log.persistent else None
+        self._read_put = None if log.file is None else log.file.read_put
 
     def decode(self, payload: bytes) -> Any:
         """The document of a payload (the bytes themselves for binary message types)."""
