@@ -2,7 +2,7 @@
 
 Arguments arrive as numbers (``int``/``float``; NaN for non-numeric text);
 domain errors give NaN and poles give IEEE infinities, never exceptions.
-Imports only ``expr.runtime``.
+Imports only ``expr.operators`` and ``expr.runtime``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from collections.abc import Callable
 from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Any
 
-from sowlib.expr.runtime import I64_MIN, U64_MAX, first, parse_number
+from sowlib.expr.operators import I64_MIN, U64_MAX
+from sowlib.expr.runtime import first, parse_number
 
 __all__ = [
     "abs_",

@@ -3,7 +3,7 @@
 Also owns the two string-literal readings: :func:`unescape` applies the
 escape table of §1.2 to ordinary literals; :func:`pattern_body` resolves only
 the closing-quote escape, for LIKE and REGEXP_REPLACE patterns. Imports only
-``errors``, ``paths`` and ``expr.tokens``.
+``errors``, ``paths``, ``expr.operators`` and ``expr.tokens``.
 """
 
 from __future__ import annotations
@@ -11,21 +11,17 @@ from __future__ import annotations
 import re
 
 from sowlib.errors import FieldPathError, FilterSyntaxError
+from sowlib.expr.operators import CANONICAL, SPELLINGS, U64_MAX
 from sowlib.expr.tokens import Kind, Token
 from sowlib.paths import parse_path
 
-__all__ = ["U64_MAX", "pattern_body", "tokenize", "unescape"]
-
-#: Largest integer literal (values above the signed maximum are unsigned 64-bit).
-U64_MAX = 2**64 - 1
+__all__ = ["pattern_body", "tokenize", "unescape"]
 
 _WS = " \t\n\r\f\v"
 _PATH = re.compile(r"(?:/@?[A-Za-z0-9_][A-Za-z0-9_.\-:]*(?:\[[0-9]+\])?)+")
 _NUMBER = re.compile(r"[0-9]+(\.[0-9]*)?([eE][+-]?[0-9]+)?")
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_OPS = ("==", "!=", "<>", "<=", ">=", "=", "<", ">", "+", "-", "*", "/", "%")
 _PUNCT = {"(": Kind.LPAREN, ")": Kind.RPAREN, ",": Kind.COMMA}
-_CANON = {"==": "=", "<>": "!="}
 _SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "f": "\f", "r": "\r"}
 _DIGITS = frozenset("0123456789")
 _STEP_START = frozenset("0123456789_@abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
@@ -85,9 +81,9 @@ def _token(text: str, pos: int) -> Token:
         return Token(Kind.WORD, m.group(), m.group().upper(), pos, m.end())
     if ch in _PUNCT:
         return Token(_PUNCT[ch], ch, ch, pos, pos + 1)
-    for op in _OPS:
+    for op in SPELLINGS:
         if text.startswith(op, pos):
-            return Token(Kind.OP, op, _CANON.get(op, op), pos, pos + len(op))
+            return Token(Kind.OP, op, CANONICAL.get(op, op), pos, pos + len(op))
     raise _error(text, pos, "an operator or a value", repr(ch))
 
 

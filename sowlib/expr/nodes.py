@@ -15,8 +15,6 @@ import attrs
 from sowlib.paths import FieldPath
 
 __all__ = [
-    "ARITH_OPS",
-    "COMPARE_OPS",
     "And",
     "Arith",
     "BeginsWith",
@@ -38,11 +36,6 @@ __all__ = [
     "chain",
     "walk",
 ]
-
-#: Canonical comparison operators (``==`` parses to ``=``, ``<>`` to ``!=``).
-COMPARE_OPS = ("=", "!=", "<", "<=", ">", ">=")
-#: Canonical arithmetic operators (``MOD`` parses to ``%``).
-ARITH_OPS = ("+", "-", "*", "/", "%")
 
 
 def _pos() -> int:
@@ -141,7 +134,7 @@ def _unspine(cls: type[Any], first: Node, links: tuple[tuple[Any, ...], ...]) ->
 
 @attrs.frozen(eq=False, repr=False)
 class Arith(_Spine):
-    """``left op right`` with ``op`` in :data:`ARITH_OPS`."""
+    """``left op right`` with ``op`` in :data:`~sowlib.expr.operators.ARITHMETIC`."""
 
     op: str
     left: Node
@@ -152,7 +145,7 @@ class Arith(_Spine):
 
 @attrs.frozen
 class Compare:
-    """``left op right`` with ``op`` in :data:`COMPARE_OPS`."""
+    """``left op right`` with ``op`` in :data:`~sowlib.expr.operators.COMPARISONS`."""
 
     op: str
     left: Node

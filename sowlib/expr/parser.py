@@ -7,6 +7,8 @@ expression and an offset. Imports only ``errors``, ``paths`` and ``expr``.
 
 from __future__ import annotations
 
+from collections.abc import Container
+
 from sowlib.errors import (
     FilterArityError,
     FilterSyntaxError,
@@ -35,7 +37,7 @@ from sowlib.expr.nodes import (
     Not,
     Or,
 )
-from sowlib.expr.operators import COMPARISONS
+from sowlib.expr.operators import ADDITIVE, COMPARISONS, I64_MIN, MULTIPLICATIVE
 from sowlib.expr.tokens import Kind, Token
 from sowlib.paths import FieldPath
 
@@ -47,14 +49,8 @@ __all__ = ["MAX_NESTING", "parse"]
 #: Parsing, compiling and evaluating recurse once per level, so this bounds the stack.
 MAX_NESTING = 32
 
-# Kind members as module globals: a parse tests token kinds a few hundred times, and
-# ``Kind.WORD`` is an attribute lookup through the enum's metaclass each time.
-_WORD, _OP, _PATH, _NUMBER = Kind.WORD, Kind.OP, Kind.PATH, Kind.NUMBER
-_STRING, _RAW_STRING, _EOF = Kind.STRING, Kind.RAW_STRING, Kind.EOF
-_LPAREN, _RPAREN, _COMMA = Kind.LPAREN, Kind.RPAREN, Kind.COMMA
 _NEGATABLE = frozenset({"BETWEEN", "IN", "LIKE", "BEGINS", "ENDS"})
 _VALUE_WORDS = frozenset({"NULL", "TRUE", "FALSE"})
-_I64_MIN = -(2**63)
 
 
 def parse(text: str) -> Node:
@@ -75,7 +71,7 @@ class _Parser:
         self.text = text
         self.tokens = tokenize(text)
         self.i = 0
-        self.tok = self.tokens[0]  # the current token (a plain attribute: read very often)
+        self.tok = self.tokens[0]  # the current token
         self.depth = 0  # nesting levels open now (see MAX_NESTING)
 
     # -- token helpers -------------------------------------------------------
@@ -86,14 +82,18 @@ class _Parser:
     def advance(self) -> Token:
         """Step past the current token (never past EOF) and return it."""
         tok = self.tok
-        if tok.kind is not _EOF:
+        if tok.kind is not Kind.EOF:
             self.i += 1
             self.tok = self.tokens[self.i]
         return tok
 
     def is_word(self, word: str) -> bool:
-        tok = self.tok
-        return tok.kind is _WORD and tok.value == word
+        """Whether the current token is the keyword ``word`` (upper case)."""
+        return self.tok.kind is Kind.WORD and self.tok.value == word
+
+    def is_op(self, ops: Container[str]) -> bool:
+        """Whether the current token is an operator in ``ops`` (canonical spelling)."""
+        return self.tok.kind is Kind.OP and self.tok.value in ops
 
     def fail(self, expected: str, tok: Token | None = None) -> FilterSyntaxError:
         tok = tok or self.tok
@@ -123,13 +123,13 @@ class _Parser:
     # -- grammar -------------------------------------------------------------
     def parse(self) -> Node:
         node = self.or_expr()
-        if self.tok.kind is not _EOF:
+        if self.tok.kind is not Kind.EOF:
             raise self.fail("an operator or end of input")
         return node
 
     def or_expr(self) -> Node:
         left = self.and_expr()
-        while (tok := self.tok).value == "OR" and tok.kind is _WORD:
+        while self.is_word("OR"):
             self.advance()
             right = self.and_expr()
             left = Or(left, right, start=left.start, end=right.end)
@@ -137,7 +137,7 @@ class _Parser:
 
     def and_expr(self) -> Node:
         left = self.not_expr()
-        while (tok := self.tok).value == "AND" and tok.kind is _WORD:
+        while self.is_word("AND"):
             self.advance()
             right = self.not_expr()
             left = And(left, right, start=left.start, end=right.end)
@@ -154,17 +154,16 @@ class _Parser:
 
     def predicate(self) -> Node:
         left = self.additive()
-        tok = self.tok
-        if tok.kind is _OP and tok.value in COMPARISONS:
-            self.advance()
+        if self.is_op(COMPARISONS):
+            op = str(self.advance().value)
             right = self.additive()
-            return Compare(str(tok.value), left, right, start=left.start, end=right.end)
-        if tok.kind is not _WORD:
+            return Compare(op, left, right, start=left.start, end=right.end)
+        if self.tok.kind is not Kind.WORD:
             return left
         negated = False
-        if tok.value == "NOT":
+        if self.is_word("NOT"):
             nxt = self.peek()
-            if nxt.kind is not _WORD or nxt.value not in _NEGATABLE:
+            if nxt.kind is not Kind.WORD or nxt.value not in _NEGATABLE:
                 raise self.fail("BETWEEN, IN, LIKE, BEGINS WITH or ENDS WITH after NOT", nxt)
             self.advance()
             negated = True
@@ -205,10 +204,10 @@ class _Parser:
 
     def like(self, value: Node, negated: bool) -> Node:
         tok = self.tok
-        if tok.kind not in (_STRING, _RAW_STRING):
+        if tok.kind not in (Kind.STRING, Kind.RAW_STRING):
             raise self.fail("a string literal pattern after LIKE")
         self.advance()
-        raw = tok.kind is _RAW_STRING
+        raw = tok.kind is Kind.RAW_STRING
         body = str(tok.value)
         pattern = body if raw else pattern_body(body, tok.text[-1])
         if not raw:
@@ -216,17 +215,17 @@ class _Parser:
         return Like(value, pattern, raw, negated, start=value.start, end=tok.end)
 
     def paren_list(self) -> tuple[tuple[Node, ...], int]:
-        self.expect(_LPAREN, "'('")
+        self.expect(Kind.LPAREN, "'('")
         items = [self.additive()]
-        while self.tok.kind is _COMMA:
+        while self.tok.kind is Kind.COMMA:
             self.advance()
             items.append(self.additive())
-        end = self.expect(_RPAREN, "',' or ')'").end
+        end = self.expect(Kind.RPAREN, "',' or ')'").end
         return tuple(items), end
 
     def additive(self) -> Node:
         left = self.multiplicative()
-        while self.tok.kind is _OP and self.tok.value in ("+", "-"):
+        while self.is_op(ADDITIVE):
             op = str(self.advance().value)
             right = self.multiplicative()
             left = Arith(op, left, right, start=left.start, end=right.end)
@@ -234,24 +233,24 @@ class _Parser:
 
     def multiplicative(self) -> Node:
         left = self.unary()
-        while (self.tok.kind is _OP and self.tok.value in ("*", "/", "%")) or self.is_word("MOD"):
+        while self.is_op(MULTIPLICATIVE) or self.is_word("MOD"):
             tok = self.advance()
-            op = "%" if tok.kind is _WORD else str(tok.value)
+            op = "%" if tok.kind is Kind.WORD else str(tok.value)
             right = self.unary()
             left = Arith(op, left, right, start=left.start, end=right.end)
         return left
 
     def unary(self) -> Node:
-        if self.tok.kind is _OP and self.tok.value == "-":
+        if self.is_op({"-"}):
             minus = self.advance()
             start = minus.start
             num = self.tok
-            if num.kind is _NUMBER:
+            if num.kind is Kind.NUMBER:
                 self.advance()
                 value = num.value
                 assert isinstance(value, int | float)
                 folded: int | float = -value
-                if isinstance(folded, int) and folded < _I64_MIN:
+                if isinstance(folded, int) and folded < I64_MIN:
                     folded = float(folded)
                 return Literal(folded, start=start, end=num.end)
             self.enter(minus)
@@ -262,29 +261,28 @@ class _Parser:
 
     def primary(self) -> Node:
         tok = self.tok
-        kind = tok.kind
-        if kind is _PATH:
+        if tok.kind is Kind.PATH:
             self.advance()
             assert isinstance(tok.value, FieldPath)
             return Field(tok.value, start=tok.start, end=tok.end)
-        if kind is _NUMBER:
+        if tok.kind is Kind.NUMBER:
             self.advance()
             assert isinstance(tok.value, int | float)
             return Literal(tok.value, start=tok.start, end=tok.end)
-        if kind is _STRING or kind is _RAW_STRING:
+        if tok.kind in (Kind.STRING, Kind.RAW_STRING):
             self.advance()
             body = str(tok.value)
-            if kind is _STRING:
+            if tok.kind is Kind.STRING:
                 body = unescape(body, self.text, tok.start + 1)
             return Literal(body or None, start=tok.start, end=tok.end)
-        if tok.kind is _LPAREN:
+        if tok.kind is Kind.LPAREN:
             self.enter(tok)
             self.advance()
             node = self.or_expr()
-            self.expect(_RPAREN, "')'")
+            self.expect(Kind.RPAREN, "')'")
             self.depth -= 1
             return node
-        if tok.kind is _WORD:
+        if tok.kind is Kind.WORD:
             return self.word()
         raise self.fail("a value")
 
@@ -298,7 +296,7 @@ class _Parser:
             fn = "TRUE_VALUE" if name == "TRUE" else "FALSE_VALUE"
             return Call(fn, (), start=tok.start, end=tok.end)
         nxt = self.peek()
-        if nxt.kind is not _LPAREN or name in ("AND", "OR", "NOT", "IS", "MOD", "WITH"):
+        if nxt.kind is not Kind.LPAREN or name in ("AND", "OR", "NOT", "IS", "MOD", "WITH"):
             raise self.fail("a value")
         spec = FUNCTIONS.get(name)
         if spec is None:
@@ -307,12 +305,12 @@ class _Parser:
         self.advance()
         self.advance()
         args: list[Node] = []
-        if self.tok.kind is not _RPAREN:
+        if self.tok.kind is not Kind.RPAREN:
             args.append(self.argument(name, 0))
-            while self.tok.kind is _COMMA:
+            while self.tok.kind is Kind.COMMA:
                 self.advance()
                 args.append(self.argument(name, len(args)))
-        end = self.expect(_RPAREN, "',' or ')'").end
+        end = self.expect(Kind.RPAREN, "',' or ')'").end
         self.depth -= 1
         if not spec.min_args <= len(args) <= (spec.max_args if spec.max_args >= 0 else 1 << 30):
             raise FilterArityError(self.text, tok.start, name, spec.arity_text(), len(args))
@@ -324,13 +322,13 @@ class _Parser:
         if (
             name == "REGEXP_REPLACE"
             and index == 1
-            and (tok.kind is _STRING or tok.kind is _RAW_STRING)
-            and nxt.kind in (_COMMA, _RPAREN)
+            and tok.kind in (Kind.STRING, Kind.RAW_STRING)
+            and nxt.kind in (Kind.COMMA, Kind.RPAREN)
         ):
             # the pattern argument reaches the regex engine like a LIKE pattern (§1.2 [R])
             self.advance()
             body = str(tok.value)
-            pattern = body if tok.kind is _RAW_STRING else pattern_body(body, tok.text[-1])
+            pattern = body if tok.kind is Kind.RAW_STRING else pattern_body(body, tok.text[-1])
             if pattern:
                 like.check_pattern(pattern, self.text, tok.start)
             return Literal(pattern or None, start=tok.start, end=tok.end)

@@ -2,7 +2,7 @@
 
 Every back-end helper that evaluates a value goes through these functions, so
 the compiled filters, the reference interpreter and the index planner agree.
-Imports only ``document`` (and stdlib).
+Imports only ``document`` and ``expr.operators``.
 """
 
 from __future__ import annotations
@@ -13,12 +13,10 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from sowlib.document import MISSING, Element, canonical_text
+from sowlib.expr.operators import I64_MAX, I64_MIN, U64_MAX
 
 __all__ = [
-    "I64_MAX",
-    "I64_MIN",
     "MAX_NUMBER_TEXT",
-    "U64_MAX",
     "affix_test",
     "arith",
     "as_float",
@@ -44,9 +42,6 @@ __all__ = [
     "truthy",
 ]
 
-I64_MIN = -(2**63)
-I64_MAX = 2**63 - 1
-U64_MAX = 2**64 - 1
 _NAN = float("nan")
 #: Longest text (in characters) that converts to a number (spec §2.2); longer text is a
 #: non-numeric string. Bounds the work one value can cost a comparison or an index.

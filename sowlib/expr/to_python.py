@@ -14,7 +14,7 @@ from typing import Any, assert_never
 from sowlib.errors import SowError
 from sowlib.expr import like, runtime
 from sowlib.expr.context import EvalContext
-from sowlib.expr.fast_compare import SAFE_INT, field_compare
+from sowlib.expr.fast_compare import field_compare
 from sowlib.expr.functions import CONVERTERS, FUNCTIONS, FunctionSpec
 from sowlib.expr.nodes import (
     And,
@@ -37,7 +37,7 @@ from sowlib.expr.nodes import (
     arith_chain,
     chain,
 )
-from sowlib.expr.operators import FLIP
+from sowlib.expr.operators import FLIP, SAFE_INT
 from sowlib.paths import FieldPath
 
 __all__ = ["Compiled", "boolean_nodes", "compile_node", "compile_tree", "is_boolean"]
