@@ -28,8 +28,8 @@ __all__ = ["JsonCodec"]
 
 # orjson silently turns integers outside the 64-bit range into floats. Such an integer
 # needs at least 19 digits in a row, so a document with a 19-digit run is parsed by
-# the standard library, which keeps it exact. translate + substring search is ~10x
-# cheaper than a regular expression over the same bytes (measured).
+# the standard library, which keeps it exact. translate + substring search: two C
+# passes over the bytes, cheaper than a regular expression over them.
 _DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 49 for b in range(256))
 _LONG_RUN = b"0" * 19
 
@@ -113,7 +113,8 @@ class JsonCodec:
     """JSON objects; JSON's own types are kept (spec §2.1, §15).
 
     ``null`` is ``None``; integers of any size stay exact ``int``; the top level must
-    be an object. Decoding a ~200-byte message takes about a microsecond with orjson.
+    be an object. orjson decodes when it is installed (``use_orjson``), else the standard
+    library.
 
     Example:
         >>> JsonCodec().decode(b'{"order": {"price": 12.5}}')

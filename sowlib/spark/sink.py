@@ -66,8 +66,8 @@ class SowSink:
     instead (one Spark job per partition, the next computed while this one is
     applied), so the driver holds at most two partitions; use it for micro-batches
     too big to hold in the driver. The single job is much faster when a micro-batch
-    has many partitions (a job costs tens of milliseconds; 200 shuffle partitions
-    are 200 jobs) and as fast with a few.
+    has many partitions (every job has a fixed start-up cost, and 200 shuffle
+    partitions are 200 jobs) and as fast with a few.
 
     Exactly once: after a batch is applied, its id is stored (with the data, in
     the same store) under ``query_name`` in the :data:`PROGRESS_TOPIC` topic and the
