@@ -5,8 +5,9 @@ Imports only ``errors`` and the built-in codec modules; never ``expr`` or ``stor
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any, Protocol, runtime_checkable
 
 from sowlib.codecs.binary_codec import BinaryCodec
@@ -16,7 +17,14 @@ from sowlib.codecs.tagvalue import FixCodec, NvfixCodec
 from sowlib.codecs.xml_codec import XmlCodec
 from sowlib.errors import ConfigError
 
-__all__ = ["Codec", "CodecFactory", "available_codecs", "get_codec", "register_codec"]
+__all__ = [
+    "Codec",
+    "CodecFactory",
+    "available_codecs",
+    "get_codec",
+    "register_codec",
+    "registrations_undone",
+]
 
 
 @runtime_checkable
@@ -140,3 +148,28 @@ def get_codec(name: str, **options: Any) -> Codec:
 def available_codecs() -> list[str]:
     """The registered message-type names, sorted."""
     return sorted(_FACTORIES)
+
+
+@contextlib.contextmanager
+def registrations_undone() -> Iterator[None]:
+    """A block whose :func:`register_codec` calls are undone when it ends.
+
+    The registry is process-wide; tests (and trials of a codec) use this to leave
+    it as they found it. Codecs registered by other threads meanwhile are undone too.
+
+    Example:
+        >>> with registrations_undone():
+        ...     register_codec("trial", lambda **options: get_codec("json"))
+        >>> "trial" in available_codecs()
+        False
+    """
+    with _LOCK:
+        factories, defaults = dict(_FACTORIES), dict(_DEFAULTS)
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _FACTORIES.clear()
+            _FACTORIES.update(factories)
+            _DEFAULTS.clear()
+            _DEFAULTS.update(defaults)

@@ -17,7 +17,14 @@ from typing import Any
 
 from sowlib.codecs.infer import infer_scalar
 
-__all__ = ["decode_flat_batch", "decode_last_shape", "remember_shape"]
+__all__ = [
+    "BATCH_COMPILES",
+    "COMPILE_AFTER",
+    "decode_flat_batch",
+    "decode_last_shape",
+    "remember_shape",
+    "typed_column",
+]
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_.\-]*"
 _TAG = re.compile(rb"<(/?" + _NAME.encode() + rb")>")
@@ -46,10 +53,14 @@ _SAMPLES = 16
 
 # Compiling a shape's pattern costs about as much as decoding a few dozen messages
 # the general way (measured), so it is done for a shape that recurs: a batch at least
-# _BATCH_COMPILES long, or a shape decoded one by one _COMPILE_AFTER times. Both
+# BATCH_COMPILES long, or a shape decoded one by one COMPILE_AFTER times. Both
 # tables are bounded and only ever replaced or added to whole, so threads may race.
-_BATCH_COMPILES = 128
-_COMPILE_AFTER = 4
+# Both are read on every call, so a test may lower them to reach the fast paths with
+# small inputs.
+#: Shortest batch of a new shape whose pattern ``decode_flat_batch`` compiles.
+BATCH_COMPILES = 128
+#: Messages of one shape decoded one by one before its pattern is compiled.
+COMPILE_AFTER = 4
 _MAX_SHAPES = 64
 _MAX_CHILDREN = 256
 Shape = tuple[str, tuple[str, ...]]
@@ -78,7 +89,7 @@ def remember_shape(root: str, children: tuple[str, ...]) -> None:
     pattern = _patterns.get(shape)
     if pattern is None:
         seen = _seen.get(shape, 0) + 1
-        if seen < _COMPILE_AFTER or len(children) > _MAX_CHILDREN:
+        if seen < COMPILE_AFTER or len(children) > _MAX_CHILDREN:
             if len(_seen) >= 4 * _MAX_SHAPES:
                 _seen.clear()
             _seen[shape] = seen
@@ -120,7 +131,7 @@ def _shape(first: bytes) -> Shape | None:
     return root, children
 
 
-def _typed(column: Sequence[str]) -> Sequence[Any]:
+def typed_column(column: Sequence[str]) -> Sequence[Any]:
     """``infer_scalar`` of each value; whole columns of text, ints or floats in C."""
     joined = "\x00" + "\x00".join(column)
     if _NOT_TEXT.search(joined) is None:
@@ -146,7 +157,7 @@ def decode_flat_batch(payloads: Sequence[bytes]) -> list[dict[str, Any]] | None:
         return None
     pattern = _patterns.get(shape)
     if pattern is None:
-        if len(payloads) < _BATCH_COMPILES or len(shape[1]) > _MAX_CHILDREN:
+        if len(payloads) < BATCH_COMPILES or len(shape[1]) > _MAX_CHILDREN:
             return None
         pattern = _compile(shape)
     # A batch of mixed shapes fails the split below only after a scan of all of it;
@@ -171,5 +182,5 @@ def decode_flat_batch(payloads: Sequence[bytes]) -> list[dict[str, Any]] | None:
     # Nothing lies outside the matches, so they are the whole batch: as neither texts
     # nor names hold the separator, each message is one match.
     columns = [pieces[i::width] for i in range(1, width)]
-    rows = zip(*map(_typed, columns), strict=True)
+    rows = zip(*map(typed_column, columns), strict=True)
     return [{root: node} for node in map(dict, map(zip, repeat(children), rows))]

@@ -23,7 +23,7 @@ from sowlib.codecs.xml_render import render_document
 from sowlib.document import Element
 from sowlib.errors import DecodeError, UnsupportedOperationError
 
-__all__ = ["XmlCodec"]
+__all__ = ["XmlCodec", "flat_value"]
 
 _WHITESPACE = b" \t\r\n"
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -179,10 +179,10 @@ _CHILD = re.compile(r"<([^>]*)>([^<]*)</[^>]*>")
 
 
 class _Repeated(list[Any]):
-    """Marks the lists ``_flat_value`` builds for repeated children (values may be lists)."""
+    """Marks the lists ``flat_value`` builds for repeated children (values may be lists)."""
 
 
-def _flat_value(raw: bytes) -> dict[str, Any] | None:
+def flat_value(raw: bytes) -> dict[str, Any] | None:
     """``decode``'s result for a flat document (see ``_FLAT``), or None for any other."""
     known = decode_last_shape(raw)
     if known is not None:
@@ -267,7 +267,7 @@ class XmlCodec:
         if not isinstance(data, bytes | bytearray | memoryview):
             raise DecodeError("xml", data, f"expected bytes, got {type(data).__name__}")
         raw = bytes(data)
-        flat = _flat_value(raw)
+        flat = flat_value(raw)
         if flat is not None:
             return flat
         prolog = _scan_prolog(raw)

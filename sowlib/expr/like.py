@@ -25,7 +25,9 @@ __all__ = [
     "MAX_PATTERN_LENGTH",
     "QUERY_REGEX_BUDGET",
     "REGEX_TIMEOUT",
+    "CompiledPattern",
     "InvalidPatternError",
+    "budget_active",
     "check_pattern",
     "compile_pattern",
     "like_matcher",
@@ -77,6 +79,11 @@ def regex_budget(seconds: float | None = None) -> Iterator[None]:
         yield
     finally:
         _budget.reset(token)
+
+
+def budget_active() -> bool:
+    """Whether a :func:`regex_budget` block is open in the current context."""
+    return _budget.get() is not None
 
 
 def _run(pattern: str, fn: Callable[[float], Any]) -> Any:
@@ -263,7 +270,7 @@ _PLAIN = re.compile(r"\^?[A-Za-z0-9_ ]*\$?")
 
 
 @attrs.define
-class _Compiled:
+class CompiledPattern:
     """A translated pattern: the str form now, the UTF-8 bytes form on first use."""
 
     source: str
@@ -283,9 +290,14 @@ class _Compiled:
             self._bytes_rx = rx
         return rx
 
+    @property
+    def has_bytes_form(self) -> bool:
+        """Whether :attr:`bytes_rx` has been built (it is, on its first read)."""
+        return self._bytes_rx is not _UNSET
+
 
 @lru_cache(maxsize=1024)
-def compile_pattern(pattern: str) -> _Compiled:
+def compile_pattern(pattern: str) -> CompiledPattern:
     """Translate and compile a PCRE pattern (the bytes form lazily); cached by pattern text.
 
     Raises:
@@ -294,7 +306,7 @@ def compile_pattern(pattern: str) -> _Compiled:
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise regex.error(f"longer than {MAX_PATTERN_LENGTH} characters")
     translated = translate(pattern)
-    return _Compiled(pattern, translated, regex.compile(translated, regex.ASCII | regex.V0))
+    return CompiledPattern(pattern, translated, regex.compile(translated, regex.ASCII | regex.V0))
 
 
 def check_pattern(pattern: str, expression: str, offset: int) -> None:
@@ -334,7 +346,7 @@ def like_matcher(pattern: str, raw: bool) -> Callable[[str], bool]:
         return lambda text: pattern in text
     if len(pattern) > MAX_PATTERN_LENGTH or not _PLAIN.fullmatch(pattern):
         compile_pattern(pattern)
-    compiled: _Compiled | None = None
+    compiled: CompiledPattern | None = None
     search: Any = None
 
     def match(text: str) -> bool:
@@ -366,13 +378,13 @@ def _utf8(text: str) -> bytes:
         return text.encode("utf-8", "surrogatepass")
 
 
-def _search_any(compiled: _Compiled, text: str, limit: float) -> bool:
+def _search_any(compiled: CompiledPattern, text: str, limit: float) -> bool:
     if text.isascii():
         return compiled.text_rx.search(text, 0, None, None, False, limit) is not None
     return _search_bytes(compiled, text, limit)
 
 
-def _search_bytes(compiled: _Compiled, text: str, limit: float) -> bool:
+def _search_bytes(compiled: CompiledPattern, text: str, limit: float) -> bool:
     bytes_rx = compiled.bytes_rx
     if bytes_rx is None:
         return compiled.text_rx.search(text, 0, None, None, False, limit) is not None

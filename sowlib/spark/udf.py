@@ -71,7 +71,7 @@ def _key_paths(
     return out
 
 
-def _probe(paths: Sequence[str]) -> Any:
+def key_document_builder(paths: Sequence[str]) -> Any:
     """A function building the document a key generator needs from key values."""
     steps = [parse_path(p).names for p in paths]
 
@@ -87,7 +87,7 @@ def _probe(paths: Sequence[str]) -> Any:
     return build
 
 
-def _lookup_columns(
+def lookup_columns(
     topic: Topic,
     paths: Sequence[str],
     keys: Iterator[Sequence[Any]],
@@ -102,7 +102,7 @@ def _lookup_columns(
     key fields in their order, text and number values are hashed directly; otherwise
     (and for other values) the key is that of the document the values make.
     """
-    build = _probe(paths)
+    build = key_document_builder(paths)
     own = [parse_path(p) for p in topic.config.keys]
     direct = [parse_path(p) for p in paths] == own
     docs: list[Mapping[str, Any]] = []
@@ -186,7 +186,7 @@ def lookup_udf(
         store = handles.reader(root, max_age=REFRESH_SECONDS)
         t = store.topic(topic, message_type)
         keys = zip(*(c.tolist() for c in cols), strict=True)
-        return pd.DataFrame(_lookup_columns(t, paths, keys, names, kinds), dtype=object)
+        return pd.DataFrame(lookup_columns(t, paths, keys, names, kinds), dtype=object)
 
     return pandas_udf(lookup, returnType=schema)  # type: ignore[call-overload]
 
@@ -229,7 +229,7 @@ def lookup_map_in_pandas(
         t = store.topic(topic, message_type)
         for batch in batches:
             values = zip(*(batch[c].tolist() for c in key_list), strict=True)
-            looked = pd.DataFrame(_lookup_columns(t, paths, values, names, kinds), dtype=object)
+            looked = pd.DataFrame(lookup_columns(t, paths, values, names, kinds), dtype=object)
             yield pd.concat([batch.reset_index(drop=True), looked], axis=1)
 
     return df.mapInPandas(enrich, schema=schema)

@@ -21,12 +21,8 @@ from sowlib.errors import ConfigError, DecodeError
 
 @pytest.fixture
 def clean_registry() -> Iterator[None]:
-    factories, defaults = dict(registry._FACTORIES), dict(registry._DEFAULTS)
-    yield
-    registry._FACTORIES.clear()
-    registry._FACTORIES.update(factories)
-    registry._DEFAULTS.clear()
-    registry._DEFAULTS.update(defaults)
+    with registry.registrations_undone():
+        yield
 
 
 def test_builtin_codecs() -> None:
@@ -111,3 +107,14 @@ def test_registering_a_taken_name_needs_replace() -> None:
 def test_register_rejects_a_non_callable_factory() -> None:
     with pytest.raises(ConfigError):
         register_codec("thing", "not callable")  # type: ignore[arg-type]
+
+
+def test_registrations_undone_restores_added_and_replaced_codecs() -> None:
+    before = available_codecs()
+    with registry.registrations_undone():
+        register_codec("trial", lambda **options: get_codec("xml"))
+        register_codec("json", lambda **options: get_codec("xml"), replace=True)
+        assert get_codec("json").name == "xml"
+        assert "trial" in available_codecs()
+    assert available_codecs() == before
+    assert get_codec("json").name == "json"

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sowlib.codecs import XmlCodec, get_codec
-from sowlib.codecs.xml_codec import _flat_value
+from sowlib.codecs.xml_codec import flat_value
 from sowlib.document import Element
 from sowlib.errors import DecodeError, EncodeError
 from sowlib.paths import parse_path
@@ -196,7 +196,7 @@ def test_flat_documents_read_without_a_tree_equal_the_full_parser(
     try:
         expected: object = codec.decode(full)
     except DecodeError:
-        assert _flat_value(flat) is None
+        assert flat_value(flat) is None
         with pytest.raises(DecodeError):
             codec.decode(flat)
         return
@@ -216,7 +216,7 @@ def test_flat_documents_read_without_a_tree_equal_the_full_parser(
     ],
 )
 def test_documents_off_the_fast_path_behave_as_the_parser_says(raw: bytes) -> None:
-    assert _flat_value(raw) is None
+    assert flat_value(raw) is None
     codec = XmlCodec()
     spaced = raw.replace(b"<R>", b"<R >", 1)
     try:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sowlib import SowStore
 from sowlib.codecs import XmlCodec, xml_batch
 from sowlib.codecs.infer import infer_scalar
-from sowlib.codecs.xml_batch import _typed, decode_flat_batch, decode_last_shape
+from sowlib.codecs.xml_batch import decode_flat_batch, decode_last_shape, typed_column
 from sowlib.errors import DecodeError
 
 XML = XmlCodec()
@@ -23,10 +23,10 @@ XML = XmlCodec()
 def _compile_every_shape() -> Iterator[None]:
     """Compile a shape's pattern at first sight, so that small examples take the fast
     paths (by default only shapes that recur do)."""
-    saved = xml_batch._BATCH_COMPILES, xml_batch._COMPILE_AFTER
-    xml_batch._BATCH_COMPILES = xml_batch._COMPILE_AFTER = 1
+    saved = xml_batch.BATCH_COMPILES, xml_batch.COMPILE_AFTER
+    xml_batch.BATCH_COMPILES = xml_batch.COMPILE_AFTER = 1
     yield
-    xml_batch._BATCH_COMPILES, xml_batch._COMPILE_AFTER = saved
+    xml_batch.BATCH_COMPILES, xml_batch.COMPILE_AFTER = saved
 
 
 # Texts near every edge of type inference and of what the fast path accepts.
@@ -137,7 +137,7 @@ def test_any_documents_decode_as_one_by_one(docs: list[Any]) -> None:
 @settings(max_examples=200, deadline=None)
 @given(column=st.lists(st.one_of(*_column_texts.values()), min_size=1, max_size=8))
 def test_columns_are_typed_as_infer_scalar_types_each_value(column: list[str]) -> None:
-    typed = list(_typed(column))
+    typed = list(typed_column(column))
     expected = [infer_scalar(t) for t in column]
     assert typed == expected
     assert list(map(type, typed)) == list(map(type, expected))  # 1 == 1.0, but not here
@@ -213,8 +213,8 @@ def test_one_odd_message_in_a_big_batch(at: int, odd: bytes) -> None:
 
 
 def test_only_shapes_that_recur_are_compiled() -> None:
-    saved = xml_batch._BATCH_COMPILES, xml_batch._COMPILE_AFTER
-    xml_batch._BATCH_COMPILES, xml_batch._COMPILE_AFTER = 8, 3
+    saved = xml_batch.BATCH_COMPILES, xml_batch.COMPILE_AFTER
+    xml_batch.BATCH_COMPILES, xml_batch.COMPILE_AFTER = 8, 3
     try:
         small = [b"<Q><a>%d</a><b>x</b></Q>" % i for i in range(7)]
         assert decode_flat_batch(small) is None  # a small batch of a new shape
@@ -224,7 +224,7 @@ def test_only_shapes_that_recur_are_compiled() -> None:
         big = [b"<P><a>%d</a></P>" % i for i in range(8)]
         assert decode_flat_batch(big) == [{"P": {"a": i}} for i in range(8)]
     finally:
-        xml_batch._BATCH_COMPILES, xml_batch._COMPILE_AFTER = saved
+        xml_batch.BATCH_COMPILES, xml_batch.COMPILE_AFTER = saved
 
 
 def test_empty_batch() -> None:

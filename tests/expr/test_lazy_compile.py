@@ -53,9 +53,9 @@ def test_bytes_form_only_for_non_ascii_values() -> None:
     m = like.like_matcher("^.b", False)
     assert m("ab")
     compiled = like.compile_pattern("^.b")
-    assert compiled._bytes_rx is like._UNSET
+    assert not compiled.has_bytes_form
     assert not m("éb")  # one character, two bytes: '.' matches one byte (spec byte semantics)
-    assert compiled._bytes_rx is not like._UNSET
+    assert compiled.has_bytes_form
 
 
 def test_invalid_pattern_still_fails_at_parse_time() -> None:

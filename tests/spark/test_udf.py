@@ -84,7 +84,7 @@ def test_lookup_columns_equal_a_lookup_of_each_key_document(
 ) -> None:
     from pyspark.sql import types as T
 
-    from sowlib.spark.udf import _lookup_columns, _probe
+    from sowlib.spark.udf import key_document_builder, lookup_columns
 
     docs: list[dict[str, Any]] = [
         {"customerId": i, "region": "EU" if i % 2 else "", "customer": {"id": i}, "v": i * 1.5}
@@ -97,7 +97,7 @@ def test_lookup_columns_equal_a_lookup_of_each_key_document(
         )
     with SowStore(tmp_path, readonly=True) as store:
         topic = store.topic("c")
-        build = _probe(keys)
+        build = key_document_builder(keys)
         probes: list[tuple[Any, ...]] = [
             (3,),
             (3,),
@@ -116,7 +116,7 @@ def test_lookup_columns_equal_a_lookup_of_each_key_document(
         names = ["v", "customerId", "customer", "region"]
         kinds = [T.DoubleType(), T.LongType(), T.MapType(T.StringType(), T.LongType())]
         kinds.append(T.StringType())
-        got = _lookup_columns(topic, keys, iter(probes), names, kinds)
+        got = lookup_columns(topic, keys, iter(probes), names, kinds)
         rows = [dict(zip(got, row, strict=True)) for row in zip(*got.values(), strict=True)]
         assert rows == [_old_lookup(topic, build, p, names, kinds) for p in probes]
         assert any(row["v"] is not None for row in rows)
@@ -134,7 +134,7 @@ def test_lookups_take_key_fields_in_any_order_and_nulls_find_nothing(tmp_path: P
     import pandas as pd
     from pyspark.sql import types as T
 
-    from sowlib.spark.udf import _lookup_columns
+    from sowlib.spark.udf import lookup_columns
 
     with SowStore(tmp_path) as store:
         t = store.create_topic("t", keys=["/a", "/b"])
@@ -146,14 +146,14 @@ def test_lookups_take_key_fields_in_any_order_and_nulls_find_nothing(tmp_path: P
         u.publish({"id": "inf", "v": "a key spelled inf"})
     with SowStore(tmp_path, readonly=True) as store:
         t, u = store.topic("t"), store.topic("u")
-        assert _lookup_columns(t, ["/b", "/a"], iter([("x", 1)]), ["v"], [T.LongType()]) == {
+        assert lookup_columns(t, ["/b", "/a"], iter([("x", 1)]), ["v"], [T.LongType()]) == {
             "v": [10]
         }
-        assert _lookup_columns(t, ["/a", "/b"], iter([(1, "x")]), ["v"], [T.LongType()]) == {
+        assert lookup_columns(t, ["/a", "/b"], iter([(1, "x")]), ["v"], [T.LongType()]) == {
             "v": [10]
         }
         probes = [(float("nan"),), (pd.NA,), (None,), (float("inf"),), (5.0,), ("NaN",)]
-        got = _lookup_columns(u, ["/id"], iter(probes), ["v"], [T.StringType()])
+        got = lookup_columns(u, ["/id"], iter(probes), ["v"], [T.StringType()])
         assert got == {"v": [None, None, None, None, "five", "a key spelled NaN"]}
 
 
