@@ -3,7 +3,9 @@
 Common shapes (field vs literal, IN over literals, LIKE on a field, AND/OR of
 predicates) get specialised closures with a fast path for the usual types
 and a fall-back to the general rule of :mod:`sowlib.expr.runtime`; each must
-agree with :mod:`sowlib.expr.interp`. Imports only ``expr`` and ``paths``.
+agree with the reference interpreter :mod:`sowlib.expr.interp`, which
+``tests/expr/test_fast_compare.py`` and ``tests/expr/test_properties.py`` check on
+random filters and documents. Imports only ``expr`` and ``paths``.
 """
 
 from __future__ import annotations
