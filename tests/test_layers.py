@@ -121,8 +121,10 @@ THIRD_PARTY_PRIVATE = {
 
 
 def _modules() -> dict[str, Path]:
+    # A C extension is known by its stub (its imports are the stub's).
+    stubs = [p for p in PACKAGE.rglob("*.pyi") if not p.with_suffix(".py").exists()]
     out = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted([*PACKAGE.rglob("*.py"), *stubs]):
         parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()

@@ -29,6 +29,7 @@ from sowlib.storage.format import (
     record_problem,
 )
 from sowlib.storage.fs import os_errors
+from sowlib.storage.native import NATIVE_READ_PUT
 from sowlib.storage.recovery import read_tail
 from sowlib.storage.walk import (
     EntryList,
@@ -133,7 +134,11 @@ class LogReader:
         for off in offsets:
             if not low <= off < end:
                 raise CorruptRecordError(self.path, off, "offset outside the written records")
-        return read_puts(mm, offsets, end, self.path)
+        native = NATIVE_READ_PUT
+        if native is None:
+            return read_puts(mm, offsets, end, self.path)
+        path = self.path
+        return [native(mm, off, end) or read_put(mm, off, end, path) for off in offsets]
 
     def read_payload(self, offset: int) -> bytes:
         """Return only the payload at ``offset``, without the checksum; O(len(payload)).
@@ -158,6 +163,9 @@ class LogReader:
             raise StoreClosedError(f"log {self.path}")
         if not self._header_len <= offset < end:
             raise CorruptRecordError(self.path, offset, "offset outside the written records")
+        native = NATIVE_READ_PUT
+        if native is not None and (fields := native(mm, offset, end)) is not None:
+            return fields
         return read_put(mm, offset, end, self.path)
 
     def records_matching(

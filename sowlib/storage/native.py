@@ -1,0 +1,43 @@
+"""Which form reads the common PUT record by offset: the C extension, or none.
+
+``sowlib.storage.recordread`` is a C extension built at install time where a compiler
+is found (``setup.py`` marks it optional). It reads one PUT record with a u64 key and
+nothing optional, checks its checksum and gives the same fields as
+:func:`sowlib.storage.walk.read_put`, the reference, or None for anything else, which
+the caller then reads through the reference (which raises for a damaged record).
+``tests/storage/test_recordread.py`` checks that the two agree.
+
+Setting the environment variable ``SOWLIB_PURE_PYTHON`` to a non-empty value before
+sowlib is imported turns the C form off. Imports only sibling storage modules.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from sowlib.storage.format import Buf
+from sowlib.storage.walk import PutFields
+
+__all__ = ["NATIVE_READ_PUT", "PURE_PYTHON_ENV", "NativeReadPut", "load_native_read_put"]
+
+NativeReadPut = Callable[[Buf, int, int], PutFields | None]
+"""``read_put(buf, off, limit)``: the fields of the common PUT record at ``off``, or None."""
+
+PURE_PYTHON_ENV = "SOWLIB_PURE_PYTHON"
+"""The environment variable that, when set and not empty, turns the C form off."""
+
+
+def load_native_read_put() -> NativeReadPut | None:
+    """The C reader of the common PUT record, or None (not built, or turned off)."""
+    if os.environ.get(PURE_PYTHON_ENV):
+        return None
+    try:
+        from sowlib.storage.recordread import read_put
+    except ImportError:  # built without a C compiler: the reference reads every record
+        return None
+    return read_put
+
+
+NATIVE_READ_PUT: NativeReadPut | None = load_native_read_put()
+"""What :func:`load_native_read_put` gave when sowlib was imported."""

@@ -1,0 +1,10 @@
+from sowlib.storage.format import Buf
+
+HEAD_SIZE: int
+OVERHEAD: int
+MARKER: int
+KIND_BYTE: int
+
+def read_put(
+    buf: Buf, off: int, limit: int, /
+) -> tuple[int, float, float, bytes, int, bytes] | None: ...
