@@ -5,6 +5,8 @@ sowlib reads every record through its Python path (the reference the C form is
 tested against).
 """
 
+import sys
+
 from setuptools import Extension, setup
 
 setup(
@@ -12,6 +14,8 @@ setup(
         Extension(
             "sowlib.storage.recordread",
             sources=["sowlib/storage/recordread.c"],
+            # dlsym (see recordread.c) lives in libdl on glibc before 2.34
+            libraries=["dl"] if sys.platform.startswith("linux") else [],
             optional=True,
         )
     ]

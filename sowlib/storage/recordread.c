@@ -9,11 +9,15 @@
  * that both agree on intact, damaged and foreign bytes.
  *
  * The checksum is xxh3-64 of the record up to its last 8 bytes, which hold it in
- * canonical (big-endian) order; it is computed by the xxhash package the rest of
- * sowlib uses, called on a read-only view of the bytes (no copy).
+ * canonical (big-endian) order. It is computed by the xxhash package the rest of
+ * sowlib uses: its compiled module exports the C function XXH3_64bits, found with
+ * dlsym and used only after it gives the package's own answer on a test input at
+ * import; otherwise (another build of the package) the package's Python function
+ * is called on a read-only view of the bytes (no copy).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -25,6 +29,10 @@
 #define KEY_BYTES 8
 
 static PyObject *intdigest; /* xxhash.xxh3_64_intdigest */
+
+typedef uint64_t (*xxh3_64_fn)(const void *data, size_t len);
+static xxh3_64_fn xxh3_found; /* XXH3_64bits of the xxhash package's module, or NULL */
+static int use_found;         /* whether read_put calls xxh3_found */
 
 static uint32_t
 load_u32(const unsigned char *p)
@@ -56,6 +64,9 @@ load_canonical_u64(const unsigned char *p)
 static int
 checksum_holds(const unsigned char *rec, Py_ssize_t body)
 {
+    if (use_found) {
+        return xxh3_found(rec, (size_t)body) == load_canonical_u64(rec + body);
+    }
     PyObject *view = PyMemoryView_FromMemory((char *)rec, body, PyBUF_READ);
     if (view == NULL) {
         return -1;
@@ -79,15 +90,31 @@ fields_of(const unsigned char *rec, uint32_t length)
     uint64_t seq = load_u64(rec + 12);
     int64_t stamp;
     memcpy(&stamp, rec + 20, sizeof stamp);
-    return Py_BuildValue(
-        "(KddyIy#)",
-        (unsigned long long)seq,
-        (double)stamp / 1e6,
-        0.0,
-        "",
-        (unsigned int)length,
-        (const char *)rec + HEAD_SIZE,
-        (Py_ssize_t)(length - OVERHEAD));
+    PyObject *out = PyTuple_New(6);
+    if (out == NULL) {
+        return NULL;
+    }
+    PyObject *items[6] = {
+        PyLong_FromUnsignedLongLong(seq),
+        PyFloat_FromDouble((double)stamp / 1e6),
+        PyFloat_FromDouble(0.0),
+        PyBytes_FromStringAndSize(NULL, 0),
+        PyLong_FromUnsignedLong(length),
+        PyBytes_FromStringAndSize((const char *)rec + HEAD_SIZE, (Py_ssize_t)(length - OVERHEAD)),
+    };
+    int failed = 0;
+    for (int i = 0; i < 6; i++) {
+        if (items[i] == NULL) {
+            failed = 1;
+            items[i] = Py_NewRef(Py_None);
+        }
+        PyTuple_SET_ITEM(out, i, items[i]);
+    }
+    if (failed) {
+        Py_DECREF(out);
+        return NULL;
+    }
+    return out;
 }
 
 static PyObject *
@@ -140,7 +167,65 @@ done:
     return result;
 }
 
+/* XXH3_64bits from the module the xxhash package loaded, if it is there and agrees
+ * with the package's Python function on a test input; NULL otherwise. */
+static xxh3_64_fn
+find_xxh3(PyObject *compiled)
+{
+    PyObject *file = PyObject_GetAttrString(compiled, "__file__");
+    if (file == NULL) {
+        PyErr_Clear();
+        return NULL;
+    }
+    const char *path = PyUnicode_AsUTF8(file);
+    void *handle = path == NULL ? NULL : dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
+    Py_DECREF(file);
+    PyErr_Clear();
+    if (handle == NULL) {
+        return NULL;
+    }
+    xxh3_64_fn fn = (xxh3_64_fn)dlsym(handle, "XXH3_64bits");
+    dlclose(handle); /* RTLD_NOLOAD: the module stays loaded by Python */
+    if (fn == NULL) {
+        return NULL;
+    }
+    unsigned char probe[300];
+    for (int i = 0; i < (int)sizeof probe; i++) {
+        probe[i] = (unsigned char)(i * 7 + 3);
+    }
+    for (size_t len = 0; len <= sizeof probe; len += 37) {
+        PyObject *bytes = PyBytes_FromStringAndSize((const char *)probe, (Py_ssize_t)len);
+        PyObject *want = bytes == NULL ? NULL : PyObject_CallOneArg(intdigest, bytes);
+        Py_XDECREF(bytes);
+        if (want == NULL) {
+            PyErr_Clear();
+            return NULL;
+        }
+        uint64_t expected = PyLong_AsUnsignedLongLong(want);
+        Py_DECREF(want);
+        if (PyErr_Occurred() || fn(probe, len) != expected) {
+            PyErr_Clear();
+            return NULL;
+        }
+    }
+    return fn;
+}
+
+static PyObject *
+set_direct_digest(PyObject *module, PyObject *flag)
+{
+    (void)module;
+    int on = PyObject_IsTrue(flag);
+    if (on < 0) {
+        return NULL;
+    }
+    use_found = on && xxh3_found != NULL;
+    return PyBool_FromLong(use_found);
+}
+
 static PyMethodDef methods[] = {
+    {"set_direct_digest", set_direct_digest, METH_O,
+     "set_direct_digest(on): call XXH3_64bits directly (when found); returns whether it does."},
     {"read_put", (PyCFunction)(void (*)(void))read_put, METH_FASTCALL,
      "read_put(buf, off, limit): the fields of the common PUT record at off, or None."},
     {NULL, NULL, 0, NULL},
@@ -166,6 +251,14 @@ PyInit_recordread(void)
     if (intdigest == NULL) {
         return NULL;
     }
+    PyObject *compiled = PyImport_ImportModule("xxhash._xxhash");
+    if (compiled == NULL) {
+        PyErr_Clear();
+    } else {
+        xxh3_found = find_xxh3(compiled);
+        Py_DECREF(compiled);
+    }
+    use_found = xxh3_found != NULL;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) {
         return NULL;

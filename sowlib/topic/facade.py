@@ -233,12 +233,12 @@ class Topic:
     def _get(self, key: Key) -> Record | None:
         p = self._p
         # The clock is asked only when an expiration is pending.
-        pending = bool(p.expiry.heap) and p.expiry.due(self._clock())
+        pending = p.expiry.heap and p.expiry.due(self._clock())
         if not pending and (cached := p.cache.get(key)) is not None and not self._closed:
             return cached
         with self._lock:
-            self._check_open()
-            if pending:
+            if self._closed or pending:  # the checks inline: this is the by-key read path
+                self._check_open()
                 self._tick()
             return p.views.read(key)
 

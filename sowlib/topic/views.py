@@ -67,6 +67,7 @@ class Views:
         self._cost_factor = record_cost(1, self.filterable) - self._cost_base
         # The log file's one-record reader (None in memory: LogView reads those records).
         self._read_put = None if log.file is None else log.file.read_put
+        self._offset = keys.offset
 
     def decode(self, payload: bytes) -> Any:
         """The document of a payload (the bytes themselves for binary message types)."""
@@ -126,7 +127,7 @@ class Views:
 
     def read(self, key: Key) -> Record | None:
         """:meth:`record` of a key the cache does not hold (read and cached)."""
-        offset = self.keys.offset(key)
+        offset = self._offset(key)
         if offset is None:
             return None
         read_put = self._read_put
@@ -134,6 +135,7 @@ class Views:
             seq, stamp, expires, corr, _size, payload = read_put(offset)
         else:
             seq, stamp, expires, corr, payload = self.log.put_fields(offset)
+        deferred = self._deferred
         rec = _new_record(
             (
                 key if type(key) is str else str(key),
@@ -144,11 +146,12 @@ class Views:
                 self.name,
                 self.message_type,
                 corr,
-                payload if self._deferred is None else self._deferred,
+                payload if deferred is None else deferred,
             )
         )
-        if self.cache.budget:
-            self.cache.offer(key, rec, self._cost_base + len(payload) * self._cost_factor)
+        cache = self.cache
+        if cache.budget:
+            cache.offer(key, rec, self._cost_base + len(payload) * self._cost_factor)
         return rec
 
     def records(self, keys: Iterable[Key]) -> list[Record]:
