@@ -2,7 +2,8 @@
 
 Indexes filed from keys grouped by value (``add_groups``, packed or not, in any
 batches) equal indexes filed one key at a time; the key map replayed a column at a
-time equals the entries applied in order; payloads read without a second checksum
+time (from the tuples, or from the columns the open's walk kept) equals the entries
+applied in order; payloads read without a second checksum
 equal the checked reads; and a close that finds the topic as its checkpoint left it
 saves that checkpoint again instead of packing the same state.
 """
@@ -202,6 +203,51 @@ def test_a_column_replay_equals_the_entries_applied_in_order(
     keys, offsets = keymap.live_in_file_order()
     assert offsets == sorted(offsets)
     assert sorted(zip(offsets, keys, strict=True)) == sorted((o, k) for k, o in keymap.offsets())
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from([RecordKind.PUT, RecordKind.PUT, RecordKind.PUT, RecordKind.DELETE]),
+        st.sampled_from(["1", "7", "42", "18446744073709551615", "18446744073709551616", "k"]),
+        st.sampled_from([0.0, 0.0, 0.0, 5e9]),
+        st.sampled_from([b"", b"", b"", b"c"]),
+    ),
+    max_size=25,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=OPS, content=st.booleans())
+def test_the_key_map_from_the_open_columns_equals_the_entries_replayed(
+    tmp_path_factory: pytest.TempPathFactory,
+    ops: list[tuple[RecordKind, str, float, bytes]],
+    content: bool,
+) -> None:
+    path = tmp_path_factory.mktemp("cols") / "t.log"
+    log = AppendLog(path, meta=b"{}")
+    for kind, text, expires, corr in ops:
+        payload = b"" if kind != RecordKind.PUT else text.encode() * 3
+        log.append(kind, text, payload, timestamp=1.5, expiration=expires, correlation_id=corr)
+    log.flush()
+    log.close()
+    log = AppendLog(path)  # its open verified the records: scan_columns takes those columns
+    try:
+        view = LogView(log)
+        by_columns = KeyMap(view, content=content)
+        by_columns.replay_columns(log.scan_columns())
+        one_by_one = KeyMap(view, content=content)
+        one_by_one.replay(iter(list(log.scan_entries())))
+        assert by_columns.keys() == one_by_one.keys()
+        assert by_columns.offsets() == one_by_one.offsets()
+        assert by_columns.live_bytes == one_by_one.live_bytes
+        for key in one_by_one:
+            assert by_columns.header(key) == one_by_one.header(key)
+        filled = KeyMap(view, content=content)  # not empty: the one-by-one path
+        filled.replay(iter(list(log.scan_entries())))
+        filled.replay_columns(log.scan_columns())
+        assert sorted(filled.offsets(), key=repr) == sorted(one_by_one.offsets(), key=repr)
+    finally:
+        log.close()
 
 
 def test_payloads_read_without_a_second_checksum_equal_the_checked_reads(

@@ -5,6 +5,7 @@ Imports only ``sowlib.errors``, ``sowlib.units`` and the leaf ``sowlib.gcpause``
 The on-disk format is specified in ``docs/storage-format.md``.
 """
 
+from sowlib.storage.entries import EntryList
 from sowlib.storage.format import FORMAT_VERSION, MAGIC, FileHeader, LogRecord, RecordKind
 from sowlib.storage.framing import framed_size
 from sowlib.storage.fs import FileSystem
@@ -18,6 +19,7 @@ __all__ = [
     "FORMAT_VERSION",
     "MAGIC",
     "AppendLog",
+    "EntryList",
     "FileHeader",
     "FileSystem",
     "Log",

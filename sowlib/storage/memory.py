@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 
 from sowlib.errors import StoreClosedError
+from sowlib.storage.entries import EntryList
 from sowlib.storage.format import LogRecord, RecordKind
 
 __all__ = ["MemoryLog"]
@@ -143,6 +144,13 @@ class MemoryLog:
                 r.correlation_id,
                 len(r.payload) + len(r.key) + 48,
             )
+
+    def scan_columns(self, start: int | None = None) -> EntryList:
+        """Like ``AppendLog.scan_columns``: :meth:`scan_entries` as columns."""
+        entries = EntryList()
+        for entry in self.scan_entries(start):
+            entries.append(entry)
+        return entries
 
     def compact(
         self,

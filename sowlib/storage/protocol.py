@@ -4,7 +4,8 @@
 :class:`~sowlib.storage.memory.MemoryLog` (a list, for transient topics) both satisfy
 it; a test checks both with mypy and at run time. Reads that only a file can answer
 (headers without the payload, batches of checked payloads, searching the bytes) are
-the file log's own methods. Imports only ``storage.format`` and ``storage.framing``.
+the file log's own methods. Imports only ``storage.entries``, ``storage.format`` and
+``storage.framing``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
+from sowlib.storage.entries import EntryList
 from sowlib.storage.format import LogRecord, RecordKind
 from sowlib.storage.framing import BatchItem, ScanEntry
 
@@ -67,6 +69,8 @@ class Log(Protocol):
     def scan(self, start: int | None = None) -> Iterator[LogRecord]: ...
 
     def scan_entries(self, start: int | None = None) -> Iterator[ScanEntry]: ...
+
+    def scan_columns(self, start: int | None = None) -> EntryList: ...
 
     def compact(
         self,

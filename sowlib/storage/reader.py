@@ -312,6 +312,26 @@ class LogReader:
         self._handed = weakref.ref(entries)
         return itertools.chain(entries, walk_entries(self, pending[1], epoch))
 
+    def scan_columns(self, start: int | None = None) -> EntryList:
+        """What :meth:`scan_entries` yields from ``start`` to the current end, as columns
+        (a snapshot: later appends are not in it); O(records).
+
+        The first call after an open, from the offset its recovery started at, takes the
+        columns recovery built while it verified the checksums.
+
+        Raises:
+            CorruptRecordError: ``start`` is not a record boundary.
+        """
+        off = self._start(start)
+        pending, self._pending = self._pending, None
+        if pending is not None and pending[0] == off:
+            entries, off = pending[2], pending[1]
+        else:
+            entries = EntryList(self._live())
+        for entry in walk_entries(self, off, self.epoch):
+            entries.append(entry)
+        return entries
+
     def _end_epoch(self) -> None:
         """Forget the open's entries and end an iterator still handing them out."""
         self._pending = None

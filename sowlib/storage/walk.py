@@ -2,10 +2,11 @@
 
 ``walk_records`` / ``walk_entries`` follow the log's live state (its map, end offset and
 epoch) over records already verified. ``verify_entries`` is the recovery walk of an open: it
-checks every record's checksum and, in the same pass, builds what ``scan_entries`` yields,
-so the first ``scan_entries`` after an open does not read the file again. Imports only
-``sowlib.errors``, ``sowlib.gcpause`` and ``sowlib.storage.format`` (never ``log``: the log is
-seen through :class:`LiveMap`).
+checks every record's checksum and, in the same pass, builds what ``scan_entries`` yields
+(as columns, ``storage.entries``), so the first ``scan_entries`` after an open does not
+read the file again. Imports only ``sowlib.errors``, ``sowlib.gcpause`` and the storage
+modules ``format`` and ``entries`` (never ``log``: the log is seen through
+:class:`LiveMap`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import xxhash
 
 from sowlib.errors import StoreClosedError
 from sowlib.gcpause import paused_gc
+from sowlib.storage.entries import EntryList, ScanEntry, verify_columns
 from sowlib.storage.format import (
     FAST_FLAGS,
     FLAG_RESERVED,
@@ -43,12 +45,10 @@ __all__ = [
     "ScanEntry",
     "read_puts",
     "verify_entries",
+    "verify_entries_by_record",
     "walk_entries",
     "walk_records",
 ]
-
-ScanEntry = tuple[int, RecordKind, int, float, float, str, bytes, int]
-"""What ``AppendLog.scan_entries`` yields: a LogRecord's fields with the framed size last."""
 
 PutFields = tuple[int, float, float, bytes, int, bytes]
 """What ``read_puts`` gives per record: seq, timestamp, expiration, correlation id, framed
@@ -73,13 +73,6 @@ class LiveMap(Protocol):
 
     @property
     def end_offset(self) -> int: ...
-
-
-class EntryList(list[ScanEntry]):
-    """The entries an open verified, kept for the first ``scan_entries`` (weak-referenceable).
-
-    The log clears it when it is closed or compacted, which ends an iterator over it.
-    """
 
 
 def walk_records(log: LiveMap, off: int) -> Iterator[LogRecord]:
@@ -153,19 +146,26 @@ def _walk_entries(log: LiveMap, off: int, epoch: object) -> Iterator[ScanEntry]:
 def verify_entries(buf: Buf, start: int, limit: int) -> tuple[int, int, EntryList]:
     """Follow intact records from ``start``, checksums included, collecting their entries.
 
-    O(bytes), one pass. Stops at the first position that does not hold an intact record
-    (bad marker, kind byte, length or checksum, or fields that do not add up to the length).
-    The cyclic GC is paused meanwhile: the loop allocates one tuple per record and nothing
-    in it can form a cycle, but each collection would rescan the growing list.
+    O(bytes), one pass over the records (:func:`~sowlib.storage.entries.verify_columns`,
+    column at a time; :func:`verify_entries_by_record` is its reference). Stops at the
+    first position that does not hold an intact record (bad marker, kind byte, length or
+    checksum, or fields that do not add up to the length). The cyclic GC is paused
+    meanwhile: nothing allocated can form a cycle.
 
     Returns:
         ``(offset after the last intact record, offset of the last one or 0, the entries)``.
     """
     with paused_gc():
-        return _verify_entries(buf, start, limit)
+        end, entries = verify_columns(buf, start, limit)
+    return end, entries.last_offset, entries
 
 
-def _verify_entries(buf: Buf, start: int, limit: int) -> tuple[int, int, EntryList]:
+def verify_entries_by_record(buf: Buf, start: int, limit: int) -> tuple[int, list[ScanEntry]]:
+    """The reference of :func:`verify_entries`: one record at a time, every check inline.
+
+    Returns:
+        ``(offset after the last intact record, the entries in file order)``.
+    """
     unpack = HEAD_U64.unpack_from
     digest = xxhash.xxh3_64_digest
     kinds = KINDS
@@ -174,7 +174,7 @@ def _verify_entries(buf: Buf, start: int, limit: int) -> tuple[int, int, EntryLi
     put = RecordKind.PUT
     fast_overhead = _FAST_OVERHEAD
     stop = limit - RECORD_OVERHEAD
-    entries = EntryList()
+    entries: list[ScanEntry] = []
     add = entries.append
     off = start
     while off <= stop:
@@ -199,7 +199,7 @@ def _verify_entries(buf: Buf, start: int, limit: int) -> tuple[int, int, EntryLi
         exp, corr, key, _pos = decode_fields(buf, off, kb, k)
         add((off, kind, seq, ts / 1e6, exp / 1e6, key, corr, length))
         off = nxt
-    return off, entries[-1][0] if entries else 0, entries
+    return off, entries
 
 
 _PUT_U64 = int(RecordKind.PUT) | FLAG_U64_KEY

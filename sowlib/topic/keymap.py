@@ -16,7 +16,7 @@ from operator import itemgetter, le
 import msgpack
 
 from sowlib.index.types import Key
-from sowlib.storage import RecordKind
+from sowlib.storage import EntryList, RecordKind
 from sowlib.topic.logview import Header, LogView
 
 __all__ = ["Header", "KeyMap"]
@@ -239,6 +239,29 @@ class KeyMap:
             elif old is not None:
                 pop(key)
         self.live_bytes += live
+
+    def replay_columns(self, entries: EntryList) -> None:
+        """:meth:`replay` of the log's ``scan_columns``: into an empty map, the columns are
+        applied as they are (C-level dict updates between tombstones); else one by one."""
+        if self._slots:
+            self.replay(entries)
+            return
+        # A common record's key is its u64: the int key_of gives a content key, or its text.
+        keys: list[Key] = list(entries.words) if self.content else list(map(str, entries.words))
+        slots: array.array[int] | list[int | tuple[int, int, float, float, bytes, int]]
+        slots = entries.offsets
+        tombstones: list[int] = []
+        key_of = self.key_of
+        for row, (offset, kind, seq, stamp, expires, text, corr, size) in entries.others.items():
+            keys[row] = key_of(text)
+            if kind != _PUT:
+                tombstones.append(row)
+            elif expires or corr:
+                if type(slots) is not list:
+                    slots = list(slots)
+                slots[row] = (offset, seq, stamp, expires, corr, size)
+        tombstones.sort()
+        self._replay_columns(keys, slots, entries.sizes(), tombstones)
 
     def _columns(
         self, entries: list[tuple[int, RecordKind, int, float, float, str, bytes, int]]

@@ -98,7 +98,7 @@ def _load_entries(writer: Writer, progress: Progress | None) -> None:
             writer.keys.clear()
     # From the first record: a walk from there checks the records a checkpoint vouched
     # for, so the rebuild below may read every live record without its checksum.
-    writer.keys.replay(log.scan_entries())
+    writer.keys.replay_columns(log.scan_columns())
     rebuild_indexes(writer, progress)
 
 
