@@ -1,8 +1,8 @@
-"""The optional C reader of the common record; everything else is in pyproject.toml.
+"""The optional C modules (the reader of the common record, top-level fields of flat
+JSON objects); everything else is in pyproject.toml.
 
-The extension is optional: where no C compiler is found, the build goes on and
-sowlib reads every record through its Python path (the reference the C form is
-tested against).
+The extensions are optional: where no C compiler is found, the build goes on and
+sowlib takes their Python paths (the references the C forms are tested against).
 """
 
 import sys
@@ -17,6 +17,11 @@ setup(
             # dlsym (see recordread.c) lives in libdl on glibc before 2.34
             libraries=["dl"] if sys.platform.startswith("linux") else [],
             optional=True,
-        )
+        ),
+        Extension(
+            "sowlib.codecs.jsonfields",
+            sources=["sowlib/codecs/jsonfields.c"],
+            optional=True,
+        ),
     ]
 )

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 import attrs
 
+from sowlib.codecs.json_fields import top_columns
 from sowlib.codecs.limits import MAX_DEPTH, check_depth
 from sowlib.codecs.merge import merge_documents
 from sowlib.errors import DecodeError, EncodeError
@@ -181,6 +182,15 @@ class JsonCodec:
                 if _may_nest_deeply(payload):
                     check_depth(doc, "json", payload)
         return docs
+
+    def top_columns(
+        self, payloads: Sequence[bytes], names: Sequence[str]
+    ) -> list[list[Any]] | None:
+        """The value of each top-level field of ``names`` in each message (a column per
+        name) read without decoding the rest, or None when a message is outside what
+        :mod:`sowlib.codecs.json_fields` reads that way (then decode them). Equal to
+        decoding each message and taking each name; O(total bytes)."""
+        return top_columns(payloads, names)
 
     def top_values(self, payloads: Sequence[bytes], field: str) -> list[Any] | None:
         """The value of top-level ``field`` in each message, or None when any message

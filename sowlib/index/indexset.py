@@ -220,6 +220,15 @@ class IndexSet:
         """Every distinct path the indexes and key fields read, in :meth:`columns` order."""
         return self._paths
 
+    @property
+    def top_names(self) -> tuple[str | None, ...]:
+        """For each of :attr:`paths`, its field name when it is a plain top-level field
+        (``/name``: no index, no attribute), else None."""
+        return tuple(
+            path.steps[0].name if item is not None else None
+            for path, item in zip(self._paths, self._items, strict=True)
+        )
+
     def columns(self, docs: Sequence[Any]) -> list[list[Any]]:
         """The value of each of :attr:`paths` in each document, a column per path.
 

@@ -117,9 +117,10 @@ def rebuild_indexes(writer: Writer, progress: Progress | None = None) -> None:
 
     Every live record was verified by this open (the recovery walk, or a walk from the
     first record), so the payloads are read in file order without their checksums. The
-    indexed fields are taken a column at a time (:meth:`~sowlib.index.IndexSet.columns`)
-    and keys grouped by value over the whole rebuild, so each index files each distinct
-    value once.
+    indexed fields are taken a column at a time: read out of the payloads by the codec's
+    ``top_columns`` where it has one (JSON, for top-level fields), else from the decoded
+    documents (:meth:`~sowlib.index.IndexSet.columns`); keys are grouped by value over
+    the whole rebuild, so each index files each distinct value once.
 
     Args:
         writer: the topic's writer (its key map is complete).
@@ -137,8 +138,15 @@ def rebuild_indexes(writer: Writer, progress: Progress | None = None) -> None:
     build = _Build(indexes)
     done = 0
     decode_many, columns = writer.views.decode_many, indexes.columns
+    names = indexes.top_names
+    top = getattr(writer.views.codec, "top_columns", None)
+    if None in names or not writer.views.filterable:
+        top = None
     for payloads in writer.log.trusted_payloads(keys, offsets, _BATCH):
-        build.add(keys, done, columns(decode_many(payloads)))
+        # The indexed fields read out of the bytes where the codec can (equal to the
+        # decoded documents' fields), else from the documents.
+        got = None if top is None else top(payloads, names)
+        build.add(keys, done, columns(decode_many(payloads)) if got is None else got)
         done += len(payloads)
         if progress is not None:
             progress(done, total)

@@ -1,0 +1,73 @@
+"""Top-level fields of flat JSON objects, read without decoding the rest of each message.
+
+``top_columns(payloads, names)`` gives, for each name, that field's value in each
+payload, exactly what decoding each payload and taking ``doc[name]`` gives (the
+reference, :func:`reference_columns`), or None when some payload is outside the subset
+the C module ``sowlib.codecs.jsonfields`` reads (see ``jsonfields.c``: one flat object,
+strings without escapes, plain numbers, each name once). The C module is built at
+install time where a compiler is found; without it, or with ``SOWLIB_PURE_PYTHON`` set
+to a non-empty value before sowlib is imported, every call gives None and the caller
+decodes. ``tests/codecs/test_json_fields.py`` checks the two agree. Imports nothing
+from sowlib.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+__all__ = [
+    "NATIVE_TOP_COLUMNS",
+    "TopColumns",
+    "load_top_columns",
+    "reference_columns",
+    "top_columns",
+]
+
+TopColumns = Callable[[list[bytes], tuple[bytes, ...]], list[list[Any]] | None]
+
+# The variable storage/native.py reads too (codecs never import storage).
+_PURE_PYTHON_ENV = "SOWLIB_PURE_PYTHON"
+
+
+def load_top_columns() -> TopColumns | None:
+    """The C form, or None (not built, or turned off by ``SOWLIB_PURE_PYTHON``)."""
+    if os.environ.get(_PURE_PYTHON_ENV):
+        return None
+    try:
+        from sowlib.codecs.jsonfields import top_columns as native
+    except ImportError:  # built without a C compiler: callers decode
+        return None
+    return native
+
+
+NATIVE_TOP_COLUMNS: TopColumns | None = load_top_columns()
+"""What :func:`load_top_columns` gave when sowlib was imported."""
+
+
+def top_columns(payloads: Sequence[bytes], names: Sequence[str]) -> list[list[Any]] | None:
+    """Each of ``names``' value in each payload (a column per name), or None.
+
+    None when the C form is missing or some payload is outside its subset; then
+    :func:`reference_columns` (decoding) gives the answer or raises. O(total bytes).
+    """
+    native = NATIVE_TOP_COLUMNS
+    if native is None or not names or not isinstance(payloads, list):
+        return None
+    return native(payloads, tuple(name.encode() for name in names))
+
+
+def reference_columns(
+    decode_many: Callable[[Sequence[bytes]], list[Any]],
+    payloads: Sequence[bytes],
+    names: Sequence[str],
+) -> list[list[Any]]:
+    """What :func:`top_columns` must equal: every payload decoded, ``doc[name]`` taken.
+
+    Raises:
+        DecodeError: a payload is not a JSON object.
+        KeyError: a payload lacks a name.
+    """
+    docs = decode_many(payloads)
+    return [[doc[name] for doc in docs] for name in names]

@@ -1,0 +1,3 @@
+from typing import Any
+
+def top_columns(payloads: list[bytes], names: tuple[bytes, ...], /) -> list[list[Any]] | None: ...
