@@ -8,7 +8,8 @@
  * one object, optional JSON whitespace around its tokens, members whose keys and
  * string values hold no backslash and no control character and are valid UTF-8,
  * values that are such strings, numbers (an integer of at most 18 digits, or a
- * finite float), true, false or null; each name present exactly once. A nested
+ * float of at most 64 characters with at most two exponent digits), true, false or
+ * null; each name present exactly once. A nested
  * object or array, an escape, a long integer, a duplicate name or a missing name
  * all give None. `sowlib/codecs/json_fields.py` states the reference and
  * tests/codecs/test_json_fields.py checks that both agree.
@@ -113,13 +114,16 @@ is_digit(unsigned char b)
     return b >= '0' && b <= '9';
 }
 
-/* A number token at c->p, as JSON's grammar has it: a new int or float, NULL with
+/* A number token at c->p, as JSON's grammar has it, within the subset: an integer of
+ * at most MAX_INT_DIGITS digits, or a float of at most MAX_NUMBER characters whose
+ * exponent has at most two digits (so it is finite: it needs no parse to be checked).
+ * With `make`, a new int or float; else Py_None (borrowed: only checked). NULL with
  * nothing set when outside the subset, NULL with an error set on failure. */
 static PyObject *
-read_number(Cursor *c)
+read_number(Cursor *c, int make)
 {
     const unsigned char *p = c->p, *start = c->p, *end = c->end;
-    int negative = 0, digits = 0, is_float = 0;
+    int negative = 0, digits = 0, is_float = 0, exponent_digits = 0;
     if (p < end && *p == '-') {
         negative = 1;
         p++;
@@ -158,13 +162,18 @@ read_number(Cursor *c)
         }
         while (p < end && is_digit(*p)) {
             p++;
+            exponent_digits++;
         }
     }
+    Py_ssize_t n = p - start;
+    if (is_float ? (n > MAX_NUMBER || exponent_digits > 2) : digits > MAX_INT_DIGITS) {
+        return NULL;
+    }
     c->p = p;
+    if (!make) {
+        return Py_None;
+    }
     if (!is_float) {
-        if (digits > MAX_INT_DIGITS) {
-            return NULL;
-        }
         long long value = 0;
         for (const unsigned char *q = start + negative; q < p; q++) {
             value = value * 10 + (*q - '0');
@@ -172,10 +181,6 @@ read_number(Cursor *c)
         return PyLong_FromLongLong(negative ? -value : value);
     }
     char text[MAX_NUMBER + 1];
-    Py_ssize_t n = p - start;
-    if (n > MAX_NUMBER) {
-        return NULL;
-    }
     memcpy(text, start, (size_t)n);
     text[n] = '\0';
     char *stop = NULL;
@@ -217,7 +222,7 @@ read_value(Cursor *c)
         return PyUnicode_DecodeUTF8((const char *)start, len, "strict");
     }
     if (b == '-' || is_digit(b)) {
-        return read_number(c);
+        return read_number(c, 1);
     }
     if (match_word(c, "true", 4)) {
         Py_RETURN_TRUE;
@@ -245,12 +250,7 @@ skip_value(Cursor *c)
         return read_string(c, &start, &len);
     }
     if (b == '-' || is_digit(b)) {
-        PyObject *number = read_number(c);
-        if (number == NULL) {
-            return -1;
-        }
-        Py_DECREF(number);
-        return 0;
+        return read_number(c, 0) == NULL ? -1 : 0;
     }
     if (match_word(c, "true", 4) || match_word(c, "false", 5) || match_word(c, "null", 4)) {
         return 0;
