@@ -11,13 +11,13 @@ import os
 from collections.abc import Iterator
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sowlib import SowStore
 from sowlib.errors import CorruptRecordError
 from sowlib.storage import native, reader
-from sowlib.storage.format import HEAD_U64, RECORD_MARKER, RecordKind, encode_record
+from sowlib.storage.format import HEAD_U64, RECORD_MARKER, RecordKind, encode_record, u64_key
 from sowlib.storage.walk import read_put
 
 if os.environ.get("CI"):
@@ -98,6 +98,7 @@ def test_damage_never_reads_as_something_else(
         assert got is None or got == reference(buf, 0, limit)
 
 
+@example(kind=RecordKind.PUT, key=b"00", corr=b"", expiration=0, payload=b"{}")  # a text key
 @given(
     kind=st.sampled_from([RecordKind.DELETE, RecordKind.EXPIRE, RecordKind.PUT]),
     key=st.one_of(keys, st.text(min_size=1, max_size=20).map(str.encode)),
@@ -112,7 +113,8 @@ def test_other_shapes_are_left_to_the_reference(
     got = recordread.read_put(rec, 0, len(rec))
     want = reference(rec, 0, len(rec))
     assert got is None or got == want
-    if want is not None and kind is RecordKind.PUT and not corr and not expiration:
+    common = kind is RecordKind.PUT and u64_key(key) is not None and not corr and not expiration
+    if want is not None and common:
         assert got == want
 
 
