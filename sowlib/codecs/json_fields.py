@@ -55,7 +55,10 @@ def top_columns(payloads: Sequence[bytes], names: Sequence[str]) -> list[list[An
     native = NATIVE_TOP_COLUMNS
     if native is None or not names or not isinstance(payloads, list):
         return None
-    return native(payloads, tuple(name.encode() for name in names))
+    # A name holding a lone surrogate (an index path may) is missing from every
+    # document; "surrogatepass" gives bytes no key in the C subset holds, so it is
+    # reported missing (None) instead of raising UnicodeEncodeError.
+    return native(payloads, tuple(name.encode("utf-8", "surrogatepass") for name in names))
 
 
 def reference_columns(

@@ -151,6 +151,16 @@ def test_the_pure_python_setting_turns_the_c_form_off(monkeypatch: pytest.Monkey
 
 
 @needs_c
+def test_a_name_with_a_lone_surrogate_reads_as_missing() -> None:
+    # An index path may hold one: no document has that field, so the read gives None
+    # (the caller decodes) instead of raising UnicodeEncodeError.
+    payloads = [b'{"a":1,"b":2}', b'{"b":3,"a":2}']
+    assert agree(payloads, ["\ud800"]) is None
+    assert agree(payloads, ["a", "b\udcff"]) is None
+    assert agree(payloads, ["a"]) == [[1, 2]]
+
+
+@needs_c
 def test_bad_arguments_raise_type_errors() -> None:
     from sowlib.codecs.jsonfields import top_columns
 
