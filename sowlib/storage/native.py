@@ -1,11 +1,13 @@
-"""Which form reads the common PUT record by offset: the C extension, or none.
+"""Which form reads records by offset: the C extension, or none.
 
 ``sowlib.storage.recordread`` is a C extension built at install time where a compiler
 is found (``setup.py`` marks it optional). It reads one PUT record with a u64 key and
 nothing optional, checks its checksum and gives the same fields as
 :func:`sowlib.storage.walk.read_put`, the reference, or None for anything else, which
 the caller then reads through the reference (which raises for a damaged record).
-``tests/storage/test_recordread.py`` checks that the two agree.
+``tests/storage/test_recordread.py`` checks that the two agree. Its ``put_payloads``
+is the C form of :func:`sowlib.storage.walk.put_payloads` (payloads of records a walk
+has verified), held to it by the same tests.
 
 Setting the environment variable ``SOWLIB_PURE_PYTHON`` to a non-empty value before
 sowlib is imported turns the C form off. Imports only sibling storage modules.
@@ -19,10 +21,21 @@ from collections.abc import Callable
 from sowlib.storage.format import Buf
 from sowlib.storage.walk import PutFields
 
-__all__ = ["NATIVE_READ_PUT", "PURE_PYTHON_ENV", "NativeReadPut", "load_native_read_put"]
+__all__ = [
+    "NATIVE_PUT_PAYLOADS",
+    "NATIVE_READ_PUT",
+    "PURE_PYTHON_ENV",
+    "NativePutPayloads",
+    "NativeReadPut",
+    "load_native_put_payloads",
+    "load_native_read_put",
+]
 
 NativeReadPut = Callable[[Buf, int, int], PutFields | None]
 """``read_put(buf, off, limit)``: the fields of the common PUT record at ``off``, or None."""
+
+NativePutPayloads = Callable[[Buf, list[int], int], list[bytes] | None]
+"""``put_payloads(buf, offsets, limit)``: the payloads of PUT records at ``offsets``, or None."""
 
 PURE_PYTHON_ENV = "SOWLIB_PURE_PYTHON"
 """The environment variable that, when set and not empty, turns the C form off."""
@@ -41,3 +54,18 @@ def load_native_read_put() -> NativeReadPut | None:
 
 NATIVE_READ_PUT: NativeReadPut | None = load_native_read_put()
 """What :func:`load_native_read_put` gave when sowlib was imported."""
+
+
+def load_native_put_payloads() -> NativePutPayloads | None:
+    """The C form of :func:`~sowlib.storage.walk.put_payloads`, or None."""
+    if os.environ.get(PURE_PYTHON_ENV):
+        return None
+    try:
+        from sowlib.storage.recordread import put_payloads
+    except ImportError:  # built without a C compiler: the reference slices the payloads
+        return None
+    return put_payloads
+
+
+NATIVE_PUT_PAYLOADS: NativePutPayloads | None = load_native_put_payloads()
+"""What :func:`load_native_put_payloads` gave when sowlib was imported."""

@@ -1,4 +1,5 @@
-/* The optional C form of one checked read of the common PUT record.
+/* The optional C forms of two reads of the log: one checked read of the common PUT
+ * record, and the payloads of many PUT records a recovery walk has just verified.
  *
  * `read_put(buf, off, limit)` gives what `sowlib.storage.walk.read_put` gives for a
  * PUT record with a u64 key and nothing optional, whose checksum holds:
@@ -7,6 +8,12 @@
  * bytes) it returns None and the caller takes the Python path, which decides and
  * raises. The Python path is the reference; tests/storage/test_recordread.py checks
  * that both agree on intact, damaged and foreign bytes.
+ *
+ * `put_payloads(buf, offsets, limit)` gives what `sowlib.storage.walk.put_payloads`
+ * gives for those offsets (the payload of each PUT record, found from its framing,
+ * checksums not checked) or None when a record does not look like a PUT there; it is
+ * stricter than the reference (every record must lie within the limit and its payload
+ * past the fixed header), never looser.
  *
  * The checksum is xxh3-64 of the record up to its last 8 bytes, which hold it in
  * canonical (big-endian) order. It is computed by the xxhash package the rest of
@@ -27,6 +34,10 @@
 #define MARKER 0xF5      /* byte 4 of every record */
 #define KIND_BYTE 0x41   /* a PUT whose key is a u64 */
 #define KEY_BYTES 8
+#define FIXED_HEAD 28    /* the fixed header every record starts with */
+#define KIND_MASK 0x0F
+#define KIND_PUT 0x01
+#define FLAG_RESERVED 0x80
 
 static PyObject *intdigest; /* xxhash.xxh3_64_intdigest */
 
@@ -167,6 +178,78 @@ done:
     return result;
 }
 
+static PyObject *
+put_payloads(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "put_payloads(buf, offsets, limit) takes 3 arguments");
+        return NULL;
+    }
+    if (!PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "put_payloads: offsets must be a list");
+        return NULL;
+    }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[2]);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer buf;
+    if (PyObject_GetBuffer(args[0], &buf, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (limit > buf.len) {
+        limit = buf.len;
+    }
+    PyObject *offsets = args[1];
+    Py_ssize_t count = PyList_GET_SIZE(offsets);
+    PyObject *out = PyList_New(count);
+    if (out == NULL) {
+        PyBuffer_Release(&buf);
+        return NULL;
+    }
+    const unsigned char *base = (const unsigned char *)buf.buf;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        /* offsets holds only ints and nothing here runs Python code: the list cannot
+         * change while it is read */
+        Py_ssize_t off = PyLong_AsSsize_t(PyList_GET_ITEM(offsets, i));
+        if (off == -1 && PyErr_Occurred()) {
+            Py_DECREF(out);
+            PyBuffer_Release(&buf);
+            return NULL;
+        }
+        if (off < 0 || limit < FIXED_HEAD || off > limit - FIXED_HEAD) {
+            goto not_here;
+        }
+        const unsigned char *rec = base + off;
+        uint32_t length = load_u32(rec);
+        uint32_t size = load_u32(rec + 8);
+        if (rec[4] != MARKER || (rec[5] & KIND_MASK) != KIND_PUT || (rec[5] & FLAG_RESERVED)) {
+            goto not_here;
+        }
+        /* the payload ends where the checksum starts and lies past the fixed header */
+        if ((uint64_t)length > (uint64_t)(limit - off)
+            || (uint64_t)length < (uint64_t)size + FIXED_HEAD + 8) {
+            goto not_here;
+        }
+        Py_ssize_t end = (Py_ssize_t)length - 8;
+        PyObject *payload = PyBytes_FromStringAndSize(
+            (const char *)rec + end - (Py_ssize_t)size, (Py_ssize_t)size);
+        if (payload == NULL) {
+            Py_DECREF(out);
+            PyBuffer_Release(&buf);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, i, payload);
+    }
+    PyBuffer_Release(&buf);
+    return out;
+not_here:
+    Py_DECREF(out);
+    PyBuffer_Release(&buf);
+    Py_RETURN_NONE;
+}
+
 /* XXH3_64bits from the module the xxhash package loaded, if it is there and agrees
  * with the package's Python function on a test input; NULL otherwise. */
 static xxh3_64_fn
@@ -224,6 +307,8 @@ set_direct_digest(PyObject *module, PyObject *flag)
 }
 
 static PyMethodDef methods[] = {
+    {"put_payloads", (PyCFunction)(void (*)(void))put_payloads, METH_FASTCALL,
+     "put_payloads(buf, offsets, limit): the payloads of the PUT records at offsets, or None."},
     {"set_direct_digest", set_direct_digest, METH_O,
      "set_direct_digest(on): call XXH3_64bits directly (when found); returns whether it does."},
     {"read_put", (PyCFunction)(void (*)(void))read_put, METH_FASTCALL,

@@ -11,7 +11,10 @@ modules ``format`` and ``entries`` (never ``log``: the log is seen through
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterator
+from itertools import repeat
+from operator import add, sub
 from typing import Protocol, cast
 
 import xxhash
@@ -20,6 +23,7 @@ from sowlib.errors import StoreClosedError
 from sowlib.gcpause import paused_gc
 from sowlib.storage.entries import EntryList, ScanEntry, verify_columns
 from sowlib.storage.format import (
+    CHECKSUM_SIZE,
     FAST_FLAGS,
     FLAG_RESERVED,
     FLAG_U64_KEY,
@@ -43,6 +47,7 @@ __all__ = [
     "LiveMap",
     "PutFields",
     "ScanEntry",
+    "put_payloads",
     "read_puts",
     "verify_entries",
     "verify_entries_by_record",
@@ -243,3 +248,34 @@ def read_puts(buf: Buf, offsets: list[int], limit: int, file: str) -> list[PutFi
         CorruptRecordError: no intact record starts at one of ``offsets``.
     """
     return [read_put(buf, off, limit, file) for off in offsets]
+
+
+_PUT = int(RecordKind.PUT)
+_PAYLOAD_HEAD = struct.Struct("<IBBxxI")  # length, marker, kind byte, payload length
+
+
+def put_payloads(buf: Buf, offsets: list[int], limit: int) -> list[bytes] | None:
+    """The payloads of the PUT records at ``offsets`` (ascending, records a walk of this
+    open verified), checksums not checked again, or None when one does not look like a
+    PUT record within ``limit``; O(bytes spanned).
+
+    One copy of the bytes the records span, then C-level slices: whatever a record's
+    layout, its payload ends where its checksum starts. (The reference of the C form,
+    ``recordread.put_payloads``.)
+    """
+    if not offsets:
+        return []
+    start = offsets[0]
+    data = buf[start:limit]
+    rel = list(map(sub, offsets, repeat(start)))
+    try:
+        heads = list(map(_PAYLOAD_HEAD.unpack_from, repeat(data), rel))
+    except struct.error:  # the last record is longer than the bytes read
+        return None
+    lengths, markers, kinds, sizes = zip(*heads, strict=True)
+    if markers.count(RECORD_MARKER) != len(offsets) or rel[-1] + lengths[-1] > len(data):
+        return None
+    if any(kind & KIND_MASK != _PUT or kind & FLAG_RESERVED for kind in set(kinds)):
+        return None
+    ends = list(map(add, rel, map(add, lengths, repeat(-CHECKSUM_SIZE))))
+    return list(map(data.__getitem__, map(slice, map(sub, ends, sizes), ends)))

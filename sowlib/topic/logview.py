@@ -9,29 +9,25 @@ has just verified are read in bulk from the file without a second checksum
 from __future__ import annotations
 
 import re
-import struct
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from itertools import repeat
-from operator import add, sub
 from typing import NamedTuple
 
 from sowlib.index.types import Key
 from sowlib.storage import AppendLog, Log, LogRecord, RecordKind
 from sowlib.storage.format import (
-    CHECKSUM_SIZE,
-    FLAG_RESERVED,
     FLAG_U64_KEY,
     HEAD_U64,
-    KIND_MASK,
-    RECORD_MARKER,
+    Buf,
 )
 from sowlib.storage.framing import framed_size
+from sowlib.storage.native import NATIVE_PUT_PAYLOADS
+from sowlib.storage.walk import put_payloads
 
 __all__ = ["Header", "LogView"]
 
-# A record's length, marker, kind byte and payload length.
-_HEAD = struct.Struct("<IBBxxI")
+# The payloads of verified records: the C form where it was built, else the reference.
+_put_payloads = NATIVE_PUT_PAYLOADS or put_payloads
 _PUT = int(RecordKind.PUT)
 _PUT_U64 = _PUT | FLAG_U64_KEY
 # Bytes copied past the start of a batch's last record so that it is whole (a longer
@@ -160,7 +156,9 @@ class LogView:
             got = None
             if mapped is not None:
                 stop = min(offsets[hi] if hi < count else self.log.end_offset, chunk[-1] + _TAIL)
-                got = _slice_payloads(mapped[first:stop], first, chunk, keys[lo:hi])
+                got = _put_payloads(mapped, chunk, stop)
+                if got is not None and not _ends_match(mapped, chunk, keys[lo:hi]):
+                    got = None
             yield list(self.payloads(chunk)) if got is None else got
             lo = hi
 
@@ -172,26 +170,11 @@ class LogView:
         return [f[5] for f in file.read_puts(offsets)]
 
 
-def _slice_payloads(
-    data: bytes, start: int, offsets: list[int], keys: Sequence[Key]
-) -> list[bytes] | None:
-    """The payloads of the PUT records at ``offsets`` in ``data`` (the file from
-    ``start``), or None when a record does not look like the one expected there (the
-    first and last records' u64 keys are compared with theirs too)."""
-    rel = list(map(sub, offsets, repeat(start)))
-    try:
-        heads = list(map(_HEAD.unpack_from, repeat(data), rel))
-        ends_of_batch = (HEAD_U64.unpack_from(data, rel[0]), HEAD_U64.unpack_from(data, rel[-1]))
-    except struct.error:  # the last record is longer than the bytes read
-        return None
-    lengths, markers, kinds, sizes = zip(*heads, strict=True)
-    if markers.count(RECORD_MARKER) != len(offsets) or rel[-1] + lengths[-1] > len(data):
-        return None
-    if any(kind & KIND_MASK != _PUT or kind & FLAG_RESERVED for kind in set(kinds)):
-        return None
-    for head, key in zip(ends_of_batch, (keys[0], keys[-1]), strict=True):
+def _ends_match(buf: Buf, offsets: list[int], keys: Sequence[Key]) -> bool:
+    """Whether the first and last records at ``offsets`` are the ones expected there:
+    a record stored under a u64 key holds the key the key map has for it."""
+    for off, key in ((offsets[0], keys[0]), (offsets[-1], keys[-1])):
+        head = HEAD_U64.unpack_from(buf, off)
         if head[2] == _PUT_U64 and head[7] != key:
-            return None
-    # Whatever the record's layout, its payload ends where its checksum starts.
-    ends = list(map(add, rel, map(add, lengths, repeat(-CHECKSUM_SIZE))))
-    return list(map(data.__getitem__, map(slice, map(sub, ends, sizes), ends)))
+            return False
+    return True

@@ -8,7 +8,9 @@ and None for everything else, never a wrong answer or a crash, whatever the byte
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
@@ -18,7 +20,8 @@ from sowlib import SowStore
 from sowlib.errors import CorruptRecordError
 from sowlib.storage import native, reader
 from sowlib.storage.format import HEAD_U64, RECORD_MARKER, RecordKind, encode_record, u64_key
-from sowlib.storage.walk import read_put
+from sowlib.storage.walk import put_payloads, read_put
+from sowlib.topic import logview
 
 if os.environ.get("CI"):
     # CI machines have a compiler: there the C form must have been built.
@@ -158,3 +161,103 @@ def test_a_topic_reads_the_same_with_and_without_the_c_form(
     monkeypatch.setattr(reader, "NATIVE_READ_PUT", None)
     assert reads() == with_c
     store.close()
+
+
+records = st.lists(
+    st.tuples(
+        st.sampled_from([RecordKind.PUT, RecordKind.PUT, RecordKind.DELETE]),
+        st.one_of(keys, st.text(min_size=1, max_size=12).map(str.encode)),
+        st.sampled_from([b"", b"corr"]),
+        st.sampled_from([0, 2**40]),
+        payloads,
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+def _log(recs: list[tuple[RecordKind, bytes, bytes, int, bytes]]) -> tuple[bytes, list[int]]:
+    """The records framed one after another, and the offsets of the PUTs."""
+    buf, puts = b"", []
+    for seq, (kind, key, corr, expiration, payload) in enumerate(recs):
+        if kind is RecordKind.PUT:
+            puts.append(len(buf))
+        buf += encode_record(int(kind), key, corr, payload, seq, seq * 10, expiration)
+    return buf, puts
+
+
+@given(recs=records, pick=st.data())
+def test_the_payloads_of_intact_puts_read_as_the_reference(
+    recs: list[tuple[RecordKind, bytes, bytes, int, bytes]], pick: st.DataObject
+) -> None:
+    buf, puts = _log(recs)
+    chosen = sorted(pick.draw(st.sets(st.sampled_from(puts)))) if puts else []
+    got = recordread.put_payloads(buf, chosen, len(buf))
+    assert got is not None
+    assert got == put_payloads(buf, chosen, len(buf))
+    assert got == [read_put(buf, off, len(buf), "f")[5] for off in chosen]
+
+
+@settings(max_examples=300)
+@given(
+    recs=records,
+    where=st.integers(min_value=0),
+    bit=st.integers(0, 7),
+    cut=st.integers(0, 60),
+    extra=st.lists(st.integers(-5, 2000), max_size=3),
+)
+def test_payloads_of_damaged_or_foreign_offsets_are_none_or_the_reference(
+    recs: list[tuple[RecordKind, bytes, bytes, int, bytes]],
+    where: int,
+    bit: int,
+    cut: int,
+    extra: list[int],
+) -> None:
+    buf, puts = _log(recs)
+    damaged = bytearray(buf)
+    damaged[where % len(damaged)] ^= 1 << bit
+    offsets = sorted({*puts, *(e for e in extra if e >= 0)})
+    for limit in (len(buf), max(0, len(buf) - cut)):
+        got = recordread.put_payloads(bytes(damaged), offsets, limit)
+        assert got is None or got == put_payloads(bytes(damaged), offsets, limit)
+    assert recordread.put_payloads(buf, [-1], len(buf)) is None
+
+
+def test_put_payloads_takes_a_list_of_ints() -> None:
+    with pytest.raises(TypeError):
+        recordread.put_payloads(b"", (0,), 4)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        recordread.put_payloads(b"", ["0"], 4)  # type: ignore[list-item]
+    assert recordread.put_payloads(b"", [], 0) == []
+
+
+def test_a_crash_reopen_files_the_same_indexes_with_and_without_the_c_form(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with SowStore(str(tmp_path / "s")) as store:
+        orders = store.create_topic("orders", keys=["/id"], hash_indexes=[["/g"]], indexes=["/px"])
+        for i in range(300):
+            orders.publish(
+                f'{{"id": {i % 250}, "g": "g{i % 7}", "px": {i}}}',
+                expiration=3600 if i % 7 == 0 else None,
+                correlation_id=f"c{i}" if i % 5 == 0 else None,
+            )
+        orders.sow_delete("/px < 20")
+        path = orders.path
+        shutil.copyfile(path, path + ".image")  # what a killed writer leaves
+    os.replace(path + ".image", path)
+    os.unlink(path + ".ckpt")
+
+    def reopen(name: str) -> list[object]:
+        shutil.copytree(tmp_path / "s", tmp_path / name)
+        with SowStore(str(tmp_path / name)) as store:
+            topic = store.topic("orders")
+            topic.check()  # the indexes equal indexes rebuilt record by record
+            return [
+                sorted(r.data for r in topic.sow(flt))
+                for flt in ("/g = 'g3'", "/px BETWEEN 100 AND 200", "/px > 0")
+            ]
+
+    with_c = reopen("with_c")
+    monkeypatch.setattr(logview, "_put_payloads", put_payloads)
+    assert reopen("reference") == with_c
