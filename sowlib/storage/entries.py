@@ -5,7 +5,9 @@
 common record (a PUT with a u64 key, no expiration, no correlation id) leaves its offset
 and its key in two columns, read back from the bytes if the entries are iterated; any
 other record is checked on its own, as the reference checks it, and kept whole.
-Imports only ``sowlib.storage.format``.
+The run of common records is walked by the C form of :func:`common_run` where it was
+built (``storage.native``). Imports only ``sowlib.storage.format`` and
+``sowlib.storage.native``.
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from sowlib.storage.format import (
     decode_fields,
     expected_length,
 )
+from sowlib.storage.native import NATIVE_COMMON_RUN
 
-__all__ = ["EntryList", "ScanEntry", "verify_columns"]
+__all__ = ["EntryList", "ScanEntry", "common_run", "verify_columns"]
 
 ScanEntry = tuple[int, RecordKind, int, float, float, str, bytes, int]
 """What ``AppendLog.scan_entries`` yields: a LogRecord's fields with the framed size last."""
@@ -144,8 +147,14 @@ def verify_columns(buf: Buf, start: int, limit: int) -> tuple[int, EntryList]:
     """
     entries = EntryList(buf)
     off = start
+    native = NATIVE_COMMON_RUN
     while True:
-        off = _common_run(buf, off, limit, entries)
+        if native is None:
+            off = common_run(buf, off, limit, entries)
+        else:
+            off, packed, words = native(buf, off, limit)
+            entries.offsets.frombytes(packed)
+            entries.words.extend(words)
         entry = _check_other(buf, off, limit)
         if entry is None:
             entries.end = off
@@ -154,9 +163,10 @@ def verify_columns(buf: Buf, start: int, limit: int) -> tuple[int, EntryList]:
         off = entries.end
 
 
-def _common_run(buf: Buf, off: int, limit: int, entries: EntryList) -> int:
+def common_run(buf: Buf, off: int, limit: int, entries: EntryList) -> int:
     """Add the intact common records from ``off`` to ``entries``; where the run stops
-    (a record in another form, or not intact)."""
+    (a record in another form, or not intact). The reference of the C form
+    ``recordread.common_run``; O(bytes of the run)."""
     unpack = _COMMON.unpack_from
     digest = xxhash.xxh3_64_digest
     tag = _COMMON_TAG

@@ -7,10 +7,12 @@ nothing optional, checks its checksum and gives the same fields as
 the caller then reads through the reference (which raises for a damaged record).
 ``tests/storage/test_recordread.py`` checks that the two agree. Its ``put_payloads``
 is the C form of :func:`sowlib.storage.walk.put_payloads` (payloads of records a walk
-has verified), held to it by the same tests.
+has verified), and its ``common_run`` the C form of
+:func:`sowlib.storage.entries.common_run` (the recovery walk over common records), each
+held to its reference by the same tests. Imports only ``storage.format``.
 
 Setting the environment variable ``SOWLIB_PURE_PYTHON`` to a non-empty value before
-sowlib is imported turns the C form off. Imports only sibling storage modules.
+sowlib is imported turns the C forms off.
 """
 
 from __future__ import annotations
@@ -19,23 +21,28 @@ import os
 from collections.abc import Callable
 
 from sowlib.storage.format import Buf
-from sowlib.storage.walk import PutFields
 
 __all__ = [
+    "NATIVE_COMMON_RUN",
     "NATIVE_PUT_PAYLOADS",
     "NATIVE_READ_PUT",
     "PURE_PYTHON_ENV",
+    "NativeCommonRun",
     "NativePutPayloads",
     "NativeReadPut",
+    "load_native_common_run",
     "load_native_put_payloads",
     "load_native_read_put",
 ]
 
-NativeReadPut = Callable[[Buf, int, int], PutFields | None]
+NativeReadPut = Callable[[Buf, int, int], tuple[int, float, float, bytes, int, bytes] | None]
 """``read_put(buf, off, limit)``: the fields of the common PUT record at ``off``, or None."""
 
 NativePutPayloads = Callable[[Buf, list[int], int], list[bytes] | None]
 """``put_payloads(buf, offsets, limit)``: the payloads of PUT records at ``offsets``, or None."""
+
+NativeCommonRun = Callable[[Buf, int, int], tuple[int, bytes, list[int]]]
+"""``common_run(buf, off, limit)``: where the run stops, the offsets (int64 bytes), the keys."""
 
 PURE_PYTHON_ENV = "SOWLIB_PURE_PYTHON"
 """The environment variable that, when set and not empty, turns the C form off."""
@@ -69,3 +76,18 @@ def load_native_put_payloads() -> NativePutPayloads | None:
 
 NATIVE_PUT_PAYLOADS: NativePutPayloads | None = load_native_put_payloads()
 """What :func:`load_native_put_payloads` gave when sowlib was imported."""
+
+
+def load_native_common_run() -> NativeCommonRun | None:
+    """The C form of :func:`~sowlib.storage.entries.common_run`, or None."""
+    if os.environ.get(PURE_PYTHON_ENV):
+        return None
+    try:
+        from sowlib.storage.recordread import common_run
+    except ImportError:  # built without a C compiler: the reference walks the records
+        return None
+    return common_run
+
+
+NATIVE_COMMON_RUN: NativeCommonRun | None = load_native_common_run()
+"""What :func:`load_native_common_run` gave when sowlib was imported."""

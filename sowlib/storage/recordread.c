@@ -9,6 +9,10 @@
  * raises. The Python path is the reference; tests/storage/test_recordread.py checks
  * that both agree on intact, damaged and foreign bytes.
  *
+ * `common_run(buf, off, limit)` is the C form of `sowlib.storage.entries.common_run`,
+ * the recovery walk over a run of common records: it stops exactly where the reference
+ * stops and gives the same offsets and keys.
+ *
  * `put_payloads(buf, offsets, limit)` gives what `sowlib.storage.walk.put_payloads`
  * gives for those offsets (the payload of each PUT record, found from its framing,
  * checksums not checked) or None when a record does not look like a PUT there; it is
@@ -250,6 +254,88 @@ not_here:
     Py_RETURN_NONE;
 }
 
+static PyObject *
+common_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 3) {
+        PyErr_SetString(PyExc_TypeError, "common_run(buf, off, limit) takes 3 arguments");
+        return NULL;
+    }
+    Py_ssize_t off = PyLong_AsSsize_t(args[1]);
+    if (off == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[2]);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer buf;
+    if (PyObject_GetBuffer(args[0], &buf, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (limit > buf.len) {
+        limit = buf.len;
+    }
+    PyObject *words = PyList_New(0);
+    int64_t *offsets = NULL;
+    Py_ssize_t count = 0, room = 0;
+    PyObject *result = NULL;
+    if (words == NULL) {
+        goto done;
+    }
+    const unsigned char *base = (const unsigned char *)buf.buf;
+    while (off >= 0 && limit >= OVERHEAD && off <= limit - OVERHEAD) {
+        const unsigned char *rec = base + off;
+        uint32_t length = load_u32(rec);
+        uint32_t payload = load_u32(rec + 8);
+        if (rec[4] != MARKER || rec[5] != KIND_BYTE || rec[6] != KEY_BYTES || rec[7] != 0) {
+            break;
+        }
+        if ((uint64_t)length != (uint64_t)payload + OVERHEAD
+            || (uint64_t)length > (uint64_t)(limit - off)) {
+            break;
+        }
+        int holds = checksum_holds(rec, (Py_ssize_t)length - 8);
+        if (holds < 0) {
+            goto done;
+        }
+        if (!holds) {
+            break;
+        }
+        if (count == room) {
+            Py_ssize_t grown = room ? room * 2 : 1024;
+            int64_t *more = PyMem_Realloc(offsets, (size_t)grown * sizeof *offsets);
+            if (more == NULL) {
+                PyErr_NoMemory();
+                goto done;
+            }
+            offsets = more;
+            room = grown;
+        }
+        PyObject *word = PyLong_FromUnsignedLongLong(load_u64(rec + 28));
+        if (word == NULL || PyList_Append(words, word) < 0) {
+            Py_XDECREF(word);
+            goto done;
+        }
+        Py_DECREF(word);
+        offsets[count++] = (int64_t)off;
+        off += (Py_ssize_t)length;
+    }
+    {
+        PyObject *packed = PyBytes_FromStringAndSize(
+            (const char *)offsets, count * (Py_ssize_t)sizeof *offsets);
+        if (packed != NULL) {
+            result = Py_BuildValue("(nNO)", off, packed, words);
+        }
+    }
+done:
+    PyMem_Free(offsets);
+    Py_XDECREF(words);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
 /* XXH3_64bits from the module the xxhash package loaded, if it is there and agrees
  * with the package's Python function on a test input; NULL otherwise. */
 static xxh3_64_fn
@@ -307,6 +393,9 @@ set_direct_digest(PyObject *module, PyObject *flag)
 }
 
 static PyMethodDef methods[] = {
+    {"common_run", (PyCFunction)(void (*)(void))common_run, METH_FASTCALL,
+     "common_run(buf, off, limit): (where the run of intact common records from off stops, "
+     "their offsets as native int64 bytes, their u64 keys)."},
     {"put_payloads", (PyCFunction)(void (*)(void))put_payloads, METH_FASTCALL,
      "put_payloads(buf, offsets, limit): the payloads of the PUT records at offsets, or None."},
     {"set_direct_digest", set_direct_digest, METH_O,

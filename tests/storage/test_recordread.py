@@ -7,6 +7,7 @@ and None for everything else, never a wrong answer or a crash, whatever the byte
 
 from __future__ import annotations
 
+import array
 import os
 import shutil
 from collections.abc import Iterator
@@ -19,6 +20,7 @@ from hypothesis import strategies as st
 from sowlib import SowStore
 from sowlib.errors import CorruptRecordError
 from sowlib.storage import native, reader
+from sowlib.storage.entries import EntryList, common_run
 from sowlib.storage.format import HEAD_U64, RECORD_MARKER, RecordKind, encode_record, u64_key
 from sowlib.storage.walk import put_payloads, read_put
 from sowlib.topic import logview
@@ -261,3 +263,43 @@ def test_a_crash_reopen_files_the_same_indexes_with_and_without_the_c_form(
     with_c = reopen("with_c")
     monkeypatch.setattr(logview, "_put_payloads", put_payloads)
     assert reopen("reference") == with_c
+
+
+common_records = st.lists(
+    st.tuples(
+        st.sampled_from([RecordKind.PUT] * 6 + [RecordKind.DELETE]),
+        st.one_of(keys, keys, st.just(b"00")),
+        st.sampled_from([b""] * 5 + [b"c"]),
+        st.sampled_from([0] * 5 + [2**40]),
+        payloads,
+    ),
+    min_size=0,
+    max_size=20,
+)
+
+
+@settings(max_examples=300)
+@given(
+    recs=common_records,
+    start=st.integers(-3, 3000),
+    cut=st.integers(0, 80),
+    flip=st.one_of(st.none(), st.tuples(st.integers(min_value=0), st.integers(0, 7))),
+)
+def test_the_c_walk_of_common_records_stops_where_the_reference_stops(
+    recs: list[tuple[RecordKind, bytes, bytes, int, bytes]],
+    start: int,
+    cut: int,
+    flip: tuple[int, int] | None,
+) -> None:
+    buf = bytearray(_log(recs)[0])
+    if flip is not None and buf:
+        buf[flip[0] % len(buf)] ^= 1 << flip[1]
+    data = bytes(buf)
+    for begin in (0, start):
+        for limit in (len(data), max(0, len(data) - cut)):
+            want = EntryList(data)
+            end = common_run(data, max(begin, 0), limit, want) if begin >= 0 else begin
+            got_end, packed, words = recordread.common_run(data, begin, limit)
+            got = array.array("q")
+            got.frombytes(packed)
+            assert (got_end, list(got), words) == (end, list(want.offsets), want.words)
