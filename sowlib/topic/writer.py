@@ -13,6 +13,7 @@ from typing import Any, cast
 from sowlib.config import TopicConfig
 from sowlib.document import MISSING
 from sowlib.errors import ArgumentError, InvalidSowKeyError, MissingKeyFieldError
+from sowlib.gcpause import paused_gc
 from sowlib.history import History, Version
 from sowlib.index import IndexSet
 from sowlib.index.types import Key
@@ -145,30 +146,33 @@ class Writer:
         expiration: float | None,
         key_values: Sequence[Any] | None,
     ) -> PublishResults:
-        """Validate a whole batch, append it with one log call, install each in order."""
+        """Validate a whole batch, append it with one log call, install each in order
+        (the cyclic collector paused meanwhile)."""
         now = self.clock()
         expires = self.expires_at(expiration, now)
-        batch = prepare_batch(self, messages, key_values)
-        texts = list(map(self.keys.text_of, batch.keys))
-        log = self.log.log
-        if self.content is not None and self.log.persistent:
-            # Times as the log stores them (microseconds), so a reopen reads the same.
-            stamp = round(now * 1_000_000) / 1_000_000
-            expires = round(expires * 1_000_000) / 1_000_000 if expires else 0.0
-            ints = cast("list[int]", batch.keys)
-            offsets, sizes, first = log.append_puts(texts, batch.payloads, stamp, expires, ints)
-            heads = [
-                Header(off, first + i, stamp, expires, b"", size)
-                for i, (off, size) in enumerate(zip(offsets, sizes, strict=True))
-            ]
-        else:
-            items = [
-                (_PUT, t, p, now, expires, b"") for t, p in zip(texts, batch.payloads, strict=True)
-            ]
-            records: list[LogRecord] = log.append_many(items)
-            heads = [self.log.header_of(r) for r in records]
-            first = records[0].seq if records else self.log.log.last_seq + 1
-        inserted = self._install_batch(batch, heads)
+        # A batch allocates containers per message and per new index value, none cyclic:
+        # with the collector on, full collections would rescan every index set meanwhile.
+        with paused_gc():
+            batch = prepare_batch(self, messages, key_values)
+            texts = list(map(self.keys.text_of, batch.keys))
+            log = self.log.log
+            if self.content is not None and self.log.persistent:
+                # Times as the log stores them (microseconds), so a reopen reads the same.
+                stamp = round(now * 1_000_000) / 1_000_000
+                expires = round(expires * 1_000_000) / 1_000_000 if expires else 0.0
+                ints = cast("list[int]", batch.keys)
+                offsets, sizes, first = log.append_puts(texts, batch.payloads, stamp, expires, ints)
+                heads = [
+                    Header(off, first + i, stamp, expires, b"", size)
+                    for i, (off, size) in enumerate(zip(offsets, sizes, strict=True))
+                ]
+            else:
+                pairs = zip(texts, batch.payloads, strict=True)
+                items = [(_PUT, t, p, now, expires, b"") for t, p in pairs]
+                records: list[LogRecord] = log.append_many(items)
+                heads = [self.log.header_of(r) for r in records]
+                first = records[0].seq if records else self.log.log.last_seq + 1
+            inserted = self._install_batch(batch, heads)
         self.maybe_compact()
         return PublishResults(texts, first, inserted)
 
