@@ -42,6 +42,36 @@ def _tests(session: nox.Session) -> None:
     )
 
 
+# The suites whose code has an optional C form, run again with the C forms turned off:
+# the Python paths are what a machine without a compiler runs.
+PURE_PYTHON_SUITES = (
+    "tests/storage",
+    "tests/codecs/test_json_fields.py",
+    "tests/test_bulk_rebuild.py",
+    "tests/test_topic_memory.py",
+    "tests/test_read_paths.py",
+    "tests/test_crash_topic.py",
+    "tests/test_topic.py",
+    "tests/compliance",
+)
+
+
+def _tests_pure_python(session: nox.Session) -> None:
+    session.run(
+        "pytest",
+        "-m",
+        "not spark",
+        "-p",
+        "no:cacheprovider",
+        "-q",
+        *PURE_PYTHON_SUITES,
+        env={
+            "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci"),
+            "SOWLIB_PURE_PYTHON": "1",
+        },
+    )
+
+
 def _docs(session: nox.Session) -> None:
     session.run(
         "mkdocs", "build", "--strict", "--site-dir", "build/site", env={"NO_MKDOCS_2_WARNING": "1"}
@@ -110,6 +140,7 @@ def tests(session: nox.Session) -> None:
     """pytest without the Spark tests, with coverage."""
     session.install("-e", ".[test]")
     _tests(session)
+    _tests_pure_python(session)
 
 
 @nox.session(python=PYTHON)
@@ -181,6 +212,7 @@ def ci(session: nox.Session) -> None:
     _lint(session)
     _typecheck(session)
     _tests(session)
+    _tests_pure_python(session)
     _docs(session)
     _examples(session)
     _spark(session)

@@ -147,7 +147,8 @@ def test_the_pure_python_setting_turns_the_c_form_off(monkeypatch: pytest.Monkey
     monkeypatch.setenv("SOWLIB_PURE_PYTHON", "1")
     assert json_fields.load_top_columns() is None
     monkeypatch.delenv("SOWLIB_PURE_PYTHON")
-    assert json_fields.load_top_columns() is json_fields.NATIVE_TOP_COLUMNS
+    native = pytest.importorskip("sowlib.codecs.jsonfields")
+    assert json_fields.load_top_columns() is native.top_columns
 
 
 @needs_c
@@ -172,5 +173,6 @@ def test_bad_arguments_raise_type_errors() -> None:
 
 
 def test_the_c_form_is_built_where_ci_runs() -> None:
-    if os.environ.get("CI"):
+    # CI machines have a compiler; CI also runs some suites with the C forms turned off.
+    if os.environ.get("CI") and not os.environ.get("SOWLIB_PURE_PYTHON"):
         assert json_fields.NATIVE_TOP_COLUMNS is not None

@@ -303,3 +303,19 @@ def test_the_c_walk_of_common_records_stops_where_the_reference_stops(
             got = array.array("q")
             got.frombytes(packed)
             assert (got_end, list(got), words) == (end, list(want.offsets), want.words)
+
+
+def test_the_pure_python_setting_turns_the_c_forms_off(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(native.PURE_PYTHON_ENV, "1")
+    loaders = (
+        native.load_native_read_put,
+        native.load_native_put_payloads,
+        native.load_native_common_run,
+    )
+    assert [load() for load in loaders] == [None, None, None]
+    monkeypatch.delenv(native.PURE_PYTHON_ENV)
+    assert [load() for load in loaders] == [
+        recordread.read_put,
+        recordread.put_payloads,
+        recordread.common_run,
+    ]
