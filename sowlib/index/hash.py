@@ -16,7 +16,7 @@ from typing import Any, cast
 import attrs
 
 from sowlib.index.packed import PackedKeys, pack_positions
-from sowlib.index.types import Key
+from sowlib.index.types import Key, KeySet
 from sowlib.index.values import (
     KeyGroups,
     Loose,
@@ -54,7 +54,7 @@ class HashIndex:
     """
 
     fields: tuple[FieldPath, ...] = attrs.field(converter=as_paths)
-    _map: dict[tuple[str, ...], set[Key] | PackedKeys] = attrs.field(factory=dict, init=False)
+    _map: dict[tuple[str, ...], KeySet | PackedKeys] = attrs.field(factory=dict, init=False)
     # Records whose values have no exact text form (NaN, huge integers,
     # objects): every lookup returns them so the filter decides.
     _loose: set[Key] = attrs.field(factory=set, init=False)
@@ -123,9 +123,9 @@ class HashIndex:
         for entry in entries:
             bucket = self._bucket(entry)
             if bucket is None:
-                index[entry] = {key}
+                index[entry] = {key: None}
             else:
-                bucket.add(key)
+                bucket[key] = None
 
     def add_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """:meth:`add_entries` of each key (none filed yet) under its one field ``value``
@@ -152,9 +152,9 @@ class HashIndex:
                 for entry in entries:
                     bucket = self._bucket(entry)
                     if bucket is not None:
-                        bucket.update(member_keys(members, keys))
+                        bucket.update(dict.fromkeys(member_keys(members, keys)))
                     elif keys is None:
-                        index[entry] = set(members)
+                        index[entry] = dict.fromkeys(members)
                     else:
                         index[entry] = pack_positions(keys, flat, members)
         for member, value in groups.others:
@@ -170,11 +170,11 @@ class HashIndex:
         for entry in entries:
             bucket = self._bucket(entry)
             if bucket is not None:
-                bucket.discard(key)
+                bucket.pop(key, None)
                 if not bucket:
                     del index[entry]
 
-    def _bucket(self, entry: tuple[str, ...]) -> set[Key] | None:
+    def _bucket(self, entry: tuple[str, ...]) -> KeySet | None:
         """The key set filed under ``entry`` (unpacked now if it was saved), or None."""
         bucket = self._map.get(entry)
         if type(bucket) is PackedKeys:
@@ -185,30 +185,30 @@ class HashIndex:
         """Re-create every key set at its tightest size (after a bulk build); O(entries)."""
         index = self._map
         for entry, bucket in index.items():
-            if type(bucket) is set:
-                index[entry] = set(bucket)  # a copy of a set is sized for its length
+            if type(bucket) is dict:
+                index[entry] = dict.fromkeys(bucket)  # sized for its length
 
     def clear(self) -> None:
         """Forget every entry."""
         self._map.clear()
         self._loose.clear()
 
-    def saved(self) -> tuple[list[tuple[str, ...]], list[set[Key] | PackedKeys], set[Key]]:
+    def saved(self) -> tuple[list[tuple[str, ...]], list[KeySet | PackedKeys], set[Key]]:
         """:meth:`export` with the buckets not used yet left packed; O(entries)."""
         return list(self._map), list(self._map.values()), self._loose
 
-    def export(self) -> tuple[list[tuple[str, ...]], list[set[Key]], set[Key]]:
+    def export(self) -> tuple[list[tuple[str, ...]], list[KeySet], set[Key]]:
         """The index's content: filed text tuples, their key sets, the verify-always keys.
 
         The sets are the index's own (read them, do not change them); O(entries).
         """
         entries = list(self._map)
-        return entries, [cast("set[Key]", self._bucket(e)) for e in entries], self._loose
+        return entries, [cast("KeySet", self._bucket(e)) for e in entries], self._loose
 
     def restore(
         self,
         entries: Iterable[tuple[str, ...]],
-        buckets: Iterable[set[Key] | PackedKeys],
+        buckets: Iterable[KeySet | PackedKeys],
         loose: set[Key],
     ) -> None:
         """Replace the content with what :meth:`export` returned; takes the sets as they are."""
@@ -251,7 +251,7 @@ class HashIndex:
         for probe in probes:
             bucket = self._bucket(probe)
             if bucket:
-                out |= bucket
+                out.update(bucket)
         return out
 
     def estimate(self, probes: Iterable[tuple[str, ...]]) -> int:

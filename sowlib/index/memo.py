@@ -11,14 +11,14 @@ from __future__ import annotations
 import array
 import heapq
 import itertools
-from collections.abc import Iterator, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 import attrs
 
 from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.sortedmap import SortedMap
-from sowlib.index.types import Key
+from sowlib.index.types import Key, KeySet
 from sowlib.index.values import KeyGroups, as_path, is_null_scalar, member_keys, to_number
 from sowlib.paths import FieldPath
 
@@ -219,13 +219,13 @@ class MemoIndex:
             bucket = self._nums.bucket(value)
             if adding:
                 if bucket is None:
-                    self._nums.put(value, {key})
+                    self._nums.put(value, {key: None})
                     self._entries[0] += 1
                 elif key not in bucket:
-                    bucket.add(key)
+                    bucket[key] = None
                     self._entries[0] += 1
             elif bucket is not None and key in bucket:
-                bucket.discard(key)
+                del bucket[key]
                 self._entries[0] -= 1
                 if not bucket:
                     self._nums.drop(value)
@@ -248,13 +248,13 @@ class MemoIndex:
                 bucket = sd.bucket(place)
                 if adding:
                     if bucket is None:
-                        sd.put(place, {key})
+                        sd.put(place, {key: None})
                         self._entries[which] += 1
                     elif key not in bucket:
-                        bucket.add(key)
+                        bucket[key] = None
                         self._entries[which] += 1
                 elif bucket is not None and key in bucket:
-                    bucket.discard(key)
+                    del bucket[key]
                     self._entries[which] -= 1
                     if not bucket:
                         sd.drop(place)
@@ -290,7 +290,7 @@ class MemoIndex:
                 numbers[place] = members if group is None else [*group, *members]
         if numbers and not len(self._nums):
             if keys is None:
-                self._nums.load({value: set(members) for value, members in numbers.items()})
+                self._nums.load({value: dict.fromkeys(m) for value, m in numbers.items()})
             else:
                 self._nums.load(
                     {value: pack_positions(keys, flat, m) for value, m in numbers.items()}
@@ -321,11 +321,14 @@ class MemoIndex:
         sd = (self._nums, self._words, self._numstrs, self._numvals)[which]
         bucket = sd.bucket(place)
         if bucket is None:
-            sd.put(place, set(members) if keys is None else pack_positions(keys, flat, members))
+            sd.put(
+                place,
+                dict.fromkeys(members) if keys is None else pack_positions(keys, flat, members),
+            )
             self._entries[which] += len(members)
         else:
             before = len(bucket)
-            bucket.update(member_keys(members, keys))
+            bucket.update(dict.fromkeys(member_keys(members, keys)))
             self._entries[which] += len(bucket) - before
 
     def add(self, key: Key, doc: Any) -> None:
@@ -341,8 +344,8 @@ class MemoIndex:
         for sd in (self._nums, self._words, self._numstrs, self._numvals):
             mapping = sd.map
             for value, bucket in mapping.items():
-                if type(bucket) is set:
-                    mapping[value] = set(bucket)  # a copy of a set is sized for its length
+                if type(bucket) is dict:
+                    mapping[value] = dict.fromkeys(bucket)  # sized for its length
 
     def clear(self) -> None:
         """Forget every entry."""
@@ -352,13 +355,13 @@ class MemoIndex:
             s.clear()
         self._entries[:] = [0, 0, 0, 0]
 
-    def saved(self) -> tuple[list[dict[Any, set[Key] | PackedKeys]], list[set[Key]]]:
+    def saved(self) -> tuple[list[dict[Any, KeySet | PackedKeys]], list[set[Key]]]:
         """:meth:`export` with the key sets not used yet left packed (the index's own
         objects: read them, do not change them)."""
         maps = [sd.map for sd in (self._nums, self._words, self._numstrs, self._numvals)]
         return maps, [self._null, self._loose, self._arrays]
 
-    def export(self) -> tuple[list[dict[Any, set[Key]]], list[set[Key]], list[int]]:
+    def export(self) -> tuple[list[dict[Any, KeySet]], list[set[Key]], list[int]]:
         """The index's content: its four value maps, the NULL, loose and array key sets,
         and the entry counts (the index's own objects: read them, do not change them)."""
         maps = [sd.unpack_all() for sd in (self._nums, self._words, self._numstrs, self._numvals)]
@@ -408,14 +411,14 @@ class MemoIndex:
                 out.update(*map(sd.bucket, values))
         if region.words and region.texts is None:
             for bucket in self._words.unpack_all().values():
-                out |= bucket
+                out.update(bucket)
         return out
 
     def orderable(self) -> bool:
         """True when every record holds one scalar, so :meth:`groups` is a total order."""
         return not self._loose and not self._arrays
 
-    def _numeric_groups(self, descending: bool) -> Iterator[set[Key]]:
+    def _numeric_groups(self, descending: bool) -> Iterator[Collection[Key]]:
         """Key sets per numeric value, true numbers and numeric strings merged."""
         # Buckets are unpacked as the walk reaches them (a walk often stops early).
         a, b = self._nums.bucket, self._numvals.bucket
@@ -435,9 +438,9 @@ class MemoIndex:
             else heapq.merge(a_keys, b_keys)
         )
         for value, _ in itertools.groupby(keys):
-            yield (a(value) or set()) | (b(value) or set())
+            yield (a(value) or {}) | (b(value) or {})
 
-    def groups(self, descending: bool = False) -> Iterator[set[Key]]:
+    def groups(self, descending: bool = False) -> Iterator[Collection[Key]]:
         """Key sets of equal sort value in mixed-type order (spec §13.3 [R]).
 
         Numbers (and numeric strings, by value) first, then non-numeric strings

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import attrs
 
-from sowlib.index.types import Key
+from sowlib.index.types import Key, KeySet
 
 __all__ = ["PackedKeys", "pack_positions"]
 
@@ -20,7 +20,7 @@ __all__ = ["PackedKeys", "pack_positions"]
 class PackedKeys:
     """A saved key set not yet used: positions into the topic's key list.
 
-    Turned into a set the first time the index reads or changes it, so a reopen
+    Turned into a key set the first time the index reads or changes it, so a reopen
     does not build a set for every value and a bucket no query touches costs four
     bytes per key.
     """
@@ -33,10 +33,10 @@ class PackedKeys:
     def __len__(self) -> int:
         return self.count
 
-    def unpack(self) -> set[Key]:
-        """The keys as a set (sized for its length)."""
+    def unpack(self) -> KeySet:
+        """The keys as a key set (sized for its length)."""
         chunk = self.positions[self.start : self.start + self.count]
-        return set(set(map(self.keys.__getitem__, chunk)))
+        return dict.fromkeys(map(self.keys.__getitem__, chunk))
 
 
 def pack_positions(

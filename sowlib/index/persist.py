@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import array
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any
 
 import msgpack
@@ -17,7 +17,7 @@ import xxhash
 
 from sowlib.index.indexset import IndexSet
 from sowlib.index.packed import PackedKeys
-from sowlib.index.types import Key
+from sowlib.index.types import Key, KeySet
 
 __all__ = ["dump_indexes", "index_snapshot", "load_indexes"]
 
@@ -52,7 +52,7 @@ class _Positions:
         # into such a list are positions into keys too.
         self._prefix: dict[int, tuple[Sequence[Key], bool]] = {}
 
-    def of(self, keys: set[Key]) -> list[int]:
+    def of(self, keys: Collection[Key]) -> list[int]:
         """The positions of ``keys``, ascending (a load then reads the key objects in
         the order they were allocated, not scattered over the heap)."""
         if not keys:
@@ -73,7 +73,7 @@ class _Positions:
         return seen[1]
 
 
-def _dump_sets(sets: Sequence[set[Key] | PackedKeys], where: _Positions) -> list[bytes]:
+def _dump_sets(sets: Sequence[Collection[Key] | PackedKeys], where: _Positions) -> list[bytes]:
     """Each set as its keys' positions, then one flat column (counts first)."""
     counts = _pack(map(len, sets))
     flat = array.array("I")
@@ -186,10 +186,10 @@ def _restore(indexes: IndexSet, keys: Sequence[Key], memos: Any, hashes: Any) ->
         raise ValueError("other hash indexes")
     for index, (entries, sets) in zip(indexes.hashes, hashes, strict=True):
         loaded = _packed_sets(sets, keys)
-        index.restore(map(tuple, entries), loaded[:-1], loaded[-1].unpack())
+        index.restore(map(tuple, entries), loaded[:-1], set(loaded[-1].unpack()))
     for text, maps, sets in memos:
         memo = indexes.ensure_memo(text, _NoRecords())
-        restored: list[dict[Any, set[Key] | PackedKeys]] = []
+        restored: list[dict[Any, KeySet | PackedKeys]] = []
         for values, packed in maps:
             restored.append(dict(zip(values, _packed_sets(packed, keys), strict=True)))
         memo.restore(restored, _load_sets(sets, keys))

@@ -8,6 +8,12 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
-__all__ = ["Key"]
+__all__ = ["Key", "KeySet"]
 
 Key: TypeAlias = int | str
+
+KeySet: TypeAlias = dict[Key, None]
+"""The keys an index files under one value: a dict of keys to None rather than a set,
+because CPython's cyclic collector does not track a dict that holds only atomic
+objects, while it walks every member of every set on a full collection (at millions of
+keys, a pause of seconds)."""
