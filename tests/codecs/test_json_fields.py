@@ -28,7 +28,8 @@ CODECS = [JsonCodec(), JsonCodec(use_orjson=False)]
 NAMES = ["a", "b", "price", "\u00e9"]
 
 texts = st.text(
-    st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=8
+    st.characters(codec="utf-8"),
+    max_size=8,  # utf-8 leaves surrogates out
 ) | st.sampled_from(["", "x", '"', "\\", "\n", "\u2028", "\x7f", "\x00"])
 scalars = st.one_of(
     texts,
