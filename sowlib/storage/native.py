@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from types import ModuleType
+from typing import cast
 
 from sowlib.storage.format import Buf
 
@@ -48,46 +50,40 @@ PURE_PYTHON_ENV = "SOWLIB_PURE_PYTHON"
 """The environment variable that, when set and not empty, turns the C form off."""
 
 
-def load_native_read_put() -> NativeReadPut | None:
-    """The C reader of the common PUT record, or None (not built, or turned off)."""
+def _module() -> ModuleType | None:
+    """The C module, or None (not built, or turned off)."""
     if os.environ.get(PURE_PYTHON_ENV):
         return None
     try:
-        from sowlib.storage.recordread import read_put
-    except ImportError:  # built without a C compiler: the reference reads every record
+        from sowlib.storage import recordread
+    except ImportError:  # built without a C compiler: the references do the work
         return None
-    return read_put
+    return recordread
+
+
+def load_native_read_put() -> NativeReadPut | None:
+    """The C form of :func:`~sowlib.storage.walk.read_put`, or None."""
+    module = _module()
+    return None if module is None else cast("NativeReadPut", module.read_put)
+
+
+def load_native_put_payloads() -> NativePutPayloads | None:
+    """The C form of :func:`~sowlib.storage.walk.put_payloads`, or None."""
+    module = _module()
+    return None if module is None else cast("NativePutPayloads", module.put_payloads)
+
+
+def load_native_common_run() -> NativeCommonRun | None:
+    """The C form of :func:`~sowlib.storage.entries.common_run`, or None."""
+    module = _module()
+    return None if module is None else cast("NativeCommonRun", module.common_run)
 
 
 NATIVE_READ_PUT: NativeReadPut | None = load_native_read_put()
 """What :func:`load_native_read_put` gave when sowlib was imported."""
 
-
-def load_native_put_payloads() -> NativePutPayloads | None:
-    """The C form of :func:`~sowlib.storage.walk.put_payloads`, or None."""
-    if os.environ.get(PURE_PYTHON_ENV):
-        return None
-    try:
-        from sowlib.storage.recordread import put_payloads
-    except ImportError:  # built without a C compiler: the reference slices the payloads
-        return None
-    return put_payloads
-
-
 NATIVE_PUT_PAYLOADS: NativePutPayloads | None = load_native_put_payloads()
 """What :func:`load_native_put_payloads` gave when sowlib was imported."""
-
-
-def load_native_common_run() -> NativeCommonRun | None:
-    """The C form of :func:`~sowlib.storage.entries.common_run`, or None."""
-    if os.environ.get(PURE_PYTHON_ENV):
-        return None
-    try:
-        from sowlib.storage.recordread import common_run
-    except ImportError:  # built without a C compiler: the reference walks the records
-        return None
-    return common_run
-
 
 NATIVE_COMMON_RUN: NativeCommonRun | None = load_native_common_run()
 """What :func:`load_native_common_run` gave when sowlib was imported."""

@@ -132,49 +132,71 @@ fields_of(const unsigned char *rec, uint32_t length)
     return out;
 }
 
+/* The length of the intact common record at off (checksum included), 0 when there is
+ * none there, -1 with an error set. */
+static Py_ssize_t
+intact_common(const unsigned char *base, Py_ssize_t off, Py_ssize_t limit)
+{
+    if (off < 0 || limit < OVERHEAD || off > limit - OVERHEAD) {
+        return 0;
+    }
+    const unsigned char *rec = base + off;
+    uint32_t length = load_u32(rec);
+    uint32_t payload = load_u32(rec + 8);
+    if (rec[4] != MARKER || rec[5] != KIND_BYTE || rec[6] != KEY_BYTES || rec[7] != 0) {
+        return 0;
+    }
+    if ((uint64_t)length != (uint64_t)payload + OVERHEAD
+        || (uint64_t)length > (uint64_t)(limit - off)) {
+        return 0;
+    }
+    int holds = checksum_holds(rec, (Py_ssize_t)length - 8);
+    return holds < 0 ? -1 : holds ? (Py_ssize_t)length : 0;
+}
+
+/* The arguments (buf, off, limit) of read_put and common_run: the buffer acquired
+ * (release it) and the limit cut to its length. 0, or -1 with an error set. */
+static int
+buffer_args(PyObject *const *args, Py_ssize_t nargs, const char *usage, Py_buffer *buf,
+            Py_ssize_t *off, Py_ssize_t *limit)
+{
+    if (nargs != 3) {
+        PyErr_Format(PyExc_TypeError, "%s takes 3 arguments", usage);
+        return -1;
+    }
+    *off = PyLong_AsSsize_t(args[1]);
+    if (*off == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    *limit = PyLong_AsSsize_t(args[2]);
+    if (*limit == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (PyObject_GetBuffer(args[0], buf, PyBUF_SIMPLE) < 0) {
+        return -1;
+    }
+    if (*limit > buf->len) {
+        *limit = buf->len;
+    }
+    return 0;
+}
+
 static PyObject *
 read_put(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "read_put(buf, off, limit) takes 3 arguments");
-        return NULL;
-    }
-    Py_ssize_t off = PyLong_AsSsize_t(args[1]);
-    if (off == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    Py_ssize_t limit = PyLong_AsSsize_t(args[2]);
-    if (limit == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
     Py_buffer buf;
-    if (PyObject_GetBuffer(args[0], &buf, PyBUF_SIMPLE) < 0) {
+    Py_ssize_t off, limit;
+    if (buffer_args(args, nargs, "read_put(buf, off, limit)", &buf, &off, &limit) < 0) {
         return NULL;
     }
     PyObject *result = Py_None;
-    if (limit > buf.len) {
-        limit = buf.len;
-    }
-    if (off < 0 || limit < OVERHEAD || off > limit - OVERHEAD) {
-        goto done;
-    }
-    const unsigned char *rec = (const unsigned char *)buf.buf + off;
-    uint32_t length = load_u32(rec);
-    uint32_t payload = load_u32(rec + 8);
-    if (rec[4] != MARKER || rec[5] != KIND_BYTE || rec[6] != KEY_BYTES || rec[7] != 0) {
-        goto done;
-    }
-    if ((uint64_t)length != (uint64_t)payload + OVERHEAD || (uint64_t)length > (uint64_t)(limit - off)) {
-        goto done;
-    }
-    int holds = checksum_holds(rec, (Py_ssize_t)length - 8);
-    if (holds < 0) {
+    Py_ssize_t length = intact_common((const unsigned char *)buf.buf, off, limit);
+    if (length < 0) {
         result = NULL;
-    } else if (holds) {
-        result = fields_of(rec, length);
+    } else if (length > 0) {
+        result = fields_of((const unsigned char *)buf.buf + off, (uint32_t)length);
     }
-done:
     PyBuffer_Release(&buf);
     if (result == Py_None) {
         Py_RETURN_NONE;
@@ -258,24 +280,10 @@ static PyObject *
 common_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    if (nargs != 3) {
-        PyErr_SetString(PyExc_TypeError, "common_run(buf, off, limit) takes 3 arguments");
-        return NULL;
-    }
-    Py_ssize_t off = PyLong_AsSsize_t(args[1]);
-    if (off == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
-    Py_ssize_t limit = PyLong_AsSsize_t(args[2]);
-    if (limit == -1 && PyErr_Occurred()) {
-        return NULL;
-    }
     Py_buffer buf;
-    if (PyObject_GetBuffer(args[0], &buf, PyBUF_SIMPLE) < 0) {
+    Py_ssize_t off, limit;
+    if (buffer_args(args, nargs, "common_run(buf, off, limit)", &buf, &off, &limit) < 0) {
         return NULL;
-    }
-    if (limit > buf.len) {
-        limit = buf.len;
     }
     PyObject *words = PyList_New(0);
     int64_t *offsets = NULL;
@@ -285,24 +293,15 @@ common_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         goto done;
     }
     const unsigned char *base = (const unsigned char *)buf.buf;
-    while (off >= 0 && limit >= OVERHEAD && off <= limit - OVERHEAD) {
-        const unsigned char *rec = base + off;
-        uint32_t length = load_u32(rec);
-        uint32_t payload = load_u32(rec + 8);
-        if (rec[4] != MARKER || rec[5] != KIND_BYTE || rec[6] != KEY_BYTES || rec[7] != 0) {
-            break;
-        }
-        if ((uint64_t)length != (uint64_t)payload + OVERHEAD
-            || (uint64_t)length > (uint64_t)(limit - off)) {
-            break;
-        }
-        int holds = checksum_holds(rec, (Py_ssize_t)length - 8);
-        if (holds < 0) {
+    for (;;) {
+        Py_ssize_t length = intact_common(base, off, limit);
+        if (length < 0) {
             goto done;
         }
-        if (!holds) {
+        if (length == 0) {
             break;
         }
+        const unsigned char *rec = base + off;
         if (count == room) {
             Py_ssize_t grown = room ? room * 2 : 1024;
             int64_t *more = PyMem_Realloc(offsets, (size_t)grown * sizeof *offsets);
@@ -320,7 +319,7 @@ common_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         }
         Py_DECREF(word);
         offsets[count++] = (int64_t)off;
-        off += (Py_ssize_t)length;
+        off += length;
     }
     {
         PyObject *packed = PyBytes_FromStringAndSize(
@@ -411,6 +410,10 @@ static struct PyModuleDef module_def = {
     "The optional C form of one checked read of the common PUT record.",
     -1,
     methods,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
 };
 
 PyMODINIT_FUNC

@@ -12,6 +12,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -138,17 +139,23 @@ def test_bad_arguments_raise_type_errors() -> None:
         recordread.read_put("text", 0, 4)  # type: ignore[arg-type]
 
 
+def _publish_mixed(topic: Any, docs: list[dict[str, Any]]) -> None:
+    """Publish ``docs``, some with an expiration or a correlation id (records of other
+    shapes than the common one)."""
+    for i, doc in enumerate(docs):
+        topic.publish(
+            doc,
+            expiration=3600 if i % 7 == 0 else None,
+            correlation_id=f"c{i}" if i % 5 == 0 else None,
+        )
+
+
 def test_a_topic_reads_the_same_with_and_without_the_c_form(
     tmp_path: object, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     store = SowStore(str(tmp_path), cache_bytes=0)
     orders = store.create_topic("orders", keys=["/id"])
-    for i in range(200):
-        orders.publish(
-            f'{{"id": {i}, "px": {i * 3}}}',
-            expiration=3600 if i % 7 == 0 else None,
-            correlation_id=f"c{i}" if i % 5 == 0 else None,
-        )
+    _publish_mixed(orders, [{"id": i, "px": i * 3} for i in range(200)])
     orders.publish('{"id": 3, "px": -1}')
     keys = [orders.key_for({"id": i}) for i in range(205)]
 
@@ -238,12 +245,7 @@ def test_a_crash_reopen_files_the_same_indexes_with_and_without_the_c_form(
 ) -> None:
     with SowStore(str(tmp_path / "s")) as store:
         orders = store.create_topic("orders", keys=["/id"], hash_indexes=[["/g"]], indexes=["/px"])
-        for i in range(300):
-            orders.publish(
-                f'{{"id": {i % 250}, "g": "g{i % 7}", "px": {i}}}',
-                expiration=3600 if i % 7 == 0 else None,
-                correlation_id=f"c{i}" if i % 5 == 0 else None,
-            )
+        _publish_mixed(orders, [{"id": i % 250, "g": f"g{i % 7}", "px": i} for i in range(300)])
         orders.sow_delete("/px < 20")
         path = orders.path
         shutil.copyfile(path, path + ".image")  # what a killed writer leaves
