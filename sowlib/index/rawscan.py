@@ -11,8 +11,8 @@ the filter and is evaluated in full.
 
 What makes each pattern a superset of the evaluator's answer:
 
-- keys and string values may be written with ``\\uXXXX`` escapes: a message holding
-  ``\\u`` anywhere is always a candidate (:data:`ESCAPE`);
+- keys and string values may be written with ``\\u`` escapes (four hex digits after
+  ``\\u``): a message holding ``\\u`` anywhere is always a candidate (:data:`ESCAPE`);
 - a number equal to the literal is written with the literal's significant digits,
   possibly split by a decimal point, padded with zeros, or scaled by an exponent
   (``7``, ``7.0``, ``70e-1``, ``0.7e1``); a token of 16 or more number characters
