@@ -9,6 +9,7 @@ has just verified are read in bulk from the file without a second checksum
 from __future__ import annotations
 
 import re
+import struct
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
@@ -174,7 +175,10 @@ def _ends_match(buf: Buf, offsets: list[int], keys: Sequence[Key]) -> bool:
     """Whether the first and last records at ``offsets`` are the ones expected there:
     a record stored under a u64 key holds the key the key map has for it."""
     for off, key in ((offsets[0], keys[0]), (offsets[-1], keys[-1])):
-        head = HEAD_U64.unpack_from(buf, off)
+        try:
+            head = HEAD_U64.unpack_from(buf, off)
+        except struct.error:  # a header cut off by the end of the map: not the record
+            return False
         if head[2] == _PUT_U64 and head[7] != key:
             return False
     return True

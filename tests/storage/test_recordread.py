@@ -321,3 +321,12 @@ def test_the_pure_python_setting_turns_the_c_forms_off(monkeypatch: pytest.Monke
         recordread.put_payloads,
         recordread.common_run,
     ]
+
+
+def test_a_batch_is_checked_against_the_keys_the_key_map_expects() -> None:
+    rec = encode_record(PUT, b"42", b"", b"{}", 1, 2, 0)
+    buf = rec + rec
+    assert logview._ends_match(buf, [0, len(rec)], [42, 42])
+    assert not logview._ends_match(buf, [0, len(rec)], [42, 43])
+    # A header cut off by the end of the bytes is not the record: the checked read follows.
+    assert not logview._ends_match(buf[:-40], [0, len(rec)], [42, 42])
