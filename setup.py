@@ -1,5 +1,5 @@
-"""The optional C modules (the reader of the common record, top-level fields of flat
-JSON objects); everything else is in pyproject.toml.
+"""The optional C modules (the reader of the common record, the key map's table of
+content keys, top-level fields of flat JSON objects); everything else is in pyproject.toml.
 
 The extensions are optional: where no C compiler is found, the build goes on and
 sowlib takes their Python paths (the references the C forms are tested against).
@@ -16,6 +16,11 @@ setup(
             sources=["sowlib/storage/recordread.c"],
             # dlsym (see recordread.c) lives in libdl on glibc before 2.34
             libraries=["dl"] if sys.platform.startswith("linux") else [],
+            optional=True,
+        ),
+        Extension(
+            "sowlib.topic.keytable",
+            sources=["sowlib/topic/keytable.c"],
             optional=True,
         ),
         Extension(

@@ -33,6 +33,7 @@ from sowlib.paths import parse_path
 from sowlib.storage import AppendLog, RecordKind
 from sowlib.topic.keymap import KeyMap
 from sowlib.topic.logview import LogView
+from sowlib.topic.slots import NATIVE_SLOTS
 
 SCALARS = st.one_of(
     st.integers(-3, 3),
@@ -193,6 +194,8 @@ def test_a_column_replay_equals_the_entries_applied_in_order(
             model[key] = (slot, size)
         else:
             model.pop(key, None)
+    if content and NATIVE_SLOTS:  # the C table lists keys that are not u64 ints last
+        model = {k: model[k] for k in sorted(model, key=lambda k: type(k) is not int)}
     assert keymap.keys() == list(model)
     assert keymap.offsets() == [
         (k, s if isinstance(s, int) else s[0]) for k, (s, _size) in model.items()

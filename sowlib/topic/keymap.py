@@ -1,8 +1,8 @@
 """The key map: where the live version of each key sits in the log, and nothing more.
 
 The one owner of an entry's in-memory layout. Content keys (64-bit hashes) are held
-as ints, other keys as their text. Imports only ``storage``, ``index.types`` and the
-sibling ``logview``.
+as ints (in the C KeyTable where built, unboxed), other keys as their text. Imports
+only ``storage``, ``index.types`` and the siblings ``logview`` and ``slots``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import msgpack
 from sowlib.index.types import Key
 from sowlib.storage import EntryList, RecordKind
 from sowlib.topic.logview import Header, LogView
+from sowlib.topic.slots import Fields, Slot, Slots, new_slots, slots_of_columns
 
 __all__ = ["Header", "KeyMap"]
 
@@ -45,7 +46,7 @@ def _uncolumn(code: str, data: bytes) -> list[int]:
 # What KeyMap._columns takes from the entries: keys, slots, sizes, tombstone positions.
 _Columns = tuple[
     list[Key],
-    Sequence[int | tuple[int, int, float, float, bytes, int]],
+    Sequence[Slot],
     Sequence[int],
     list[int],
 ]
@@ -57,7 +58,9 @@ class KeyMap:
     A key whose record has no expiration and no correlation id is held as its bare
     log offset (one int); its other header fields are read from the log when needed.
     Others keep a plain tuple of the header fields (an exact tuple of atomic values,
-    which CPython's cyclic collector stops tracking).
+    which CPython's cyclic collector stops tracking). The entries live in a
+    :class:`~sowlib.topic.slots.Slots` table: the C KeyTable for content keys where it
+    is built, else a dict.
 
     Args:
         log: the topic's log.
@@ -68,7 +71,7 @@ class KeyMap:
 
     def __init__(self, log: LogView, *, content: bool) -> None:
         self._log = log
-        self._slots: dict[Key, int | tuple[int, int, float, float, bytes, int]] = {}
+        self._slots: Slots = new_slots(content)
         self.content = content
         #: Bytes the live records occupy in the log.
         self.live_bytes = 0
@@ -101,11 +104,12 @@ class KeyMap:
         return key in self._slots
 
     def keys(self) -> list[Key]:
-        """A snapshot of every live key, in insertion order."""
-        return list(self._slots)
+        """A snapshot of every live key, in insertion order (content keys that are not
+        the text of a 64-bit hash after the others, where the C KeyTable holds them)."""
+        return list(self._slots.keys())
 
     def __iter__(self) -> Iterator[Key]:
-        return iter(list(self._slots))
+        return iter(self.keys())
 
     # ------------------------------------------------------------------ entries
 
@@ -129,7 +133,7 @@ class KeyMap:
             return self._log.header(slot)
         return Header(*slot)
 
-    def _size(self, slot: int | tuple[int, int, float, float, bytes, int]) -> int:
+    def _size(self, slot: Slot) -> int:
         if isinstance(slot, int):
             return self._log.header(slot).size
         return slot[5]
@@ -190,10 +194,12 @@ class KeyMap:
 
     def remap(self, mapping: dict[int, int]) -> None:
         """Apply compaction's ``{old offset: new offset}``."""
-        self._slots = {
-            k: mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:])
+        slots = new_slots(self.content)
+        slots.update(
+            (k, mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:]))
             for k, s in self._slots.items()
-        }
+        )
+        self._slots = slots
 
     # ------------------------------------------------------------------ replay
 
@@ -248,8 +254,7 @@ class KeyMap:
             return
         # A common record's key is its u64: the int key_of gives a content key, or its text.
         keys: list[Key] = list(entries.words) if self.content else list(map(str, entries.words))
-        slots: array.array[int] | list[int | tuple[int, int, float, float, bytes, int]]
-        slots = entries.offsets
+        slots: array.array[int] | list[Slot] = entries.offsets
         tombstones: list[int] = []
         key_of = self.key_of
         for row, (offset, kind, seq, stamp, expires, text, corr, size) in entries.others.items():
@@ -273,7 +278,7 @@ class KeyMap:
             return None
         offsets = array.array("q", map(itemgetter(0), entries))
         sizes = array.array("q", map(itemgetter(7), entries))
-        slots: list[int | tuple[int, int, float, float, bytes, int]] | None = None
+        slots: list[Slot] | None = None
         if any(map(itemgetter(4), entries)) or any(map(itemgetter(6), entries)):
             slots = [
                 (off, seq, stamp, expires, corr, size) if expires or corr else off
@@ -290,22 +295,22 @@ class KeyMap:
     def _replay_columns(
         self,
         keys: list[Key],
-        slot_of: Sequence[int | tuple[int, int, float, float, bytes, int]],
+        slot_of: Sequence[Slot],
         sizes: Sequence[int],
         tombstones: list[int],
     ) -> None:
         """:meth:`replay` into an empty map from :meth:`_columns`: C-level dict updates
         between tombstones."""
         count = len(keys)
+        slots = new_slots(self.content)
         if not tombstones:
-            slots = dict(zip(keys, slot_of, strict=True))
+            slots.update(zip(keys, slot_of, strict=True))
             if len(slots) == count:
                 live = sum(sizes)
             else:
                 live = sum(dict(zip(keys, sizes, strict=True)).values())
         else:
-            # Runs of PUTs applied with one dict update each; a tombstone pops its key.
-            slots = {}
+            # Runs of PUTs applied with one update each; a tombstone pops its key.
             live_sizes: dict[Key, int] = {}
             puts, put_sizes = zip(keys, slot_of, strict=True), zip(keys, sizes, strict=True)
             pos = 0
@@ -345,7 +350,7 @@ class KeyMap:
     def live_in_file_order(self) -> tuple[list[Key], list[int]]:
         """Every live key and its record's offset, ascending by offset; O(n) when the map
         is already in file order (after a replay), O(n log n) otherwise."""
-        keys = list(self._slots)
+        keys = list(self._slots.keys())
         slots = list(self._slots.values())
         if set(map(type, slots)) <= {int}:
             offsets: list[int] = slots  # type: ignore[assignment]
@@ -363,9 +368,9 @@ class KeyMap:
         """The key map as bytes :meth:`load_blob` reads back, and the keys in the order
         :meth:`keys` lists them after that load; O(keys)."""
         slots = list(self._slots.values())
-        full: list[tuple[Key, tuple[int, int, float, float, bytes, int]]] = []
+        full: list[tuple[Key, Fields]] = []
         if set(map(type, slots)) <= {int}:  # every entry a bare offset: C-level columns
-            bare_keys: list[Key] = list(self._slots)
+            bare_keys: list[Key] = list(self._slots.keys())
             bare_offsets: list[int] = slots  # type: ignore[assignment]
         else:
             bare_keys, bare_offsets = [], []
@@ -394,11 +399,10 @@ class KeyMap:
             version, live, keys, offsets, full_keys, full = msgpack.unpackb(blob)
             if version != _BLOB_VERSION:
                 return False
-            if isinstance(keys, bytes):
-                keys = _uncolumn("Q", keys)
-            slots: dict[Key, int | tuple[int, int, float, float, bytes, int]] = dict(
-                zip(keys, _uncolumn("q", offsets), strict=True)
-            )
+            if _SWAP:  # the blob's columns are little-endian, the table's native
+                keys = _uncolumn("Q", keys) if isinstance(keys, bytes) else keys
+                offsets = array.array("q", _uncolumn("q", offsets)).tobytes()
+            slots = slots_of_columns(self.content, keys, offsets)
             slots.update(zip(full_keys, map(tuple, full), strict=True))
         except (ValueError, TypeError, msgpack.UnpackException):
             return False

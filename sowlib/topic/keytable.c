@@ -1,0 +1,697 @@
+/* KeyTable: the optional C form of the key map's `dict`, for content keys.
+ *
+ * A content key is a 64-bit hash, held by the key map as an int, and most entries
+ * are a bare log offset (an int). A dict spends ~100 bytes on such an entry (two int
+ * objects and its own slot) and a by-key read follows four pointers into cold
+ * memory. KeyTable keeps both numbers unboxed in one 24-byte entry, found through an
+ * index of 4-byte slots: ~40 bytes per key and two cache lines per probe.
+ *
+ * It behaves as the `dict` it replaces (the reference; tests/test_keytable.py
+ * checks that both agree), for the operations the key map uses: get, [], [] =, del,
+ * in, len, pop, clear, update, keys, values, items, iteration. Keys that are ints in
+ * [0, 2**64) are held in the table in insertion order, as a dict orders them; any
+ * other key goes to a dict inside, and is listed after them. A value that is an int
+ * in [0, 2**63) is held unboxed (get gives an equal int, not the same object); any
+ * other value is held by reference.
+ *
+ * The key map stores only ints and tuples of ints, floats and bytes, which cannot
+ * form a reference cycle, so the type is not tracked by the cyclic collector (a
+ * collection would otherwise walk every entry).
+ *
+ * Layout: `entries` in insertion order (a removed entry is marked dead and skipped
+ * until the next rebuild); `index` maps a hash slot to an entry number, probed
+ * linearly from the slot the key's (multiplied) bits name.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+#define EMPTY UINT32_MAX
+#define DUMMY (UINT32_MAX - 1)
+#define MAX_ENTRIES (UINT32_MAX - 2)
+#define DEAD (-1)       /* `off` of a removed entry (its obj is NULL) */
+#define BOXED (-2)      /* `off` of an entry whose value is `obj` */
+#define MIN_BITS 3
+
+typedef struct {
+    uint64_t key;
+    int64_t off;   /* the unboxed value, or DEAD, or BOXED */
+    PyObject *obj; /* the value when off == BOXED, else NULL */
+} Entry;
+
+typedef struct {
+    PyObject_HEAD
+    Entry *entries;
+    uint32_t *index;
+    Py_ssize_t used;    /* entries filled, dead ones included */
+    Py_ssize_t live;    /* entries not dead */
+    Py_ssize_t usable;  /* entries allocated */
+    int bits;           /* the index has 1 << bits slots */
+    PyObject *others;   /* dict of every other key, or NULL */
+} KeyTable;
+
+static PyTypeObject KeyTableType;
+
+/* ------------------------------------------------------------------ the table */
+
+static inline size_t
+slot_of(uint64_t key, int bits)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+}
+
+/* The entry number of `key`, or -1; `*where` gets its index slot (or the first
+ * free slot on its probe path, for an insert). */
+static Py_ssize_t
+find(KeyTable *t, uint64_t key, size_t *where)
+{
+    size_t mask = ((size_t)1 << t->bits) - 1;
+    size_t i = slot_of(key, t->bits);
+    size_t free_slot = SIZE_MAX;
+    for (;;) {
+        uint32_t ix = t->index[i];
+        if (ix == EMPTY) {
+            *where = free_slot != SIZE_MAX ? free_slot : i;
+            return -1;
+        }
+        if (ix == DUMMY) {
+            if (free_slot == SIZE_MAX) {
+                free_slot = i;
+            }
+        }
+        else if (t->entries[ix].key == key) {
+            *where = i;
+            return (Py_ssize_t)ix;
+        }
+        i = (i + 1) & mask;
+    }
+}
+
+/* Rebuild with room for `need` live entries: dead entries dropped, order kept. */
+static int
+rebuild(KeyTable *t, Py_ssize_t need)
+{
+    int bits = MIN_BITS;
+    /* at most 2/3 of the slots filled once `need` entries are in */
+    while (((Py_ssize_t)1 << bits) * 2 < need * 3) {
+        bits++;
+    }
+    Py_ssize_t usable = (((Py_ssize_t)1 << bits) * 2) / 3;
+    if (usable > (Py_ssize_t)MAX_ENTRIES) {
+        PyErr_SetString(PyExc_MemoryError, "KeyTable: too many keys");
+        return -1;
+    }
+    uint32_t *index = PyMem_Malloc(sizeof(uint32_t) << bits);
+    Entry *entries = PyMem_Malloc(sizeof(Entry) * (size_t)usable);
+    if (index == NULL || entries == NULL) {
+        PyMem_Free(index);
+        PyMem_Free(entries);
+        PyErr_NoMemory();
+        return -1;
+    }
+    memset(index, 0xFF, sizeof(uint32_t) << bits);
+    size_t mask = ((size_t)1 << bits) - 1;
+    Py_ssize_t n = 0;
+    for (Py_ssize_t j = 0; j < t->used; j++) {
+        Entry *e = &t->entries[j];
+        if (e->off == DEAD) {
+            continue;
+        }
+        size_t i = slot_of(e->key, bits);
+        while (index[i] != EMPTY) {
+            i = (i + 1) & mask;
+        }
+        index[i] = (uint32_t)n;
+        entries[n++] = *e;
+    }
+    PyMem_Free(t->index);
+    PyMem_Free(t->entries);
+    t->index = index;
+    t->entries = entries;
+    t->bits = bits;
+    t->usable = usable;
+    t->used = n;
+    t->live = n;
+    return 0;
+}
+
+/* Set `key` to the value (`off`, or `obj` when off == BOXED; obj is a new
+ * reference, stolen). */
+static int
+put(KeyTable *t, uint64_t key, int64_t off, PyObject *obj)
+{
+    size_t where;
+    Py_ssize_t ix = find(t, key, &where);
+    if (ix >= 0) {
+        Entry *e = &t->entries[ix];
+        PyObject *old = e->obj;
+        e->off = off;
+        e->obj = obj;
+        Py_XDECREF(old);
+        return 0;
+    }
+    if (t->used >= t->usable) {
+        if (rebuild(t, t->live + 1 > t->live * 2 ? t->live + 1 : t->live * 2) < 0) {
+            Py_XDECREF(obj);
+            return -1;
+        }
+        find(t, key, &where);
+    }
+    t->index[where] = (uint32_t)t->used;
+    Entry *e = &t->entries[t->used++];
+    e->key = key;
+    e->off = off;
+    e->obj = obj;
+    t->live++;
+    return 0;
+}
+
+/* Remove entry `ix` found at index slot `where`; gives its value (a new reference). */
+static PyObject *
+take(KeyTable *t, Py_ssize_t ix, size_t where)
+{
+    Entry *e = &t->entries[ix];
+    PyObject *value = e->off == BOXED ? e->obj : PyLong_FromLongLong(e->off);
+    if (value == NULL) {
+        return NULL;
+    }
+    t->index[where] = DUMMY;
+    e->off = DEAD;
+    e->obj = NULL;
+    t->live--;
+    /* many dead entries: rebuild small (keeps iteration and memory in step) */
+    if (t->live < t->used / 2 && t->used > 64 && rebuild(t, t->live) < 0) {
+        PyErr_Clear(); /* still a valid table, only larger than needed */
+    }
+    return value;
+}
+
+static PyObject *
+value_of(Entry *e)
+{
+    if (e->off == BOXED) {
+        return Py_NewRef(e->obj);
+    }
+    return PyLong_FromLongLong(e->off);
+}
+
+/* 1 and `*key` set: `obj` is an int key the table holds; 0: another key;
+ * -1: an error is set. */
+static int
+table_key(PyObject *obj, uint64_t *key)
+{
+    if (!PyLong_CheckExact(obj)) {
+        return 0;
+    }
+    unsigned long long v = PyLong_AsUnsignedLongLong(obj);
+    if (v == (unsigned long long)-1 && PyErr_Occurred()) {
+        if (!PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            return -1;
+        }
+        PyErr_Clear(); /* negative or past 64 bits: held in `others` */
+        return 0;
+    }
+    *key = (uint64_t)v;
+    return 1;
+}
+
+/* 1 and `*off` set: `value` is held unboxed; 0: by reference; -1: an error. */
+static int
+table_value(PyObject *value, int64_t *off)
+{
+    if (!PyLong_CheckExact(value)) {
+        return 0;
+    }
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        return -1;
+    }
+    if (overflow || v < 0) {
+        return 0;
+    }
+    *off = (int64_t)v;
+    return 1;
+}
+
+static int
+set_item(KeyTable *t, PyObject *key, PyObject *value)
+{
+    uint64_t k;
+    int is_key = table_key(key, &k);
+    if (is_key < 0) {
+        return -1;
+    }
+    if (!is_key) {
+        if (t->others == NULL && (t->others = PyDict_New()) == NULL) {
+            return -1;
+        }
+        return PyDict_SetItem(t->others, key, value);
+    }
+    int64_t off;
+    int bare = table_value(value, &off);
+    if (bare < 0) {
+        return -1;
+    }
+    if (bare) {
+        return put(t, k, off, NULL);
+    }
+    return put(t, k, BOXED, Py_NewRef(value));
+}
+
+/* The value of `key` (a new reference), NULL with no error when absent, or NULL
+ * with an error. */
+static PyObject *
+get_item(KeyTable *t, PyObject *key)
+{
+    uint64_t k;
+    int is_key = table_key(key, &k);
+    if (is_key < 0) {
+        return NULL;
+    }
+    if (!is_key) {
+        if (t->others == NULL) {
+            return NULL;
+        }
+        PyObject *v = PyDict_GetItemWithError(t->others, key);
+        return v == NULL ? NULL : Py_NewRef(v);
+    }
+    size_t where;
+    Py_ssize_t ix = find(t, k, &where);
+    return ix < 0 ? NULL : value_of(&t->entries[ix]);
+}
+
+/* The value of `key`, removed (a new reference); NULL with no error when absent. */
+static PyObject *
+pop_item(KeyTable *t, PyObject *key)
+{
+    uint64_t k;
+    int is_key = table_key(key, &k);
+    if (is_key < 0) {
+        return NULL;
+    }
+    if (!is_key) {
+        if (t->others == NULL) {
+            return NULL;
+        }
+        PyObject *v = PyDict_GetItemWithError(t->others, key);
+        if (v == NULL) {
+            return NULL;
+        }
+        Py_INCREF(v);
+        if (PyDict_DelItem(t->others, key) < 0) {
+            Py_DECREF(v);
+            return NULL;
+        }
+        return v;
+    }
+    size_t where;
+    Py_ssize_t ix = find(t, k, &where);
+    return ix < 0 ? NULL : take(t, ix, where);
+}
+
+/* Free everything (the table is left with no index: rebuild before use). */
+static void
+clear_all(KeyTable *t)
+{
+    Entry *entries = t->entries;
+    Py_ssize_t used = t->used;
+    PyObject *others = t->others;
+    PyMem_Free(t->index);
+    t->entries = NULL;
+    t->index = NULL;
+    t->used = t->live = t->usable = 0;
+    t->bits = 0;
+    t->others = NULL;
+    for (Py_ssize_t j = 0; j < used; j++) {
+        Py_XDECREF(entries[j].obj);
+    }
+    PyMem_Free(entries);
+    Py_XDECREF(others);
+}
+
+/* ------------------------------------------------------------------ the type */
+
+static PyObject *
+KeyTable_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if ((kwds != NULL && PyDict_GET_SIZE(kwds)) || PyTuple_GET_SIZE(args)) {
+        PyErr_SetString(PyExc_TypeError, "KeyTable() takes no arguments");
+        return NULL;
+    }
+    KeyTable *t = (KeyTable *)type->tp_alloc(type, 0);
+    if (t == NULL) {
+        return NULL;
+    }
+    if (rebuild(t, 0) < 0) {
+        Py_DECREF(t);
+        return NULL;
+    }
+    return (PyObject *)t;
+}
+
+static void
+KeyTable_dealloc(KeyTable *t)
+{
+    clear_all(t);
+    Py_TYPE(t)->tp_free((PyObject *)t);
+}
+
+static Py_ssize_t
+KeyTable_len(KeyTable *t)
+{
+    return t->live + (t->others == NULL ? 0 : PyDict_GET_SIZE(t->others));
+}
+
+static PyObject *
+KeyTable_subscript(KeyTable *t, PyObject *key)
+{
+    PyObject *v = get_item(t, key);
+    if (v == NULL && !PyErr_Occurred()) {
+        PyErr_SetObject(PyExc_KeyError, key);
+    }
+    return v;
+}
+
+static int
+KeyTable_ass_subscript(KeyTable *t, PyObject *key, PyObject *value)
+{
+    if (value != NULL) {
+        return set_item(t, key, value);
+    }
+    PyObject *old = pop_item(t, key);
+    if (old == NULL) {
+        if (!PyErr_Occurred()) {
+            PyErr_SetObject(PyExc_KeyError, key);
+        }
+        return -1;
+    }
+    Py_DECREF(old);
+    return 0;
+}
+
+static int
+KeyTable_contains(KeyTable *t, PyObject *key)
+{
+    PyObject *v = get_item(t, key);
+    if (v == NULL) {
+        return PyErr_Occurred() ? -1 : 0;
+    }
+    Py_DECREF(v);
+    return 1;
+}
+
+static int
+arity(const char *name, Py_ssize_t nargs, Py_ssize_t least, Py_ssize_t most)
+{
+    if (nargs < least || nargs > most) {
+        PyErr_Format(PyExc_TypeError, "KeyTable.%s takes %zd to %zd arguments, not %zd",
+                     name, least, most, nargs);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *
+KeyTable_get(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("get", nargs, 1, 2) < 0) {
+        return NULL;
+    }
+    PyObject *v = get_item(t, args[0]);
+    if (v == NULL && !PyErr_Occurred()) {
+        return Py_NewRef(nargs > 1 ? args[1] : Py_None);
+    }
+    return v;
+}
+
+static PyObject *
+KeyTable_pop(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("pop", nargs, 1, 2) < 0) {
+        return NULL;
+    }
+    PyObject *v = pop_item(t, args[0]);
+    if (v == NULL && !PyErr_Occurred()) {
+        if (nargs > 1) {
+            return Py_NewRef(args[1]);
+        }
+        PyErr_SetObject(PyExc_KeyError, args[0]);
+    }
+    return v;
+}
+
+static PyObject *
+KeyTable_clear(KeyTable *t, PyObject *Py_UNUSED(ignored))
+{
+    clear_all(t);
+    if (rebuild(t, 0) < 0) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* 0: keys, 1: values, 2: (key, value) pairs; the table's, then the others'. */
+static PyObject *
+listing(KeyTable *t, int what)
+{
+    PyObject *out = PyList_New(t->live);
+    if (out == NULL) {
+        return NULL;
+    }
+    Py_ssize_t n = 0;
+    for (Py_ssize_t j = 0; j < t->used && n < t->live; j++) {
+        Entry *e = &t->entries[j];
+        if (e->off == DEAD) {
+            continue;
+        }
+        PyObject *item;
+        if (what == 1) {
+            item = value_of(e);
+        }
+        else {
+            PyObject *k = PyLong_FromUnsignedLongLong(e->key);
+            if (k == NULL || what == 0) {
+                item = k;
+            }
+            else {
+                PyObject *v = value_of(e);
+                item = v == NULL ? NULL : PyTuple_Pack(2, k, v);
+                Py_DECREF(k);
+                Py_XDECREF(v);
+            }
+        }
+        if (item == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        PyList_SET_ITEM(out, n++, item);
+    }
+    if (t->others != NULL && PyDict_GET_SIZE(t->others)) {
+        PyObject *rest = what == 0   ? PyDict_Keys(t->others)
+                         : what == 1 ? PyDict_Values(t->others)
+                                     : PyDict_Items(t->others);
+        if (rest == NULL) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_ssize_t at = PyList_GET_SIZE(out);
+        int failed = PyList_SetSlice(out, at, at, rest);
+        Py_DECREF(rest);
+        if (failed < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+    }
+    return out;
+}
+
+static PyObject *
+KeyTable_keys(KeyTable *t, PyObject *Py_UNUSED(ignored))
+{
+    return listing(t, 0);
+}
+
+static PyObject *
+KeyTable_values(KeyTable *t, PyObject *Py_UNUSED(ignored))
+{
+    return listing(t, 1);
+}
+
+static PyObject *
+KeyTable_items(KeyTable *t, PyObject *Py_UNUSED(ignored))
+{
+    return listing(t, 2);
+}
+
+static PyObject *
+KeyTable_iter(KeyTable *t)
+{
+    PyObject *keys = listing(t, 0);
+    if (keys == NULL) {
+        return NULL;
+    }
+    PyObject *it = PyObject_GetIter(keys);
+    Py_DECREF(keys);
+    return it;
+}
+
+static PyObject *
+KeyTable_update(KeyTable *t, PyObject *pairs)
+{
+    PyObject *it = PyObject_GetIter(pairs);
+    if (it == NULL) {
+        return NULL;
+    }
+    PyObject *pair;
+    while ((pair = PyIter_Next(it)) != NULL) {
+        PyObject *key, *value;
+        int failed;
+        if (PyTuple_CheckExact(pair) && PyTuple_GET_SIZE(pair) == 2) {
+            key = PyTuple_GET_ITEM(pair, 0);
+            value = PyTuple_GET_ITEM(pair, 1);
+            failed = set_item(t, key, value);
+        }
+        else {
+            PyErr_SetString(PyExc_TypeError, "KeyTable.update takes (key, value) tuples");
+            failed = -1;
+        }
+        Py_DECREF(pair);
+        if (failed < 0) {
+            Py_DECREF(it);
+            return NULL;
+        }
+    }
+    Py_DECREF(it);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* update_columns(keys, values): set keys[i] to values[i]; both buffers of native
+ * 8-byte numbers, keys unsigned, values signed and not negative. */
+static PyObject *
+KeyTable_update_columns(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("update_columns", nargs, 2, 2) < 0) {
+        return NULL;
+    }
+    Py_buffer keys, values;
+    if (PyObject_GetBuffer(args[0], &keys, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[1], &values, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&keys);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    Py_ssize_t n = keys.len / 8;
+    if (keys.len % 8 || values.len != keys.len) {
+        PyErr_SetString(PyExc_ValueError,
+                        "update_columns takes two columns of 8-byte numbers of one length");
+        goto done;
+    }
+    const unsigned char *kp = keys.buf, *vp = values.buf;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        int64_t off;
+        memcpy(&off, vp + 8 * i, 8);
+        if (off < 0) {
+            PyErr_SetString(PyExc_ValueError, "update_columns: a negative value");
+            goto done;
+        }
+    }
+    if (t->used + n > t->usable && rebuild(t, t->live + n) < 0) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        uint64_t key;
+        int64_t off;
+        memcpy(&key, kp + 8 * i, 8);
+        memcpy(&off, vp + 8 * i, 8);
+        if (put(t, key, off, NULL) < 0) {
+            goto done;
+        }
+    }
+    result = Py_NewRef(Py_None);
+done:
+    PyBuffer_Release(&keys);
+    PyBuffer_Release(&values);
+    return result;
+}
+
+static PyObject *
+KeyTable_sizeof(KeyTable *t, PyObject *Py_UNUSED(ignored))
+{
+    size_t size = sizeof(KeyTable) + (sizeof(uint32_t) << t->bits) +
+                  sizeof(Entry) * (size_t)t->usable;
+    return PyLong_FromSize_t(size);
+}
+
+static PyMethodDef KeyTable_methods[] = {
+    {"get", (PyCFunction)(void (*)(void))KeyTable_get, METH_FASTCALL,
+     "get(key, default=None, /): the value of key, or default."},
+    {"pop", (PyCFunction)(void (*)(void))KeyTable_pop, METH_FASTCALL,
+     "pop(key, [default, ]/): remove key and give its value (KeyError, or default)."},
+    {"clear", (PyCFunction)KeyTable_clear, METH_NOARGS, "Remove every key."},
+    {"keys", (PyCFunction)KeyTable_keys, METH_NOARGS, "A list of the keys, in order."},
+    {"values", (PyCFunction)KeyTable_values, METH_NOARGS, "A list of the values, in order."},
+    {"items", (PyCFunction)KeyTable_items, METH_NOARGS,
+     "A list of (key, value) pairs, in order."},
+    {"update", (PyCFunction)KeyTable_update, METH_O,
+     "update(pairs, /): set each (key, value) pair, in order."},
+    {"update_columns", (PyCFunction)(void (*)(void))KeyTable_update_columns, METH_FASTCALL,
+     "update_columns(keys, values, /): set each key of a column of native u64 to the "
+     "value at its position in a column of native int64 (none negative)."},
+    {"__sizeof__", (PyCFunction)KeyTable_sizeof, METH_NOARGS, "Bytes held."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyMappingMethods KeyTable_as_mapping = {
+    .mp_length = (lenfunc)KeyTable_len,
+    .mp_subscript = (binaryfunc)KeyTable_subscript,
+    .mp_ass_subscript = (objobjargproc)KeyTable_ass_subscript,
+};
+
+static PySequenceMethods KeyTable_as_sequence = {
+    .sq_contains = (objobjproc)KeyTable_contains,
+};
+
+static PyTypeObject KeyTableType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sowlib.topic.keytable.KeyTable",
+    .tp_basicsize = sizeof(KeyTable),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "A dict of int keys in [0, 2**64) held unboxed (see keytable.c).",
+    .tp_new = KeyTable_new,
+    .tp_dealloc = (destructor)KeyTable_dealloc,
+    .tp_as_mapping = &KeyTable_as_mapping,
+    .tp_as_sequence = &KeyTable_as_sequence,
+    .tp_iter = (getiterfunc)KeyTable_iter,
+    .tp_methods = KeyTable_methods,
+};
+
+static struct PyModuleDef keytable_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "sowlib.topic.keytable",
+    .m_doc = "KeyTable: the key map's dict of content keys, unboxed (see keytable.c).",
+    .m_size = -1,
+};
+
+PyMODINIT_FUNC
+PyInit_keytable(void)
+{
+    if (PyType_Ready(&KeyTableType) < 0) {
+        return NULL;
+    }
+    PyObject *m = PyModule_Create(&keytable_module);
+    if (m == NULL) {
+        return NULL;
+    }
+    if (PyModule_AddObjectRef(m, "KeyTable", (PyObject *)&KeyTableType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -1,0 +1,101 @@
+"""What holds the key map's entries: the C :class:`KeyTable` or, without it, a dict.
+
+``sowlib.topic.keytable`` is a C extension built at install time where a compiler is
+found (``setup.py`` marks it optional): a dict of content keys (ints in
+``[0, 2**64)``) whose keys and bare offsets are held unboxed, ~40 bytes a key against a
+dict's ~100, and a by-key probe that touches two cache lines instead of four. The
+plain ``dict`` is its reference: ``tests/test_keytable.py`` checks that both
+agree. One difference is allowed: keys that are not such ints (the text of keys that
+are not content keys) are listed after the ints, where a dict keeps one insertion
+order for all. Topics whose keys are not content keys always use a dict.
+
+``SOWLIB_PURE_PYTHON`` (see :mod:`sowlib.storage.native`) turns the C form off.
+Imports only ``index.types`` and ``storage.native``.
+"""
+
+from __future__ import annotations
+
+import array
+import os
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol, TypeAlias, cast, overload
+
+from sowlib.index.types import Key
+from sowlib.storage.native import PURE_PYTHON_ENV
+
+__all__ = ["NATIVE_SLOTS", "Fields", "Slot", "Slots", "new_slots", "slots_of_columns"]
+
+Fields: TypeAlias = tuple[int, int, float, float, bytes, int]
+"""A record's header fields ``(offset, seq, timestamp, expiration, correlation_id, size)``."""
+
+Slot: TypeAlias = int | Fields
+"""A key's entry: its record's bare log offset, or its :data:`Fields`."""
+
+
+class Slots(Protocol):
+    """The dict operations the key map uses, which a dict and a KeyTable both have."""
+
+    def get(self, key: Key, /) -> Slot | None: ...
+
+    @overload
+    def pop(self, key: Key, /) -> Slot: ...
+    @overload
+    def pop(self, key: Key, default: None, /) -> Slot | None: ...
+
+    def clear(self) -> None: ...
+    def keys(self) -> Iterable[Key]: ...
+    def values(self) -> Iterable[Slot]: ...
+    def items(self) -> Iterable[tuple[Key, Slot]]: ...
+    def update(self, pairs: Iterable[tuple[Key, Slot]], /) -> None: ...
+    def __getitem__(self, key: Key, /) -> Slot: ...
+    def __setitem__(self, key: Key, value: Slot, /) -> None: ...
+    def __contains__(self, key: object, /) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[Key]: ...
+
+
+def _native() -> type[Any] | None:
+    if os.environ.get(PURE_PYTHON_ENV):
+        return None
+    try:
+        from sowlib.topic.keytable import KeyTable
+    except ImportError:  # built without a C compiler: a dict does the work
+        return None
+    return KeyTable
+
+
+_KEY_TABLE = _native()
+
+NATIVE_SLOTS: bool = _KEY_TABLE is not None
+"""Whether content keys are held in the C KeyTable (else a dict)."""
+
+
+def new_slots(content: bool) -> Slots:
+    """An empty table for a key map: a KeyTable for content keys where built, else a dict."""
+    if content and _KEY_TABLE is not None:
+        return cast("Slots", _KEY_TABLE())
+    return cast("Slots", {})
+
+
+def slots_of_columns(content: bool, keys: Iterable[Key] | bytes, offsets: bytes) -> Slots:
+    """A table of ``keys[i] -> offsets[i]`` (bare offsets), later keys winning.
+
+    Args:
+        content: the keys are content keys.
+        keys: the keys, or a column of native unsigned 64-bit ints.
+        offsets: a column of native signed 64-bit ints, none negative.
+    """
+    table = new_slots(content)
+    if isinstance(keys, bytes):
+        if _KEY_TABLE is not None and isinstance(table, _KEY_TABLE):
+            table.update_columns(keys, offsets)
+            return cast("Slots", table)
+        keys = _unpack("Q", keys)
+    table.update(zip(keys, _unpack("q", offsets), strict=True))
+    return table
+
+
+def _unpack(code: str, data: bytes) -> list[int]:
+    col = array.array(code)
+    col.frombytes(data)
+    return col.tolist()

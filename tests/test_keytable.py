@@ -1,0 +1,173 @@
+"""The C KeyTable agrees with the dict it replaces in the key map.
+
+``sowlib.topic.keytable`` (built where a compiler is found) must behave as a dict for
+every operation the key map uses, with one documented difference: keys that are not
+ints in ``[0, 2**64)`` are listed after those that are.
+"""
+
+from __future__ import annotations
+
+import array
+import os
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from sowlib.topic import slots
+
+if os.environ.get("CI"):
+    # CI machines have a compiler: there the C form must have been built.
+    from sowlib.topic import keytable
+else:
+    keytable = pytest.importorskip("sowlib.topic.keytable")
+
+U64 = 2**64
+# Few distinct keys, so that sets, pops and re-inserts meet the same keys.
+table_keys = st.one_of(
+    st.integers(min_value=0, max_value=40),
+    st.sampled_from([U64 - 1, 2**63, 2**32 + 7]),
+)
+other_keys = st.one_of(
+    st.sampled_from(["7", "x", "", "18446744073709551616"]),
+    st.sampled_from([-1, U64, -(2**70)]),
+)
+any_keys = st.one_of(table_keys, table_keys, other_keys)
+values = st.one_of(
+    st.integers(min_value=0, max_value=2**63 - 1),
+    st.sampled_from([-1, 2**63, 2**80]),
+    st.tuples(st.integers(0, 9), st.integers(0, 9), st.floats(allow_nan=False), st.just(b"c")),
+)
+
+
+def ordered(model: dict[Any, Any]) -> list[tuple[Any, Any]]:
+    """The model's items in the table's order: the u64 ints, then the rest."""
+
+    def held(k: Any) -> bool:
+        return type(k) is int and 0 <= k < U64
+
+    items = list(model.items())
+    return [kv for kv in items if held(kv[0])] + [kv for kv in items if not held(kv[0])]
+
+
+class TableMatchesDict(RuleBasedStateMachine):
+    """Random operations on a KeyTable and on a dict give the same answers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = keytable.KeyTable()
+        self.model: dict[Any, Any] = {}
+
+    @rule(key=any_keys, value=values)
+    def set(self, key: Any, value: Any) -> None:
+        self.table[key] = value
+        self.model[key] = value
+
+    @rule(key=any_keys)
+    def pop(self, key: Any) -> None:
+        assert self.table.pop(key, None) == self.model.pop(key, None)
+
+    @rule(key=any_keys)
+    def pop_without_default(self, key: Any) -> None:
+        expected = self.model.pop(key, KeyError)
+        if expected is KeyError:
+            with pytest.raises(KeyError):
+                self.table.pop(key)
+        else:
+            assert self.table.pop(key) == expected
+
+    @rule(key=any_keys)
+    def delete(self, key: Any) -> None:
+        if key in self.model:
+            del self.model[key]
+            del self.table[key]
+        else:
+            with pytest.raises(KeyError):
+                del self.table[key]
+
+    @rule(key=any_keys)
+    def read(self, key: Any) -> None:
+        assert self.table.get(key) == self.model.get(key)
+        assert self.table.get(key, "absent") == self.model.get(key, "absent")
+        assert (key in self.table) == (key in self.model)
+        if key in self.model:
+            assert self.table[key] == self.model[key]
+        else:
+            with pytest.raises(KeyError):
+                self.table[key]
+
+    @rule(pairs=st.lists(st.tuples(any_keys, values), max_size=8))
+    def update(self, pairs: list[tuple[Any, Any]]) -> None:
+        self.table.update(pairs)
+        self.model.update(pairs)
+
+    @rule(pairs=st.lists(st.tuples(table_keys, st.integers(0, 2**63 - 1)), max_size=8))
+    def update_columns(self, pairs: list[tuple[int, int]]) -> None:
+        keys = array.array("Q", [k for k, _ in pairs]).tobytes()
+        offsets = array.array("q", [v for _, v in pairs]).tobytes()
+        self.table.update_columns(keys, offsets)
+        self.model.update(pairs)
+
+    @rule()
+    def clear(self) -> None:
+        self.table.clear()
+        self.model.clear()
+
+    @invariant()
+    def same_content_and_order(self) -> None:
+        expected = ordered(self.model)
+        assert len(self.table) == len(expected)
+        assert self.table.items() == expected
+        assert self.table.keys() == [k for k, _ in expected]
+        assert self.table.values() == [v for _, v in expected]
+        assert list(self.table) == [k for k, _ in expected]
+
+
+TestTableMatchesDict = TableMatchesDict.TestCase
+TestTableMatchesDict.settings = settings(max_examples=300, stateful_step_count=60)
+
+
+@given(st.lists(st.tuples(st.integers(0, U64 - 1), st.integers(0, 2**63 - 1)), max_size=3000))
+def test_growth_and_removal_keep_insertion_order(pairs: list[tuple[int, int]]) -> None:
+    """Past many rebuilds (growth, then removal of most keys) the order is a dict's."""
+    table, model = keytable.KeyTable(), {}
+    table.update(pairs)
+    model.update(pairs)
+    for key in list(model)[::3]:
+        assert table.pop(key) == model.pop(key)
+    table.update(pairs[:50])
+    model.update(pairs[:50])
+    assert table.items() == list(model.items())
+
+
+def test_update_columns_refuses_bad_columns() -> None:
+    table = keytable.KeyTable()
+    with pytest.raises(ValueError, match="one length"):
+        table.update_columns(b"\0" * 8, b"")
+    with pytest.raises(ValueError, match="negative"):
+        table.update_columns(b"\0" * 8, array.array("q", [-5]).tobytes())
+    with pytest.raises(TypeError):
+        table.update([(1, 2, 3)])
+    with pytest.raises(TypeError):
+        keytable.KeyTable(1)
+    assert len(table) == 0
+
+
+def test_memory_per_key_is_a_fraction_of_a_dict() -> None:
+    """A million bare entries in a KeyTable take well under half a dict's bytes."""
+    n = 1_000_000
+    table = keytable.KeyTable()
+    table.update_columns(array.array("Q", range(n)).tobytes(), array.array("q", range(n)).tobytes())
+    assert table.__sizeof__() / n < 50
+
+
+@pytest.mark.parametrize("content", [True, False])
+def test_slots_of_columns_is_the_dict_of_the_pairs(content: bool) -> None:
+    keys = [5, 3, 5, U64 - 1]
+    offsets = [10, 20, 30, 40]
+    for key_arg in (array.array("Q", keys).tobytes(), keys):
+        table = slots.slots_of_columns(content, key_arg, array.array("q", offsets).tobytes())
+        assert list(table.items()) == list(dict(zip(keys, offsets, strict=True)).items())
+        assert isinstance(table, dict) != (content and slots.NATIVE_SLOTS)
