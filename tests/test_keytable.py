@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import array
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -16,7 +17,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from sowlib.topic import slots
+from sowlib import SowStore
+from sowlib.errors import CorruptRecordError, StoreClosedError
+from sowlib.topic import keymap, slots
 
 if os.environ.get("CI"):
     # CI machines have a compiler: there the C form must have been built.
@@ -171,3 +174,66 @@ def test_slots_of_columns_is_the_dict_of_the_pairs(content: bool) -> None:
         table = slots.slots_of_columns(content, key_arg, array.array("q", offsets).tobytes())
         assert list(table.items()) == list(dict(zip(keys, offsets, strict=True)).items())
         assert isinstance(table, dict) != (content and slots.NATIVE_SLOTS)
+
+
+def _reads(path: str) -> list[object]:
+    with SowStore(path, cache_bytes=0) as store:
+        orders = store.topic("orders")
+        keys = [orders.key_for({"id": i}) for i in range(65)]
+        return [[orders.lookup(i) for i in range(65)], [orders.get(k) for k in keys]]
+
+
+def test_a_topic_reads_the_same_without_the_c_record_reader(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """read_record (probe, checked read and Record in one C call) against the Python
+    path, on common records and on records with an expiration or a correlation id."""
+    with SowStore(str(tmp_path)) as store:
+        orders = store.create_topic("orders", keys=["/id"])
+        for i in range(60):
+            orders.publish(
+                {"id": i, "px": i},
+                expiration=3600 if i % 7 == 0 else None,
+                correlation_id=f"c{i}" if i % 5 == 0 else None,
+            )
+        orders.publish({"id": 3, "px": -1})
+    with_c = _reads(str(tmp_path))
+    monkeypatch.setattr(keymap, "record_reader", lambda slots: None)
+    without = _reads(str(tmp_path))
+    assert with_c == without
+    assert [r is None for r in with_c[0]] == [False] * 60 + [True] * 5
+
+
+def test_read_record_leaves_what_it_cannot_read_to_the_python_path(tmp_path: Path) -> None:
+    """A damaged record and a closed log are the Python path's to report."""
+    store = SowStore(str(tmp_path))
+    orders = store.create_topic("orders", keys=["/id"])
+    orders.publish({"id": 1, "px": "x" * 40})
+    orders.publish({"id": 2, "px": "y" * 40})
+    store.close()
+    log_path = next(p for p in tmp_path.iterdir() if p.name.endswith(".sow"))
+    data = bytearray(log_path.read_bytes())
+    at = data.find(b"x" * 40)
+    data[at] = ord("z")
+    log_path.write_bytes(bytes(data))
+    store = SowStore(str(tmp_path), readonly=True)
+    orders = store.topic("orders")
+    assert orders.lookup(2) is not None
+    with pytest.raises(CorruptRecordError):
+        orders.lookup(1)
+    store.close()
+    with pytest.raises(StoreClosedError):
+        orders.lookup(2)
+
+
+def test_read_record_checks_its_arguments() -> None:
+    table = keytable.KeyTable()
+    with pytest.raises(TypeError):
+        table.read_record(1, None, int, "t", "json", None)
+    with pytest.raises(TypeError):
+        table.read_record(1)
+    table["text"] = 5
+    assert table.read_record("text", None, tuple, "t", "json", None) is NotImplemented
+    assert table.read_record(7, None, tuple, "t", "json", None) is None
+    table[8] = (1, 2, 0.0, 5.0, b"", 9)
+    assert table.read_record(8, None, tuple, "t", "json", None) is NotImplemented

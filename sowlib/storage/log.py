@@ -136,7 +136,7 @@ class AppendLog(LogReader):
         self._fs = fs if fs is not None else FileSystem()
         self._slab = slab_size
         self._limit = slab_size - SLAB_HEADROOM
-        self._mm: mmap.mmap | None = None
+        self.mm: mmap.mmap | None = None
         self._fd = -1
         self.epoch: object | None = None
         self._ckpt: tuple[bytes, int] | None = None
@@ -182,7 +182,7 @@ class AppendLog(LogReader):
                 self._fs.allocate(self._fd, 0, st.st_size)
         access = mmap.ACCESS_READ if self.readonly else mmap.ACCESS_WRITE
         with os_errors(self.path, "map"):
-            mm = self._mm = mmap.mmap(self._fd, st.st_size, access=access)
+            mm = self.mm = mmap.mmap(self._fd, st.st_size, access=access)
         self._size, self._ino = st.st_size, (st.st_dev, st.st_ino)
         header = decode_header(mm, st.st_size, self.path)
         if header.committed > self._size:
@@ -190,7 +190,7 @@ class AppendLog(LogReader):
             # only grows, so it now covers the committed end.
             st = os.fstat(self._fd)
             with os_errors(self.path, "map"):
-                mm = self._mm = mmap.mmap(self._fd, st.st_size, access=access)
+                mm = self.mm = mmap.mmap(self._fd, st.st_size, access=access)
             self._size = st.st_size
         self._use_header(header)
         ckpt = read_checkpoint(self._fs, self.path, mm, self._size, header, not self.readonly)
@@ -248,7 +248,7 @@ class AppendLog(LogReader):
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._mm is None else f"end={self._end} last_seq={self.last_seq}"
+        state = "closed" if self.mm is None else f"end={self._end} last_seq={self.last_seq}"
         mode = "readonly" if self.readonly else "writer"
         return f"AppendLog({self.path!r}, {mode}, {state})"
 
@@ -274,7 +274,7 @@ class AppendLog(LogReader):
         # The old map is not closed: a suspended scan() may still read from it; it is
         # unmapped when its last reference goes.
         with os_errors(self.path, "map"):
-            mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_WRITE)
+            mm = self.mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_WRITE)
         self._size = size
         return mm
 
@@ -328,7 +328,7 @@ class AppendLog(LogReader):
             RecordTooLargeError: the framed record exceeds ``slab_size - 64``.
             ReadOnlyError, StoreClosedError: not writable.
         """
-        mm = self._mm
+        mm = self.mm
         if mm is None or self.readonly:
             mm = self._writable("append")
         if seq is None:
@@ -510,12 +510,12 @@ class AppendLog(LogReader):
 
     def _swap(self, new: NewFile) -> None:
         self._end_epoch()
-        old_mm, old_fd = self._mm, self._fd
+        old_mm, old_fd = self.mm, self._fd
         self._fd = new.fd
-        self._mm = mmap.mmap(new.fd, new.size, access=mmap.ACCESS_WRITE)
+        self.mm = mmap.mmap(new.fd, new.size, access=mmap.ACCESS_WRITE)
         st = os.fstat(new.fd)
         self._size, self._ino = new.size, (st.st_dev, st.st_ino)
-        self._use_header(decode_header(self._mm, new.size, self.path))
+        self._use_header(decode_header(self.mm, new.size, self.path))
         self._end, self._records, self._last_off = new.end, new.records, new.last_offset
         self._verified_from = self._header_len  # every record was checked as it was copied
         self._dirty, self._ckpt, self.epoch = -1, None, object()
@@ -560,7 +560,7 @@ class AppendLog(LogReader):
             StoreFullError, StorePathError: a flush or the checkpoint failed (every
                 appended record is still in the page cache: it survives the process).
         """
-        mm = self._mm
+        mm = self.mm
         if mm is None:
             return
         try:
@@ -584,12 +584,12 @@ class AppendLog(LogReader):
 
     def __del__(self) -> None:
         # An abandoned writer must not keep its flock (and fd) until interpreter exit.
-        if getattr(self, "_mm", None) is not None:
+        if getattr(self, "mm", None) is not None:
             self._release()
 
     def _release(self) -> None:
         self._end_epoch()
-        mm, self._mm, self.epoch = self._mm, None, None
+        mm, self.mm, self.epoch = self.mm, None, None
         if mm is not None:
             mm.close()
         if self._fd >= 0:

@@ -51,7 +51,10 @@ class LogReader:
     path: str
     readonly: bool
     last_seq: int
-    _mm: mmap.mmap | None
+    #: The file's current memory map, None once closed. A map that growth replaced
+    #: is not closed (it maps the same file, so what it holds stays right); one that
+    #: compaction or closing replaced is closed.
+    mm: mmap.mmap | None
     _fd: int
     _size: int
     _ino: tuple[int, int]
@@ -74,12 +77,12 @@ class LogReader:
     @property
     def closed(self) -> bool:
         """True after :meth:`close`."""
-        return self._mm is None
+        return self.mm is None
 
     @property
     def mapped(self) -> mmap.mmap | None:
         """The current map of the file, None once closed (an append may replace it)."""
-        return self._mm
+        return self.mm
 
     @property
     def file_size(self) -> int:
@@ -102,7 +105,7 @@ class LogReader:
         return self._header_len
 
     def _live(self) -> mmap.mmap:
-        mm = self._mm
+        mm = self.mm
         if mm is None:
             raise StoreClosedError(f"log {self.path}")
         return mm
@@ -158,7 +161,7 @@ class LogReader:
         Raises:
             CorruptRecordError: no intact record starts at ``offset``.
         """
-        mm, end = self._mm, self._end
+        mm, end = self.mm, self._end
         if mm is None:
             raise StoreClosedError(f"log {self.path}")
         if not self._header_len <= offset < end:
@@ -359,7 +362,7 @@ class LogReader:
                 return None
             size = os.fstat(self._fd).st_size
             if size > self._size:
-                mm = self._mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
+                mm = self.mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
                 self._size = size
         new = read_tail(mm, self._end, self._size, self.path)
         if new:

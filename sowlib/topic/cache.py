@@ -12,7 +12,7 @@ from collections.abc import Callable
 from sowlib.index.types import Key
 from sowlib.record import Record
 
-__all__ = ["ADMIT", "DEFAULT_CACHE_BYTES", "RecordCache", "record_cost"]
+__all__ = ["ADMIT", "ADMIT_BITS", "DEFAULT_CACHE_BYTES", "RecordCache", "record_cost"]
 
 #: The default budget of a topic's record cache.
 DEFAULT_CACHE_BYTES = 8 << 20
@@ -25,7 +25,8 @@ _DOC_FACTOR = 6
 
 #: A record read by key is admitted on one call of :meth:`RecordCache.offer` in this many.
 ADMIT = 8
-_ADMIT_BITS = ADMIT.bit_length() - 1
+#: Random bits that are all zero on one call in :data:`ADMIT`.
+ADMIT_BITS = ADMIT.bit_length() - 1
 _getrandbits = random.getrandbits
 
 
@@ -87,7 +88,7 @@ class RecordCache:
         churn low, while a key read again and again gets in after a few reads and
         stays longer, since fewer entries push it out.
         """
-        if not _getrandbits(_ADMIT_BITS):
+        if not _getrandbits(ADMIT_BITS):
             self.put(key, rec, cost)
         else:
             self._records.pop(key, None)  # never keep an older version of the key

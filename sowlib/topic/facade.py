@@ -106,10 +106,9 @@ class Topic:
             return None
         compiled = compile_filter(flt)
         if not self._p.views.filterable and compiled.fields:
+            what = f"topic {self.name!r} holds {self.message_type} messages, which cannot be"
             raise UnsupportedOperationError(
-                "a content filter",
-                f"topic {self.name!r} holds {self.message_type} messages, which cannot be"
-                " filtered; use '1=1' or sow_keys=",
+                "a content filter", f"{what} filtered; use '1=1' or sow_keys="
             )
         return compiled
 
@@ -224,15 +223,13 @@ class Topic:
 
     def get(self, sow_key: str) -> Record | None:
         """The record stored under ``sow_key``, or None; O(1), a dict lookup when cached."""
-        # Lock-free fast path: the cache only ever holds the live version of a key
-        # (writers drop it under the lock before changing the key), and a dict lookup
-        # is atomic. Topics with due expirations take the locked path.
         key = self._key_of(sow_key)
         return None if key is None else self._get(key)
 
     def _get(self, key: Key) -> Record | None:
+        # Lock-free when cached: writers drop a key from the cache under the lock before
+        # changing it. The clock is asked only when an expiration is pending.
         p = self._p
-        # The clock is asked only when an expiration is pending.
         pending = p.expiry.heap and p.expiry.due(self._clock())
         if not pending and (cached := p.cache.get(key)) is not None and not self._closed:
             return cached
@@ -254,15 +251,23 @@ class Topic:
             QueryOptionError: not one value per key field.
         """
         int_key = self._int_key
-        if int_key is not None and len(key_values) == 1 and type(key_values[0]) is int:
-            # One int key field: the key's hash in one C-level step.
-            return self._get(xxh64_intdigest(int_key % key_values[0]))
-        key = key_of_values(self._p, self.name, key_values)
-        return None if key is None else self._get(key)
+        if int_key is None or len(key_values) != 1 or type(key_values[0]) is not int:
+            key = key_of_values(self._p, self.name, key_values)
+            return None if key is None else self._get(key)
+        # One int key field: its hash in one C-level step, and _get inlined (see below).
+        key = xxh64_intdigest(int_key % key_values[0])
+        p = self._p
+        pending = p.expiry.heap and p.expiry.due(self._clock())
+        if not pending and (cached := p.cache.get(key)) is not None and not self._closed:
+            return cached
+        with self._lock:
+            if self._closed or pending:
+                self._check_open()
+                self._tick()
+            return p.views.read(key)
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:
-        """The SOW key of a message whose key fields hold ``values`` (content keys), or
-        None (a NULL value, or keys that are not content keys)."""
+        """The SOW key of a message with key fields ``values``; None: a NULL, no content keys."""
         content = self._p.content
         return None if content is None else content.key_for_values(values)
 
@@ -274,12 +279,11 @@ class Topic:
         """
         if isinstance(rows, str | bytes) or not isinstance(rows, Iterable):
             raise ArgumentError("rows", rows, "an iterable of key-value tuples")
-        lookup = self.lookup
         out: list[Record | None] = []
         for row in rows:
             if not isinstance(row, tuple | list):
                 raise ArgumentError("rows", row, "a tuple of key values per row")
-            out.append(lookup(*row))
+            out.append(self.lookup(*row))
         return out
 
     def key_for(self, message: str | bytes | dict[str, Any] | Any) -> str:
@@ -492,11 +496,8 @@ class Topic:
         with self._lock:
             self._check_open()
             of_log = self._p.views.of_log
-            changes = [
-                Change(_CHANGE[rec.kind], of_log(rec))
-                for rec in self._log.scan()
-                if rec.seq > since
-            ]
+            scan = self._log.scan()
+            changes = [Change(_CHANGE[r.kind], of_log(r)) for r in scan if r.seq > since]
         return iter(changes)
 
     def process_expirations(self) -> int:

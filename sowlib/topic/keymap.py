@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import array
 import sys
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from operator import itemgetter, le
 
@@ -18,7 +18,15 @@ import msgpack
 from sowlib.index.types import Key
 from sowlib.storage import EntryList, RecordKind
 from sowlib.topic.logview import Header, LogView
-from sowlib.topic.slots import Fields, Slot, Slots, new_slots, slots_of_columns
+from sowlib.topic.slots import (
+    Fields,
+    RecordReader,
+    Slot,
+    Slots,
+    new_slots,
+    record_reader,
+    slots_of_columns,
+)
 
 __all__ = ["Header", "KeyMap"]
 
@@ -67,14 +75,27 @@ class KeyMap:
         content: keys are content keys (decimal text of a 64-bit hash) held as ints.
     """
 
-    __slots__ = ("_log", "_slots", "content", "live_bytes")
+    __slots__ = ("_log", "_slots", "content", "live_bytes", "read_record", "slot_of")
 
     def __init__(self, log: LogView, *, content: bool) -> None:
         self._log = log
-        self._slots: Slots = new_slots(content)
         self.content = content
         #: Bytes the live records occupy in the log.
         self.live_bytes = 0
+        self._slots: Slots
+        #: ``slot_of(key)``: the entry of ``key`` (its bare offset, or its header fields
+        #: as :meth:`header` orders them), or None; the table's own method (one C call
+        #: where the C KeyTable holds the keys), for the by-key read.
+        self.slot_of: Callable[[Key], Slot | None]
+        #: The C KeyTable's by-key read (see :data:`~sowlib.topic.slots.RecordReader`),
+        #: or None where a dict holds the keys.
+        self.read_record: RecordReader | None
+        self._install(new_slots(content))
+
+    def _install(self, slots: Slots) -> None:
+        self._slots = slots
+        self.slot_of = slots.get
+        self.read_record = record_reader(slots)
 
     # ------------------------------------------------------------------ keys
 
@@ -199,7 +220,7 @@ class KeyMap:
             (k, mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:]))
             for k, s in self._slots.items()
         )
-        self._slots = slots
+        self._install(slots)
 
     # ------------------------------------------------------------------ replay
 
@@ -325,7 +346,7 @@ class KeyMap:
             slots.update(puts)
             live_sizes.update(put_sizes)
             live = sum(live_sizes.values())
-        self._slots = slots
+        self._install(slots)
         self.live_bytes = live
 
     def _keys_of(self, texts: list[str]) -> list[Key] | None:
@@ -406,5 +427,6 @@ class KeyMap:
             slots.update(zip(full_keys, map(tuple, full), strict=True))
         except (ValueError, TypeError, msgpack.UnpackException):
             return False
-        self._slots, self.live_bytes = slots, int(live)
+        self._install(slots)
+        self.live_bytes = int(live)
         return True

@@ -14,6 +14,13 @@
  * in [0, 2**63) is held unboxed (get gives an equal int, not the same object); any
  * other value is held by reference.
  *
+ * `read_record(key, log, record_type, topic, message_type, doc)` is the by-key read
+ * of a key whose entry is a bare offset: the record at that offset in `log.mm`, read
+ * and checked by sowlib.storage.recordread's `read_put`, as a `record_type` (a tuple
+ * type with Record's fields). It gives None for an absent key and NotImplemented
+ * where the Python path must decide (another entry, another record shape, a closed
+ * log, no C reader): the Python path is its reference (tests/test_keytable.py).
+ *
  * The key map stores only ints and tuples of ints, floats and bytes, which cannot
  * form a reference cycle, so the type is not tracked by the cyclic collector (a
  * collection would otherwise walk every entry).
@@ -26,6 +33,9 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 #define EMPTY UINT32_MAX
 #define DUMMY (UINT32_MAX - 1)
@@ -52,6 +62,63 @@ typedef struct {
 } KeyTable;
 
 static PyTypeObject KeyTableType;
+static PyObject *storage_read_put; /* sowlib.storage.recordread.read_put, or NULL */
+static PyObject *str_mm;           /* "mm" */
+
+/* ------------------------------------------------------------------ memory */
+
+/* Arrays of 2 MiB and more are mapped on their own, aligned to 2 MiB and marked
+ * for transparent huge pages where the kernel offers them: a probe at a random key
+ * then misses no TLB entry (which, under virtualisation, costs as much as the
+ * cache miss itself). Smaller arrays come from Python's allocator. */
+#define HUGE_PAGE ((size_t)1 << 21)
+
+static size_t
+mapped_len(size_t size)
+{
+    return (size + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1);
+}
+
+static void *
+big_alloc(size_t size)
+{
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= HUGE_PAGE) {
+        size_t len = mapped_len(size);
+        char *raw = mmap(NULL, len + HUGE_PAGE, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (raw == MAP_FAILED) {
+            return NULL;
+        }
+        char *start = (char *)(((uintptr_t)raw + HUGE_PAGE - 1) & ~(uintptr_t)(HUGE_PAGE - 1));
+        if (start > raw) {
+            munmap(raw, (size_t)(start - raw));
+        }
+        size_t tail = (size_t)(raw + len + HUGE_PAGE - (start + len));
+        if (tail) {
+            munmap(start + len, tail);
+        }
+        (void)madvise(start, len, MADV_HUGEPAGE); /* advice only: fine if refused */
+        return start;
+    }
+#endif
+    return PyMem_Malloc(size);
+}
+
+static void
+big_free(void *p, size_t size)
+{
+    if (p == NULL) {
+        return;
+    }
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+    if (size >= HUGE_PAGE) {
+        munmap(p, mapped_len(size));
+        return;
+    }
+#endif
+    PyMem_Free(p);
+}
 
 /* ------------------------------------------------------------------ the table */
 
@@ -102,11 +169,11 @@ rebuild(KeyTable *t, Py_ssize_t need)
         PyErr_SetString(PyExc_MemoryError, "KeyTable: too many keys");
         return -1;
     }
-    uint32_t *index = PyMem_Malloc(sizeof(uint32_t) << bits);
-    Entry *entries = PyMem_Malloc(sizeof(Entry) * (size_t)usable);
+    uint32_t *index = big_alloc(sizeof(uint32_t) << bits);
+    Entry *entries = big_alloc(sizeof(Entry) * (size_t)usable);
     if (index == NULL || entries == NULL) {
-        PyMem_Free(index);
-        PyMem_Free(entries);
+        big_free(index, sizeof(uint32_t) << bits);
+        big_free(entries, sizeof(Entry) * (size_t)usable);
         PyErr_NoMemory();
         return -1;
     }
@@ -125,8 +192,10 @@ rebuild(KeyTable *t, Py_ssize_t need)
         index[i] = (uint32_t)n;
         entries[n++] = *e;
     }
-    PyMem_Free(t->index);
-    PyMem_Free(t->entries);
+    if (t->index != NULL) {
+        big_free(t->index, sizeof(uint32_t) << t->bits);
+    }
+    big_free(t->entries, sizeof(Entry) * (size_t)t->usable);
     t->index = index;
     t->entries = entries;
     t->bits = bits;
@@ -317,8 +386,11 @@ clear_all(KeyTable *t)
 {
     Entry *entries = t->entries;
     Py_ssize_t used = t->used;
+    size_t entries_size = sizeof(Entry) * (size_t)t->usable;
     PyObject *others = t->others;
-    PyMem_Free(t->index);
+    if (t->index != NULL) {
+        big_free(t->index, sizeof(uint32_t) << t->bits);
+    }
     t->entries = NULL;
     t->index = NULL;
     t->used = t->live = t->usable = 0;
@@ -327,7 +399,7 @@ clear_all(KeyTable *t)
     for (Py_ssize_t j = 0; j < used; j++) {
         Py_XDECREF(entries[j].obj);
     }
-    PyMem_Free(entries);
+    big_free(entries, entries_size);
     Py_XDECREF(others);
 }
 
@@ -622,6 +694,93 @@ done:
 }
 
 static PyObject *
+KeyTable_read_record(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("read_record", nargs, 6, 6) < 0) {
+        return NULL;
+    }
+    PyObject *key = args[0];
+    PyTypeObject *record_type = (PyTypeObject *)args[2];
+    if (!PyType_Check(args[2]) || !PyType_IsSubtype(record_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "read_record: record_type must be a tuple type");
+        return NULL;
+    }
+    uint64_t k;
+    int is_key = table_key(key, &k);
+    if (is_key < 0) {
+        return NULL;
+    }
+    if (!is_key || storage_read_put == NULL) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    size_t where;
+    Py_ssize_t ix = find(t, k, &where);
+    if (ix < 0) {
+        Py_RETURN_NONE;
+    }
+    if (t->entries[ix].off == BOXED) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *mm = PyObject_GetAttr(args[1], str_mm);
+    if (mm == NULL) {
+        return NULL;
+    }
+    PyObject *fields = NULL;
+    Py_ssize_t limit = mm == Py_None ? -1 : PyObject_Length(mm);
+    if (limit >= 0) {
+        /* The map's length bounds the read: the table holds only offsets of records
+         * written whole, and the checksum is checked. */
+        PyObject *off = PyLong_FromLongLong(t->entries[ix].off);
+        PyObject *lim = PyLong_FromSsize_t(limit);
+        if (off != NULL && lim != NULL) {
+            PyObject *call[3] = {mm, off, lim};
+            fields = PyObject_Vectorcall(storage_read_put, call, 3, NULL);
+        }
+        Py_XDECREF(off);
+        Py_XDECREF(lim);
+    }
+    else {
+        PyErr_Clear(); /* closed: the Python path says so */
+    }
+    Py_DECREF(mm);
+    if (fields == NULL) {
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_NotImplemented);
+    }
+    if (!PyTuple_CheckExact(fields) || PyTuple_GET_SIZE(fields) != 6) {
+        Py_DECREF(fields);
+        Py_RETURN_NOTIMPLEMENTED; /* None: not the common record */
+    }
+    PyObject *text = PyObject_Str(key);
+    PyObject *rec = text == NULL ? NULL : record_type->tp_alloc(record_type, 9);
+    if (rec == NULL) {
+        Py_XDECREF(text);
+        Py_DECREF(fields);
+        return NULL;
+    }
+    /* (seq, timestamp, expiration, correlation id, length, payload) */
+    PyObject *payload = PyTuple_GET_ITEM(fields, 5);
+    PyObject *expires = PyTuple_GET_ITEM(fields, 2);
+    int expiring = PyObject_IsTrue(expires);
+    if (expiring < 0) {
+        Py_DECREF(rec);
+        Py_DECREF(text);
+        Py_DECREF(fields);
+        return NULL;
+    }
+    PyTuple_SET_ITEM(rec, 0, text);
+    PyTuple_SET_ITEM(rec, 1, Py_NewRef(payload));
+    PyTuple_SET_ITEM(rec, 2, Py_NewRef(PyTuple_GET_ITEM(fields, 0)));
+    PyTuple_SET_ITEM(rec, 3, Py_NewRef(PyTuple_GET_ITEM(fields, 1)));
+    PyTuple_SET_ITEM(rec, 4, Py_NewRef(expiring ? expires : Py_None));
+    PyTuple_SET_ITEM(rec, 5, Py_NewRef(args[3]));
+    PyTuple_SET_ITEM(rec, 6, Py_NewRef(args[4]));
+    PyTuple_SET_ITEM(rec, 7, Py_NewRef(PyTuple_GET_ITEM(fields, 3)));
+    PyTuple_SET_ITEM(rec, 8, Py_NewRef(args[5] == Py_None ? payload : args[5]));
+    Py_DECREF(fields);
+    return rec;
+}
+
+static PyObject *
 KeyTable_sizeof(KeyTable *t, PyObject *Py_UNUSED(ignored))
 {
     size_t size = sizeof(KeyTable) + (sizeof(uint32_t) << t->bits) +
@@ -644,6 +803,9 @@ static PyMethodDef KeyTable_methods[] = {
     {"update_columns", (PyCFunction)(void (*)(void))KeyTable_update_columns, METH_FASTCALL,
      "update_columns(keys, values, /): set each key of a column of native u64 to the "
      "value at its position in a column of native int64 (none negative)."},
+    {"read_record", (PyCFunction)(void (*)(void))KeyTable_read_record, METH_FASTCALL,
+     "read_record(key, log, record_type, topic, message_type, doc, /): the record of a "
+     "key held as a bare offset, None when absent, NotImplemented for the Python path."},
     {"__sizeof__", (PyCFunction)KeyTable_sizeof, METH_NOARGS, "Bytes held."},
     {NULL, NULL, 0, NULL},
 };
@@ -684,6 +846,20 @@ PyInit_keytable(void)
 {
     if (PyType_Ready(&KeyTableType) < 0) {
         return NULL;
+    }
+    if (str_mm == NULL && (str_mm = PyUnicode_InternFromString("mm")) == NULL) {
+        return NULL;
+    }
+    PyObject *reader = PyImport_ImportModule("sowlib.storage.recordread");
+    if (reader == NULL) {
+        PyErr_Clear(); /* not built: read_record leaves every read to the Python path */
+    }
+    else {
+        Py_XSETREF(storage_read_put, PyObject_GetAttrString(reader, "read_put"));
+        Py_DECREF(reader);
+        if (storage_read_put == NULL) {
+            PyErr_Clear();
+        }
     }
     PyObject *m = PyModule_Create(&keytable_module);
     if (m == NULL) {

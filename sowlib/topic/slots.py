@@ -17,19 +17,34 @@ from __future__ import annotations
 
 import array
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeAlias, cast, overload
 
 from sowlib.index.types import Key
 from sowlib.storage.native import PURE_PYTHON_ENV
 
-__all__ = ["NATIVE_SLOTS", "Fields", "Slot", "Slots", "new_slots", "slots_of_columns"]
+__all__ = [
+    "NATIVE_SLOTS",
+    "Fields",
+    "RecordReader",
+    "Slot",
+    "Slots",
+    "new_slots",
+    "record_reader",
+    "slots_of_columns",
+]
 
 Fields: TypeAlias = tuple[int, int, float, float, bytes, int]
 """A record's header fields ``(offset, seq, timestamp, expiration, correlation_id, size)``."""
 
 Slot: TypeAlias = int | Fields
 """A key's entry: its record's bare log offset, or its :data:`Fields`."""
+
+
+RecordReader: TypeAlias = Callable[[Key, Any, type[tuple[Any, ...]], str, str, Any], Any]
+"""``read_record(key, log, record_type, topic, message_type, doc)``, the C KeyTable's by-key
+read (see ``keytable.c``): the record of a key held as a bare offset, read from
+``log.mm``; None for an absent key; NotImplemented where the Python path decides."""
 
 
 class Slots(Protocol):
@@ -75,6 +90,13 @@ def new_slots(content: bool) -> Slots:
     if content and _KEY_TABLE is not None:
         return cast("Slots", _KEY_TABLE())
     return cast("Slots", {})
+
+
+def record_reader(slots: Slots) -> RecordReader | None:
+    """The C by-key read of ``slots`` (a KeyTable), or None (a dict)."""
+    if _KEY_TABLE is not None and isinstance(slots, _KEY_TABLE):
+        return cast("RecordReader", slots.read_record)
+    return None
 
 
 def slots_of_columns(content: bool, keys: Iterable[Key] | bytes, offsets: bytes) -> Slots:

@@ -6,6 +6,7 @@ The one place a :class:`~sowlib.record.Record` of a live key is built. Imports
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Iterator
 from functools import partial
 from operator import itemgetter
@@ -17,13 +18,15 @@ from sowlib.index.types import Key
 from sowlib.paths import FieldPath
 from sowlib.record import DeferredDoc, Record
 from sowlib.storage import LogRecord, RecordKind
-from sowlib.topic.cache import RecordCache, record_cost
+from sowlib.topic.cache import ADMIT_BITS, RecordCache, record_cost
 from sowlib.topic.keymap import KeyMap
 from sowlib.topic.logview import Header, LogView
 
 __all__ = ["Views"]
 
-_new_record = partial(tuple.__new__, Record)
+_tuple_new = tuple.__new__
+_new_record = partial(_tuple_new, Record)
+_getrandbits = random.getrandbits
 _second = itemgetter(1)
 # Keys read per batch when a query walks many records.
 _CHUNK = 2048
@@ -68,6 +71,8 @@ class Views:
         # The log file's one-record reader (None in memory: LogView reads those records).
         self._read_put = None if log.file is None else log.file.read_put
         self._offset = keys.offset
+        self._caching = cache.budget > 0
+        self._file = log.file
 
     def decode(self, payload: bytes) -> Any:
         """The document of a payload (the bytes themselves for binary message types)."""
@@ -126,17 +131,33 @@ class Views:
         return rec if rec is not None else self.read(key)
 
     def read(self, key: Key) -> Record | None:
-        """:meth:`record` of a key the cache does not hold (read and cached)."""
-        offset = self._offset(key)
-        if offset is None:
+        """:meth:`record` of a key the cache does not hold (read, and admitted to the
+        cache as :meth:`RecordCache.offer` admits).
+
+        The by-key read of ``get``/``lookup``: where the C KeyTable holds the keys, one
+        call finds, reads and checks the record and builds its Record; else one C call
+        finds the entry and one reads the record. No other Python function is called
+        unless the record is admitted to the cache.
+        """
+        read_record = self.keys.read_record
+        if read_record is not None and self._file is not None:
+            rec = read_record(key, self._file, Record, self.name, self.message_type, self._deferred)
+            if rec is not NotImplemented:
+                if rec is not None and self._caching and not _getrandbits(ADMIT_BITS):
+                    self.cache.put(key, rec, self._cost_base + len(rec[1]) * self._cost_factor)
+                return rec  # type: ignore[no-any-return]
+        slot = self.keys.slot_of(key)
+        if slot is None:
             return None
+        offset = slot if type(slot) is int else slot[0]  # type: ignore[index]
         read_put = self._read_put
         if read_put is not None:
             seq, stamp, expires, corr, _size, payload = read_put(offset)
         else:
             seq, stamp, expires, corr, payload = self.log.put_fields(offset)
         deferred = self._deferred
-        rec = _new_record(
+        rec = _tuple_new(
+            Record,
             (
                 key if type(key) is str else str(key),
                 payload,
@@ -147,11 +168,11 @@ class Views:
                 self.message_type,
                 corr,
                 payload if deferred is None else deferred,
-            )
+            ),
         )
-        cache = self.cache
-        if cache.budget:
-            cache.offer(key, rec, self._cost_base + len(payload) * self._cost_factor)
+        # RecordCache.offer, inlined; the key is not cached (the caller just missed it).
+        if self._caching and not _getrandbits(ADMIT_BITS):
+            self.cache.put(key, rec, self._cost_base + len(payload) * self._cost_factor)
         return rec
 
     def records(self, keys: Iterable[Key]) -> list[Record]:

@@ -205,7 +205,7 @@ def test_issue16_batch_writes_its_first_bytes_last(tmp_path: Path) -> None:
     log = open_log(tmp_path / "t.log")
     put(log, "a", b"1")
     start = log.end_offset
-    mm = log._mm
+    mm = log.mm
     assert mm is not None
     writes: list[tuple[int, int]] = []
 
@@ -226,13 +226,13 @@ def test_issue16_batch_writes_its_first_bytes_last(tmp_path: Path) -> None:
 
     log = open_log(tmp_path / "u.log")
     start = log.end_offset
-    mm = log._mm
+    mm = log.mm
     writes.clear()
-    log._mm = Recording(mm)  # type: ignore[assignment]
+    log.mm = Recording(mm)  # type: ignore[assignment]
     put(log, "b", b"2" * 50)
     # the single-record append: everything but the first bytes, then the first bytes
     assert writes == [(start + HEAD_BYTES, log.end_offset), (start, start + HEAD_BYTES)]
-    log._mm = mm
+    log.mm = mm
     log.close()
 
 
