@@ -135,7 +135,7 @@ TestTableMatchesDict.settings = settings(max_examples=300, stateful_step_count=6
 @given(st.lists(st.tuples(st.integers(0, U64 - 1), st.integers(0, 2**63 - 1)), max_size=3000))
 def test_growth_and_removal_keep_insertion_order(pairs: list[tuple[int, int]]) -> None:
     """Past many rebuilds (growth, then removal of most keys) the order is a dict's."""
-    table, model = keytable.KeyTable(), {}
+    table, model = keytable.KeyTable(), dict[int, int]()
     table.update(pairs)
     model.update(pairs)
     for key in list(model)[::3]:
@@ -152,9 +152,9 @@ def test_update_columns_refuses_bad_columns() -> None:
     with pytest.raises(ValueError, match="negative"):
         table.update_columns(b"\0" * 8, array.array("q", [-5]).tobytes())
     with pytest.raises(TypeError):
-        table.update([(1, 2, 3)])
+        table.update([(1, 2, 3)])  # type: ignore[list-item]
     with pytest.raises(TypeError):
-        keytable.KeyTable(1)
+        keytable.KeyTable(1)  # type: ignore[call-arg]
     assert len(table) == 0
 
 
@@ -176,7 +176,7 @@ def test_slots_of_columns_is_the_dict_of_the_pairs(content: bool) -> None:
         assert isinstance(table, dict) != (content and slots.NATIVE_SLOTS)
 
 
-def _reads(path: str) -> list[object]:
+def _reads(path: str) -> list[list[Any]]:
     with SowStore(path, cache_bytes=0) as store:
         orders = store.topic("orders")
         keys = [orders.key_for({"id": i}) for i in range(65)]
@@ -229,9 +229,9 @@ def test_read_record_leaves_what_it_cannot_read_to_the_python_path(tmp_path: Pat
 def test_read_record_checks_its_arguments() -> None:
     table = keytable.KeyTable()
     with pytest.raises(TypeError):
-        table.read_record(1, None, int, "t", "json", None)
+        table.read_record(1, None, int, "t", "json", None)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        table.read_record(1)
+        table.read_record(1)  # type: ignore[call-arg]
     table["text"] = 5
     assert table.read_record("text", None, tuple, "t", "json", None) is NotImplemented
     assert table.read_record(7, None, tuple, "t", "json", None) is None
