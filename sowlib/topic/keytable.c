@@ -329,10 +329,10 @@ set_item(KeyTable *t, PyObject *key, PyObject *value)
     return put(t, k, BOXED, Py_NewRef(value));
 }
 
-/* The value of `key` (a new reference), NULL with no error when absent, or NULL
- * with an error. */
+/* The value of `key` (a new reference), removed from the table when `remove`;
+ * NULL with no error when absent, or NULL with an error. */
 static PyObject *
-get_item(KeyTable *t, PyObject *key)
+find_item(KeyTable *t, PyObject *key, int remove)
 {
     uint64_t k;
     int is_key = table_key(key, &k);
@@ -340,36 +340,12 @@ get_item(KeyTable *t, PyObject *key)
         return NULL;
     }
     if (!is_key) {
-        if (t->others == NULL) {
-            return NULL;
-        }
-        PyObject *v = PyDict_GetItemWithError(t->others, key);
-        return v == NULL ? NULL : Py_NewRef(v);
-    }
-    size_t where;
-    Py_ssize_t ix = find(t, k, &where);
-    return ix < 0 ? NULL : value_of(&t->entries[ix]);
-}
-
-/* The value of `key`, removed (a new reference); NULL with no error when absent. */
-static PyObject *
-pop_item(KeyTable *t, PyObject *key)
-{
-    uint64_t k;
-    int is_key = table_key(key, &k);
-    if (is_key < 0) {
-        return NULL;
-    }
-    if (!is_key) {
-        if (t->others == NULL) {
-            return NULL;
-        }
-        PyObject *v = PyDict_GetItemWithError(t->others, key);
+        PyObject *v = t->others == NULL ? NULL : PyDict_GetItemWithError(t->others, key);
         if (v == NULL) {
             return NULL;
         }
         Py_INCREF(v);
-        if (PyDict_DelItem(t->others, key) < 0) {
+        if (remove && PyDict_DelItem(t->others, key) < 0) {
             Py_DECREF(v);
             return NULL;
         }
@@ -377,10 +353,24 @@ pop_item(KeyTable *t, PyObject *key)
     }
     size_t where;
     Py_ssize_t ix = find(t, k, &where);
-    return ix < 0 ? NULL : take(t, ix, where);
+    if (ix < 0) {
+        return NULL;
+    }
+    return remove ? take(t, ix, where) : value_of(&t->entries[ix]);
 }
 
-/* Free everything (the table is left with no index: rebuild before use). */
+static PyObject *
+get_item(KeyTable *t, PyObject *key)
+{
+    return find_item(t, key, 0);
+}
+
+static PyObject *
+pop_item(KeyTable *t, PyObject *key)
+{
+    return find_item(t, key, 1);
+}
+
 static void
 clear_all(KeyTable *t)
 {
