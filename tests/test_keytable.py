@@ -197,7 +197,25 @@ def test_a_topic_reads_the_same_without_the_c_record_reader(
                 correlation_id=f"c{i}" if i % 5 == 0 else None,
             )
         orders.publish({"id": 3, "px": -1})
+    calls = []
+    real = keymap.record_reader
+
+    def counted(table: Any) -> Any:
+        reader = real(table)
+        if reader is None:
+            return None
+
+        def read(*args: Any) -> Any:
+            calls.append(args[0])
+            return reader(*args)
+
+        return read
+
+    monkeypatch.setattr(keymap, "record_reader", counted)
     with_c = _reads(str(tmp_path))
+    # With the C table, every lookup and every get went through the C read; without it
+    # (SOWLIB_PURE_PYTHON), none.
+    assert (len(calls) >= 60 + 60) == slots.NATIVE_SLOTS
     monkeypatch.setattr(keymap, "record_reader", lambda slots: None)
     without = _reads(str(tmp_path))
     assert with_c == without
@@ -237,3 +255,24 @@ def test_read_record_checks_its_arguments() -> None:
     assert table.read_record(7, None, tuple, "t", "json", None) is None
     table[8] = (1, 2, 0.0, 5.0, b"", 9)
     assert table.read_record(8, None, tuple, "t", "json", None) is NotImplemented
+
+
+def test_lookup_by_int_is_get_of_its_key_through_expirations_and_close(tmp_path: Path) -> None:
+    """lookup's one-int path (get's steps inlined) answers as get(key_for(...)): with an
+    expiration pending, after it is due, and once the topic is closed."""
+    now = [1000.0]
+    store = SowStore(str(tmp_path), clock=lambda: now[0], cache_bytes=1 << 20)
+    orders = store.create_topic("orders", keys=["/id"], expiration="10s")
+    for i in range(20):
+        orders.publish({"id": i}, expiration=5 if i % 2 else None)
+    key_of = [orders.key_for({"id": i}) for i in range(22)]
+    for moment in (1001.0, 1006.0):
+        now[0] = moment
+        for _ in range(2):  # the second round may come from the cache
+            assert [orders.lookup(i) for i in range(22)] == [orders.get(k) for k in key_of]
+    assert [orders.lookup(i) is None for i in range(20)] == [i % 2 == 1 for i in range(20)]
+    store.close()
+    with pytest.raises(StoreClosedError):
+        orders.lookup(0)
+    with pytest.raises(StoreClosedError):
+        orders.get(key_of[0])

@@ -17,6 +17,7 @@ sowlib is imported turns the C forms off.
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Callable
 from types import ModuleType
@@ -35,6 +36,7 @@ __all__ = [
     "load_native_common_run",
     "load_native_put_payloads",
     "load_native_read_put",
+    "optional_module",
 ]
 
 NativeReadPut = Callable[[Buf, int, int], tuple[int, float, float, bytes, int, bytes] | None]
@@ -50,15 +52,20 @@ PURE_PYTHON_ENV = "SOWLIB_PURE_PYTHON"
 """The environment variable that, when set and not empty, turns the C form off."""
 
 
-def _module() -> ModuleType | None:
-    """The C module, or None (not built, or turned off)."""
+def optional_module(name: str) -> ModuleType | None:
+    """The optional C extension ``name`` (a dotted module name), or None: not built
+    (no C compiler at install) or turned off by :data:`PURE_PYTHON_ENV`."""
     if os.environ.get(PURE_PYTHON_ENV):
         return None
     try:
-        from sowlib.storage import recordread
+        return importlib.import_module(name)
     except ImportError:  # built without a C compiler: the references do the work
         return None
-    return recordread
+
+
+def _module() -> ModuleType | None:
+    """The C module, or None (not built, or turned off)."""
+    return optional_module("sowlib.storage.recordread")
 
 
 def load_native_read_put() -> NativeReadPut | None:

@@ -359,18 +359,6 @@ find_item(KeyTable *t, PyObject *key, int remove)
     return remove ? take(t, ix, where) : value_of(&t->entries[ix]);
 }
 
-static PyObject *
-get_item(KeyTable *t, PyObject *key)
-{
-    return find_item(t, key, 0);
-}
-
-static PyObject *
-pop_item(KeyTable *t, PyObject *key)
-{
-    return find_item(t, key, 1);
-}
-
 static void
 clear_all(KeyTable *t)
 {
@@ -429,7 +417,7 @@ KeyTable_len(KeyTable *t)
 static PyObject *
 KeyTable_subscript(KeyTable *t, PyObject *key)
 {
-    PyObject *v = get_item(t, key);
+    PyObject *v = find_item(t, key, 0);
     if (v == NULL && !PyErr_Occurred()) {
         PyErr_SetObject(PyExc_KeyError, key);
     }
@@ -442,7 +430,7 @@ KeyTable_ass_subscript(KeyTable *t, PyObject *key, PyObject *value)
     if (value != NULL) {
         return set_item(t, key, value);
     }
-    PyObject *old = pop_item(t, key);
+    PyObject *old = find_item(t, key, 1);
     if (old == NULL) {
         if (!PyErr_Occurred()) {
             PyErr_SetObject(PyExc_KeyError, key);
@@ -456,7 +444,7 @@ KeyTable_ass_subscript(KeyTable *t, PyObject *key, PyObject *value)
 static int
 KeyTable_contains(KeyTable *t, PyObject *key)
 {
-    PyObject *v = get_item(t, key);
+    PyObject *v = find_item(t, key, 0);
     if (v == NULL) {
         return PyErr_Occurred() ? -1 : 0;
     }
@@ -481,7 +469,7 @@ KeyTable_get(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
     if (arity("get", nargs, 1, 2) < 0) {
         return NULL;
     }
-    PyObject *v = get_item(t, args[0]);
+    PyObject *v = find_item(t, args[0], 0);
     if (v == NULL && !PyErr_Occurred()) {
         return Py_NewRef(nargs > 1 ? args[1] : Py_None);
     }
@@ -494,7 +482,7 @@ KeyTable_pop(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
     if (arity("pop", nargs, 1, 2) < 0) {
         return NULL;
     }
-    PyObject *v = pop_item(t, args[0]);
+    PyObject *v = find_item(t, args[0], 1);
     if (v == NULL && !PyErr_Occurred()) {
         if (nargs > 1) {
             return Py_NewRef(args[1]);

@@ -9,19 +9,19 @@ agree. One difference is allowed: keys that are not such ints (the text of keys 
 are not content keys) are listed after the ints, where a dict keeps one insertion
 order for all. Topics whose keys are not content keys always use a dict.
 
-``SOWLIB_PURE_PYTHON`` (see :mod:`sowlib.storage.native`) turns the C form off.
+``SOWLIB_PURE_PYTHON`` (see :func:`sowlib.storage.native.optional_module`) turns the C
+form off.
 Imports only ``index.types`` and ``storage.native``.
 """
 
 from __future__ import annotations
 
 import array
-import os
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeAlias, cast, overload
 
 from sowlib.index.types import Key
-from sowlib.storage.native import PURE_PYTHON_ENV
+from sowlib.storage.native import optional_module
 
 __all__ = [
     "NATIVE_SLOTS",
@@ -70,13 +70,8 @@ class Slots(Protocol):
 
 
 def _native() -> type[Any] | None:
-    if os.environ.get(PURE_PYTHON_ENV):
-        return None
-    try:
-        from sowlib.topic.keytable import KeyTable
-    except ImportError:  # built without a C compiler: a dict does the work
-        return None
-    return KeyTable
+    module = optional_module("sowlib.topic.keytable")
+    return None if module is None else cast("type[Any]", module.KeyTable)
 
 
 _KEY_TABLE = _native()

@@ -70,7 +70,6 @@ class Views:
         self._cost_factor = record_cost(1, self.filterable) - self._cost_base
         # The log file's one-record reader (None in memory: LogView reads those records).
         self._read_put = None if log.file is None else log.file.read_put
-        self._offset = keys.offset
         self._caching = cache.budget > 0
         self._file = log.file
 
