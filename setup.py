@@ -14,13 +14,15 @@ setup(
         Extension(
             "sowlib.storage.recordread",
             sources=["sowlib/storage/recordread.c"],
+            depends=["sowlib/storage/recordread.h"],
             # dlsym (see recordread.c) lives in libdl on glibc before 2.34
             libraries=["dl"] if sys.platform.startswith("linux") else [],
             optional=True,
         ),
         Extension(
             "sowlib.topic.keytable",
-            sources=["sowlib/topic/keytable.c"],
+            sources=["sowlib/topic/keytable.c", "sowlib/topic/keyread.c"],
+            depends=["sowlib/topic/keytable.h", "sowlib/storage/recordread.h"],
             optional=True,
         ),
         Extension(

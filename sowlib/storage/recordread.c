@@ -32,6 +32,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "recordread.h"
+
 /* The layout of the common record (see docs/storage-format.md). */
 #define HEAD_SIZE 36     /* fixed header and the u64 key: where the payload starts */
 #define OVERHEAD 44      /* HEAD_SIZE and the 8-byte checksum */
@@ -48,6 +50,7 @@ static PyObject *intdigest; /* xxhash.xxh3_64_intdigest */
 typedef uint64_t (*xxh3_64_fn)(const void *data, size_t len);
 static xxh3_64_fn xxh3_found; /* XXH3_64bits of the xxhash package's module, or NULL */
 static int use_found;         /* whether read_put calls xxh3_found */
+static RecordReadApi api;     /* what the capsule c_api points to */
 
 static uint32_t
 load_u32(const unsigned char *p)
@@ -100,22 +103,19 @@ checksum_holds(const unsigned char *rec, Py_ssize_t body)
 }
 
 static PyObject *
-fields_of(const unsigned char *rec, uint32_t length)
+fields_of(const CommonPut *put)
 {
-    uint64_t seq = load_u64(rec + 12);
-    int64_t stamp;
-    memcpy(&stamp, rec + 20, sizeof stamp);
     PyObject *out = PyTuple_New(6);
     if (out == NULL) {
         return NULL;
     }
     PyObject *items[6] = {
-        PyLong_FromUnsignedLongLong(seq),
-        PyFloat_FromDouble((double)stamp / 1e6),
+        PyLong_FromUnsignedLongLong(put->seq),
+        PyFloat_FromDouble(put->timestamp),
         PyFloat_FromDouble(0.0),
         PyBytes_FromStringAndSize(NULL, 0),
-        PyLong_FromUnsignedLong(length),
-        PyBytes_FromStringAndSize((const char *)rec + HEAD_SIZE, (Py_ssize_t)(length - OVERHEAD)),
+        PyLong_FromSsize_t(put->payload_len + OVERHEAD),
+        PyBytes_FromStringAndSize((const char *)put->payload, put->payload_len),
     };
     int failed = 0;
     for (int i = 0; i < 6; i++) {
@@ -181,6 +181,24 @@ buffer_args(PyObject *const *args, Py_ssize_t nargs, const char *usage, Py_buffe
     return 0;
 }
 
+/* RecordReadApi.common_put (see recordread.h). */
+static int
+common_put(const unsigned char *base, Py_ssize_t off, Py_ssize_t limit, CommonPut *out)
+{
+    Py_ssize_t length = intact_common(base, off, limit);
+    if (length <= 0) {
+        return (int)length;
+    }
+    const unsigned char *rec = base + off;
+    int64_t stamp;
+    memcpy(&stamp, rec + 20, sizeof stamp);
+    out->seq = load_u64(rec + 12);
+    out->timestamp = (double)stamp / 1e6;
+    out->payload = rec + HEAD_SIZE;
+    out->payload_len = length - OVERHEAD;
+    return 1;
+}
+
 static PyObject *
 read_put(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -191,11 +209,12 @@ read_put(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     PyObject *result = Py_None;
-    Py_ssize_t length = intact_common((const unsigned char *)buf.buf, off, limit);
-    if (length < 0) {
+    CommonPut put;
+    int found = common_put((const unsigned char *)buf.buf, off, limit, &put);
+    if (found < 0) {
         result = NULL;
-    } else if (length > 0) {
-        result = fields_of((const unsigned char *)buf.buf + off, (uint32_t)length);
+    } else if (found) {
+        result = fields_of(&put);
     }
     PyBuffer_Release(&buf);
     if (result == Py_None) {
@@ -335,10 +354,9 @@ done:
     return result;
 }
 
-/* XXH3_64bits from the module the xxhash package loaded, if it is there and agrees
- * with the package's Python function on a test input; NULL otherwise. */
-static xxh3_64_fn
-find_xxh3(PyObject *compiled)
+/* The C function `name` of the module the xxhash package loaded (`compiled`), or NULL. */
+static void *
+find_symbol(PyObject *compiled, const char *name)
 {
     PyObject *file = PyObject_GetAttrString(compiled, "__file__");
     if (file == NULL) {
@@ -352,31 +370,45 @@ find_xxh3(PyObject *compiled)
     if (handle == NULL) {
         return NULL;
     }
-    xxh3_64_fn fn = (xxh3_64_fn)dlsym(handle, "XXH3_64bits");
+    void *fn = dlsym(handle, name);
     dlclose(handle); /* RTLD_NOLOAD: the module stays loaded by Python */
-    if (fn == NULL) {
-        return NULL;
-    }
+    return fn;
+}
+
+/* Whether `fn` (an XXH3_64bits when `xxh3`, else an XXH64) gives what the package's
+ * Python function `reference` gives on test inputs of many lengths. */
+static int
+agrees(void *fn, int xxh3, PyObject *reference)
+{
     unsigned char probe[300];
     for (int i = 0; i < (int)sizeof probe; i++) {
         probe[i] = (unsigned char)(i * 7 + 3);
     }
     for (size_t len = 0; len <= sizeof probe; len += 37) {
         PyObject *bytes = PyBytes_FromStringAndSize((const char *)probe, (Py_ssize_t)len);
-        PyObject *want = bytes == NULL ? NULL : PyObject_CallOneArg(intdigest, bytes);
+        PyObject *want = bytes == NULL ? NULL : PyObject_CallOneArg(reference, bytes);
         Py_XDECREF(bytes);
         if (want == NULL) {
             PyErr_Clear();
-            return NULL;
+            return 0;
         }
         uint64_t expected = PyLong_AsUnsignedLongLong(want);
         Py_DECREF(want);
-        if (PyErr_Occurred() || fn(probe, len) != expected) {
+        uint64_t got = xxh3 ? ((xxh3_64_fn)fn)(probe, len) : ((xxh64_fn)fn)(probe, len, 0);
+        if (PyErr_Occurred() || got != expected) {
             PyErr_Clear();
-            return NULL;
+            return 0;
         }
     }
-    return fn;
+    return 1;
+}
+
+/* The package's function `name` if found and it agrees with `reference`; else NULL. */
+static void *
+find_checked(PyObject *compiled, const char *name, int xxh3, PyObject *reference)
+{
+    void *fn = find_symbol(compiled, name);
+    return fn != NULL && agrees(fn, xxh3, reference) ? fn : NULL;
 }
 
 static PyObject *
@@ -424,22 +456,37 @@ PyInit_recordread(void)
         return NULL;
     }
     intdigest = PyObject_GetAttrString(xxhash, "xxh3_64_intdigest");
-    Py_DECREF(xxhash);
     if (intdigest == NULL) {
+        Py_DECREF(xxhash);
+        return NULL;
+    }
+    PyObject *digest64 = PyObject_GetAttrString(xxhash, "xxh64_intdigest");
+    Py_DECREF(xxhash);
+    if (digest64 == NULL) {
         return NULL;
     }
     PyObject *compiled = PyImport_ImportModule("xxhash._xxhash");
     if (compiled == NULL) {
         PyErr_Clear();
     } else {
-        xxh3_found = find_xxh3(compiled);
+        xxh3_found = (xxh3_64_fn)find_checked(compiled, "XXH3_64bits", 1, intdigest);
+        api.xxh64 = (xxh64_fn)find_checked(compiled, "XXH64", 0, digest64);
         Py_DECREF(compiled);
     }
+    Py_DECREF(digest64);
     use_found = xxh3_found != NULL;
+    api.common_put = common_put;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) {
         return NULL;
     }
+    PyObject *capsule = PyCapsule_New(&api, RECORDREAD_API, NULL);
+    if (capsule == NULL || PyModule_AddObjectRef(module, "c_api", capsule) < 0) {
+        Py_XDECREF(capsule);
+        Py_DECREF(module);
+        return NULL;
+    }
+    Py_DECREF(capsule);
     if (PyModule_AddIntConstant(module, "HEAD_SIZE", HEAD_SIZE) < 0
         || PyModule_AddIntConstant(module, "OVERHEAD", OVERHEAD) < 0
         || PyModule_AddIntConstant(module, "MARKER", MARKER) < 0

@@ -33,7 +33,7 @@ from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic.checks import check_topic, topic_stats
 from sowlib.topic.loader import Progress, checkpoint_blob, load
-from sowlib.topic.parts import as_of, build_parts, int_key_format, key_of_values
+from sowlib.topic.parts import as_of, build_parts, int_key_format, key_head, key_of_values
 
 __all__ = ["Topic"]
 
@@ -80,6 +80,8 @@ class Topic:
         self.key_fields = parts.key_fields
         self.indexes = parts.indexes
         self._int_key = int_key_format(parts.content)  # see lookup
+        # lookup of one value in one C call (None: the Python path below is the only one)
+        self._read_key = parts.views.key_reader(key_head(parts.content), parts.expiry, self._lock)
         # The log itself (tests and tools read its path and report).
         self._log = log
         load(parts.writer, progress)
@@ -250,21 +252,16 @@ class Topic:
             UnsupportedOperationError: the topic's keys are not content keys.
             QueryOptionError: not one value per key field.
         """
+        read_key = self._read_key
+        if read_key is not None and len(key_values) == 1:
+            rec = read_key(key_values[0])  # the steps below in one C call
+            if rec is not NotImplemented:
+                return rec  # type: ignore[no-any-return]
         int_key = self._int_key
-        if int_key is None or len(key_values) != 1 or type(key_values[0]) is not int:
-            key = key_of_values(self._p, self.name, key_values)
-            return None if key is None else self._get(key)
-        # One int key field: its hash in one C-level step, and _get inlined (see below).
-        key = xxh64_intdigest(int_key % key_values[0])
-        p = self._p
-        pending = p.expiry.heap and p.expiry.due(self._clock())
-        if not pending and (cached := p.cache.get(key)) is not None and not self._closed:
-            return cached
-        with self._lock:
-            if self._closed or pending:
-                self._check_open()
-                self._tick()
-            return p.views.read(key)
+        if int_key is not None and len(key_values) == 1 and type(key_values[0]) is int:
+            return self._get(xxh64_intdigest(int_key % key_values[0]))
+        key = key_of_values(self._p, self.name, key_values)
+        return None if key is None else self._get(key)
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:
         """The SOW key of a message with key fields ``values``; None: a NULL, no content keys."""
@@ -556,6 +553,7 @@ class Topic:
         with self._lock:
             if self._closed:
                 return
+            self._read_key = None
             self._closed = True
             blob = None
             if not self._readonly and self._p.history is None:

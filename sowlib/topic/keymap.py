@@ -75,14 +75,16 @@ class KeyMap:
         content: keys are content keys (decimal text of a 64-bit hash) held as ints.
     """
 
-    __slots__ = ("_log", "_slots", "content", "live_bytes", "read_record", "slot_of")
+    __slots__ = ("_log", "content", "live_bytes", "read_record", "slot_of", "slots")
 
     def __init__(self, log: LogView, *, content: bool) -> None:
         self._log = log
         self.content = content
         #: Bytes the live records occupy in the log.
         self.live_bytes = 0
-        self._slots: Slots
+        #: The table of entries (replaced whole by a reload or a bulk load); the
+        #: by-key readers of ``slots.key_reader`` read it at each call.
+        self.slots: Slots
         #: ``slot_of(key)``: the entry of ``key`` (its bare offset, or its header fields
         #: as :meth:`header` orders them), or None; the table's own method (one C call
         #: where the C KeyTable holds the keys), for the by-key read.
@@ -93,7 +95,7 @@ class KeyMap:
         self._install(new_slots(content))
 
     def _install(self, slots: Slots) -> None:
-        self._slots = slots
+        self.slots = slots
         self.slot_of = slots.get
         self.read_record = record_reader(slots)
 
@@ -119,15 +121,15 @@ class KeyMap:
         return key if type(key) is str else str(key)
 
     def __len__(self) -> int:
-        return len(self._slots)
+        return len(self.slots)
 
     def __contains__(self, key: object) -> bool:
-        return key in self._slots
+        return key in self.slots
 
     def keys(self) -> list[Key]:
         """A snapshot of every live key, in insertion order (content keys that are not
         the text of a 64-bit hash after the others, where the C KeyTable holds them)."""
-        return list(self._slots.keys())
+        return list(self.slots.keys())
 
     def __iter__(self) -> Iterator[Key]:
         return iter(self.keys())
@@ -136,18 +138,18 @@ class KeyMap:
 
     def offset(self, key: Key) -> int | None:
         """The log offset of ``key``'s live record, or None; O(1)."""
-        slot = self._slots.get(key)
+        slot = self.slots.get(key)
         if slot is None or isinstance(slot, int):
             return slot
         return slot[0]
 
     def offsets(self) -> list[tuple[Key, int]]:
         """``(key, offset)`` of every live record."""
-        return [(k, s if isinstance(s, int) else s[0]) for k, s in self._slots.items()]
+        return [(k, s if isinstance(s, int) else s[0]) for k, s in self.slots.items()]
 
     def header(self, key: Key) -> Header | None:
         """The header fields of ``key``'s live record (read from the log for a bare offset)."""
-        slot = self._slots.get(key)
+        slot = self.slots.get(key)
         if slot is None:
             return None
         if isinstance(slot, int):
@@ -161,9 +163,9 @@ class KeyMap:
 
     def put(self, key: Key, head: Header) -> bool:
         """Point ``key`` at a record; True when the key is new; O(1)."""
-        old = self._slots.get(key)
+        old = self.slots.get(key)
         if head.expiration or head.correlation_id:
-            self._slots[key] = (
+            self.slots[key] = (
                 head.offset,
                 head.seq,
                 head.timestamp,
@@ -172,7 +174,7 @@ class KeyMap:
                 head.size,
             )
         else:
-            self._slots[key] = head.offset
+            self.slots[key] = head.offset
         if old is None:
             self.live_bytes += head.size
             return True
@@ -181,7 +183,7 @@ class KeyMap:
 
     def put_bare(self, keys: list[Key], offsets: list[int], sizes: list[int]) -> list[bool]:
         """:meth:`put` of records without expiration or correlation id, in order."""
-        slots = self._slots
+        slots = self.slots
         get = slots.get
         inserted: list[bool] = []
         flag = inserted.append
@@ -200,17 +202,17 @@ class KeyMap:
 
     def remove(self, key: Key) -> None:
         """Forget ``key`` (present); O(1)."""
-        self.live_bytes -= self._size(self._slots.pop(key))
+        self.live_bytes -= self._size(self.slots.pop(key))
 
     def clear(self) -> None:
         """Forget every key."""
-        self._slots.clear()
+        self.slots.clear()
         self.live_bytes = 0
 
     def expiring(self) -> list[tuple[float, int, Key]]:
         """``(expiration, seq, key)`` of every live record that expires."""
         return [
-            (s[3], s[1], k) for k, s in self._slots.items() if not isinstance(s, int) and s[3] > 0
+            (s[3], s[1], k) for k, s in self.slots.items() if not isinstance(s, int) and s[3] > 0
         ]
 
     def remap(self, mapping: dict[int, int]) -> None:
@@ -218,7 +220,7 @@ class KeyMap:
         slots = new_slots(self.content)
         slots.update(
             (k, mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:]))
-            for k, s in self._slots.items()
+            for k, s in self.slots.items()
         )
         self._install(slots)
 
@@ -233,7 +235,7 @@ class KeyMap:
         dict updates between tombstones); otherwise, or when a content key's text is not
         the canonical digits of a 64-bit value, one entry at a time.
         """
-        if not self._slots:
+        if not self.slots:
             entries = scan if type(scan) is list else list(scan)
             columns = self._columns(entries)
             if columns is not None:
@@ -243,7 +245,7 @@ class KeyMap:
                 self._replay_columns(*columns)
                 return
             scan = entries
-        slots = self._slots
+        slots = self.slots
         get, pop = slots.get, slots.pop
         key_of = self.key_of
         content = self.content
@@ -270,7 +272,7 @@ class KeyMap:
     def replay_columns(self, entries: EntryList) -> None:
         """:meth:`replay` of the log's ``scan_columns``: into an empty map, the columns are
         applied as they are (C-level dict updates between tombstones); else one by one."""
-        if self._slots:
+        if self.slots:
             self.replay(entries)
             return
         # A common record's key is its u64: the int key_of gives a content key, or its text.
@@ -371,8 +373,8 @@ class KeyMap:
     def live_in_file_order(self) -> tuple[list[Key], list[int]]:
         """Every live key and its record's offset, ascending by offset; O(n) when the map
         is already in file order (after a replay), O(n log n) otherwise."""
-        keys = list(self._slots.keys())
-        slots = list(self._slots.values())
+        keys = list(self.slots.keys())
+        slots = list(self.slots.values())
         if set(map(type, slots)) <= {int}:
             offsets: list[int] = slots  # type: ignore[assignment]
         else:
@@ -388,14 +390,14 @@ class KeyMap:
     def to_blob(self) -> tuple[bytes, list[Key]]:
         """The key map as bytes :meth:`load_blob` reads back, and the keys in the order
         :meth:`keys` lists them after that load; O(keys)."""
-        slots = list(self._slots.values())
+        slots = list(self.slots.values())
         full: list[tuple[Key, Fields]] = []
         if set(map(type, slots)) <= {int}:  # every entry a bare offset: C-level columns
-            bare_keys: list[Key] = list(self._slots.keys())
+            bare_keys: list[Key] = list(self.slots.keys())
             bare_offsets: list[int] = slots  # type: ignore[assignment]
         else:
             bare_keys, bare_offsets = [], []
-            for key, slot in self._slots.items():
+            for key, slot in self.slots.items():
                 if isinstance(slot, int):
                     bare_keys.append(key)
                     bare_offsets.append(slot)

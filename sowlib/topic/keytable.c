@@ -16,7 +16,8 @@
  *
  * `read_record(key, log, record_type, topic, message_type, doc)` is the by-key read
  * of a key whose entry is a bare offset: the record at that offset in `log.mm`, read
- * and checked by sowlib.storage.recordread's `read_put`, as a `record_type` (a tuple
+ * and checked by sowlib.storage.recordread's C interface (the `common_put` of its
+ * `c_api` capsule, what its `read_put` reads), as a `record_type` (a tuple
  * type with Record's fields). It gives None for an absent key and NotImplemented
  * where the Python path must decide (another entry, another record shape, a closed
  * log, no C reader): the Python path is its reference (tests/test_keytable.py).
@@ -33,36 +34,14 @@
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "../storage/recordread.h"
+#include "keytable.h"
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
 
-#define EMPTY UINT32_MAX
-#define DUMMY (UINT32_MAX - 1)
-#define MAX_ENTRIES (UINT32_MAX - 2)
-#define DEAD (-1)       /* `off` of a removed entry (its obj is NULL) */
-#define BOXED (-2)      /* `off` of an entry whose value is `obj` */
-#define MIN_BITS 3
-
-typedef struct {
-    uint64_t key;
-    int64_t off;   /* the unboxed value, or DEAD, or BOXED */
-    PyObject *obj; /* the value when off == BOXED, else NULL */
-} Entry;
-
-typedef struct {
-    PyObject_HEAD
-    Entry *entries;
-    uint32_t *index;
-    Py_ssize_t used;    /* entries filled, dead ones included */
-    Py_ssize_t live;    /* entries not dead */
-    Py_ssize_t usable;  /* entries allocated */
-    int bits;           /* the index has 1 << bits slots */
-    PyObject *others;   /* dict of every other key, or NULL */
-} KeyTable;
-
-static PyTypeObject KeyTableType;
-static PyObject *storage_read_put; /* sowlib.storage.recordread.read_put, or NULL */
+static const RecordReadApi *records; /* sowlib.storage.recordread's C interface, or NULL */
 static PyObject *str_mm;           /* "mm" */
 
 /* ------------------------------------------------------------------ memory */
@@ -130,8 +109,8 @@ slot_of(uint64_t key, int bits)
 
 /* The entry number of `key`, or -1; `*where` gets its index slot (or the first
  * free slot on its probe path, for an insert). */
-static Py_ssize_t
-find(KeyTable *t, uint64_t key, size_t *where)
+Py_ssize_t
+keytable_find(KeyTable *t, uint64_t key, size_t *where)
 {
     size_t mask = ((size_t)1 << t->bits) - 1;
     size_t i = slot_of(key, t->bits);
@@ -211,7 +190,7 @@ static int
 put(KeyTable *t, uint64_t key, int64_t off, PyObject *obj)
 {
     size_t where;
-    Py_ssize_t ix = find(t, key, &where);
+    Py_ssize_t ix = keytable_find(t, key, &where);
     if (ix >= 0) {
         Entry *e = &t->entries[ix];
         PyObject *old = e->obj;
@@ -225,7 +204,7 @@ put(KeyTable *t, uint64_t key, int64_t off, PyObject *obj)
             Py_XDECREF(obj);
             return -1;
         }
-        find(t, key, &where);
+        keytable_find(t, key, &where);
     }
     t->index[where] = (uint32_t)t->used;
     Entry *e = &t->entries[t->used++];
@@ -352,7 +331,7 @@ find_item(KeyTable *t, PyObject *key, int remove)
         return v;
     }
     size_t where;
-    Py_ssize_t ix = find(t, k, &where);
+    Py_ssize_t ix = keytable_find(t, k, &where);
     if (ix < 0) {
         return NULL;
     }
@@ -671,6 +650,92 @@ done:
     return result;
 }
 
+/* The decimal text of `v` (str(v)), built without Python's general int formatting. */
+static PyObject *
+decimal_text(uint64_t v)
+{
+    char digits[20];
+    int n = 0;
+    do {
+        digits[n++] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    PyObject *text = PyUnicode_New(n, 127);
+    if (text != NULL) {
+        Py_UCS1 *out = PyUnicode_1BYTE_DATA(text);
+        for (int i = 0; i < n; i++) {
+            out[i] = (Py_UCS1)digits[n - 1 - i];
+        }
+    }
+    return text;
+}
+
+PyObject *
+keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *key, PyObject *log,
+                    PyTypeObject *record_type, PyObject *topic, PyObject *message_type,
+                    PyObject *doc)
+{
+    (void)key; /* the entry holds it */
+    Entry *e = &t->entries[ix];
+    if (e->off == BOXED || records == NULL) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    PyObject *mm = PyObject_GetAttr(log, str_mm);
+    if (mm == NULL) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (mm == Py_None || PyObject_GetBuffer(mm, &view, PyBUF_SIMPLE) < 0) {
+        PyErr_Clear(); /* closed: the Python path says so */
+        Py_DECREF(mm);
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    /* The map's length bounds the read: the table holds only offsets of records
+     * written whole, and the checksum is checked. */
+    CommonPut put;
+    int found = records->common_put(view.buf, e->off, view.len, &put);
+    PyObject *rec = NULL;
+    if (found > 0) {
+        PyObject *items[5] = {
+            decimal_text(e->key),
+            PyBytes_FromStringAndSize((const char *)put.payload, put.payload_len),
+            PyLong_FromUnsignedLongLong(put.seq),
+            PyFloat_FromDouble(put.timestamp),
+            PyBytes_FromStringAndSize(NULL, 0),
+        };
+        rec = record_type->tp_alloc(record_type, 9);
+        for (int i = 0; i < 5; i++) {
+            if (items[i] == NULL) {
+                Py_CLEAR(rec);
+            }
+        }
+        if (rec == NULL) {
+            for (int i = 0; i < 5; i++) {
+                Py_XDECREF(items[i]);
+            }
+        }
+        else {
+            /* (sow_key, data, seq, timestamp, expiration, topic, message_type,
+             *  correlation_id, doc): a common record has no expiration */
+            PyTuple_SET_ITEM(rec, 0, items[0]);
+            PyTuple_SET_ITEM(rec, 1, items[1]);
+            PyTuple_SET_ITEM(rec, 2, items[2]);
+            PyTuple_SET_ITEM(rec, 3, items[3]);
+            PyTuple_SET_ITEM(rec, 4, Py_NewRef(Py_None));
+            PyTuple_SET_ITEM(rec, 5, Py_NewRef(topic));
+            PyTuple_SET_ITEM(rec, 6, Py_NewRef(message_type));
+            PyTuple_SET_ITEM(rec, 7, items[4]);
+            PyTuple_SET_ITEM(rec, 8, Py_NewRef(doc == Py_None ? items[1] : doc));
+        }
+    }
+    PyBuffer_Release(&view);
+    Py_DECREF(mm);
+    if (found == 0) {
+        Py_RETURN_NOTIMPLEMENTED; /* not the common record: the Python path decides */
+    }
+    return rec;
+}
+
 static PyObject *
 KeyTable_read_record(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -688,74 +753,15 @@ KeyTable_read_record(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
     if (is_key < 0) {
         return NULL;
     }
-    if (!is_key || storage_read_put == NULL) {
+    if (!is_key) {
         Py_RETURN_NOTIMPLEMENTED;
     }
     size_t where;
-    Py_ssize_t ix = find(t, k, &where);
+    Py_ssize_t ix = keytable_find(t, k, &where);
     if (ix < 0) {
         Py_RETURN_NONE;
     }
-    if (t->entries[ix].off == BOXED) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    PyObject *mm = PyObject_GetAttr(args[1], str_mm);
-    if (mm == NULL) {
-        return NULL;
-    }
-    PyObject *fields = NULL;
-    Py_ssize_t limit = mm == Py_None ? -1 : PyObject_Length(mm);
-    if (limit >= 0) {
-        /* The map's length bounds the read: the table holds only offsets of records
-         * written whole, and the checksum is checked. */
-        PyObject *off = PyLong_FromLongLong(t->entries[ix].off);
-        PyObject *lim = PyLong_FromSsize_t(limit);
-        if (off != NULL && lim != NULL) {
-            PyObject *call[3] = {mm, off, lim};
-            fields = PyObject_Vectorcall(storage_read_put, call, 3, NULL);
-        }
-        Py_XDECREF(off);
-        Py_XDECREF(lim);
-    }
-    else {
-        PyErr_Clear(); /* closed: the Python path says so */
-    }
-    Py_DECREF(mm);
-    if (fields == NULL) {
-        return PyErr_Occurred() ? NULL : Py_NewRef(Py_NotImplemented);
-    }
-    if (!PyTuple_CheckExact(fields) || PyTuple_GET_SIZE(fields) != 6) {
-        Py_DECREF(fields);
-        Py_RETURN_NOTIMPLEMENTED; /* None: not the common record */
-    }
-    PyObject *text = PyObject_Str(key);
-    PyObject *rec = text == NULL ? NULL : record_type->tp_alloc(record_type, 9);
-    if (rec == NULL) {
-        Py_XDECREF(text);
-        Py_DECREF(fields);
-        return NULL;
-    }
-    /* (seq, timestamp, expiration, correlation id, length, payload) */
-    PyObject *payload = PyTuple_GET_ITEM(fields, 5);
-    PyObject *expires = PyTuple_GET_ITEM(fields, 2);
-    int expiring = PyObject_IsTrue(expires);
-    if (expiring < 0) {
-        Py_DECREF(rec);
-        Py_DECREF(text);
-        Py_DECREF(fields);
-        return NULL;
-    }
-    PyTuple_SET_ITEM(rec, 0, text);
-    PyTuple_SET_ITEM(rec, 1, Py_NewRef(payload));
-    PyTuple_SET_ITEM(rec, 2, Py_NewRef(PyTuple_GET_ITEM(fields, 0)));
-    PyTuple_SET_ITEM(rec, 3, Py_NewRef(PyTuple_GET_ITEM(fields, 1)));
-    PyTuple_SET_ITEM(rec, 4, Py_NewRef(expiring ? expires : Py_None));
-    PyTuple_SET_ITEM(rec, 5, Py_NewRef(args[3]));
-    PyTuple_SET_ITEM(rec, 6, Py_NewRef(args[4]));
-    PyTuple_SET_ITEM(rec, 7, Py_NewRef(PyTuple_GET_ITEM(fields, 3)));
-    PyTuple_SET_ITEM(rec, 8, Py_NewRef(args[5] == Py_None ? payload : args[5]));
-    Py_DECREF(fields);
-    return rec;
+    return keytable_read_entry(t, ix, key, args[1], record_type, args[3], args[4], args[5]);
 }
 
 static PyObject *
@@ -798,7 +804,7 @@ static PySequenceMethods KeyTable_as_sequence = {
     .sq_contains = (objobjproc)KeyTable_contains,
 };
 
-static PyTypeObject KeyTableType = {
+PyTypeObject KeyTableType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "sowlib.topic.keytable.KeyTable",
     .tp_basicsize = sizeof(KeyTable),
@@ -828,22 +834,18 @@ PyInit_keytable(void)
     if (str_mm == NULL && (str_mm = PyUnicode_InternFromString("mm")) == NULL) {
         return NULL;
     }
-    PyObject *reader = PyImport_ImportModule("sowlib.storage.recordread");
-    if (reader == NULL) {
-        PyErr_Clear(); /* not built: read_record leaves every read to the Python path */
-    }
-    else {
-        Py_XSETREF(storage_read_put, PyObject_GetAttrString(reader, "read_put"));
-        Py_DECREF(reader);
-        if (storage_read_put == NULL) {
-            PyErr_Clear();
+    if (records == NULL) {
+        records = PyCapsule_Import(RECORDREAD_API, 0);
+        if (records == NULL) {
+            PyErr_Clear(); /* not built: every read takes the Python path */
         }
     }
     PyObject *m = PyModule_Create(&keytable_module);
     if (m == NULL) {
         return NULL;
     }
-    if (PyModule_AddObjectRef(m, "KeyTable", (PyObject *)&KeyTableType) < 0) {
+    if (PyModule_AddObjectRef(m, "KeyTable", (PyObject *)&KeyTableType) < 0 ||
+        keyread_add_type(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -32,7 +32,7 @@ from sowlib.topic.source import TopicSource
 from sowlib.topic.views import Views
 from sowlib.topic.writer import Writer
 
-__all__ = ["Parts", "as_of", "build_parts", "int_key_format", "key_of_values"]
+__all__ = ["Parts", "as_of", "build_parts", "int_key_format", "key_head", "key_of_values"]
 
 # The separator a content key puts between the domain and each value (spec §6.3).
 KEY_SEPARATOR = b"\x1e"
@@ -111,16 +111,22 @@ def build_parts(
     )
 
 
+def key_head(content: ContentKeyGenerator | None) -> bytes | None:
+    """What a one-field content key hashes before its value's text (spec §6.3: the
+    domain, the separator); None for other keys."""
+    if content is None or len(content.fields) != 1:
+        return None
+    return content.domain.encode("utf-8", "surrogateescape") + KEY_SEPARATOR
+
+
 def int_key_format(content: ContentKeyGenerator | None) -> bytes | None:
     """The bytes format whose ``format % n`` a one-field content key hashes for the int
-    ``n`` (spec §6.3: domain, the separator, the decimal text); None for other keys.
+    ``n`` (:func:`key_head`, then the decimal text); None for other keys.
 
     The reference is ``content.hashes_of_values([n])``; the tests check they agree.
     """
-    if content is None or len(content.fields) != 1:
-        return None
-    head = content.domain.encode("utf-8", "surrogateescape") + KEY_SEPARATOR
-    return head.replace(b"%", b"%%") + b"%d"
+    head = key_head(content)
+    return None if head is None else head.replace(b"%", b"%%") + b"%d"
 
 
 def key_of_values(parts: Parts, topic: str, key_values: Sequence[Any]) -> Key | None:

@@ -9,9 +9,12 @@ agree. One difference is allowed: keys that are not such ints (the text of keys 
 are not content keys) are listed after the ints, where a dict keeps one insertion
 order for all. Topics whose keys are not content keys always use a dict.
 
+The same extension has :data:`KeyReader` (``keyread.c``): ``Topic.lookup`` of a one-field
+content key in one C call, whose reference is the facade's Python path.
+
 ``SOWLIB_PURE_PYTHON`` (see :func:`sowlib.storage.native.optional_module`) turns the C
 form off.
-Imports only ``index.types`` and ``storage.native``.
+Imports only ``index.types`` and ``storage.native`` (and xxhash, the content keys' digest).
 """
 
 from __future__ import annotations
@@ -20,15 +23,19 @@ import array
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol, TypeAlias, cast, overload
 
+from xxhash import xxh64_intdigest
+
 from sowlib.index.types import Key
 from sowlib.storage.native import optional_module
 
 __all__ = [
     "NATIVE_SLOTS",
     "Fields",
+    "KeyReader",
     "RecordReader",
     "Slot",
     "Slots",
+    "key_reader",
     "new_slots",
     "record_reader",
     "slots_of_columns",
@@ -45,6 +52,11 @@ RecordReader: TypeAlias = Callable[[Key, Any, type[tuple[Any, ...]], str, str, A
 """``read_record(key, log, record_type, topic, message_type, doc)``, the C KeyTable's by-key
 read (see ``keytable.c``): the record of a key held as a bare offset, read from
 ``log.mm``; None for an absent key; NotImplemented where the Python path decides."""
+
+KeyReader: TypeAlias = Callable[[Any], Any]
+"""``reader(value)``: ``Topic.lookup(value)`` of a one-field content key in one C call (see
+``keyread.c``): the Record, None for an absent key, NotImplemented where the Python path
+decides (another kind of value, an expiration pending, a closed log, ...)."""
 
 
 class Slots(Protocol):
@@ -69,12 +81,9 @@ class Slots(Protocol):
     def __iter__(self) -> Iterator[Key]: ...
 
 
-def _native() -> type[Any] | None:
-    module = optional_module("sowlib.topic.keytable")
-    return None if module is None else cast("type[Any]", module.KeyTable)
-
-
-_KEY_TABLE = _native()
+_MODULE = optional_module("sowlib.topic.keytable")
+_KEY_TABLE: type[Any] | None = None if _MODULE is None else _MODULE.KeyTable
+_KEY_READER: type[Any] | None = None if _MODULE is None else _MODULE.KeyReader
 
 NATIVE_SLOTS: bool = _KEY_TABLE is not None
 """Whether content keys are held in the C KeyTable (else a dict)."""
@@ -92,6 +101,48 @@ def record_reader(slots: Slots) -> RecordReader | None:
     if _KEY_TABLE is not None and isinstance(slots, _KEY_TABLE):
         return cast("RecordReader", slots.read_record)
     return None
+
+
+def key_reader(
+    keys: Any,
+    head: bytes,
+    *,
+    cache: Any,
+    cost: tuple[int, int] | None,
+    admit_mask: int,
+    expiry: Any,
+    lock: Any,
+    log: Any,
+    record_type: type[tuple[Any, ...]],
+    topic: str,
+    message_type: str,
+    doc: Any,
+) -> KeyReader | None:
+    """A :data:`KeyReader`, or None without the C module.
+
+    Args:
+        keys: the key map (its ``slots`` is read at each call).
+        head: the bytes a content key hashes before the value's text (domain, separator).
+        cache: the record cache (its ``get`` without the lock, its ``put`` under it).
+        cost: ``(base, factor)``: a cached Record is charged ``base + len(payload) *
+            factor``; None: records read are not cached.
+        admit_mask: a record read is cached when random bits under this mask are 0.
+        expiry: the expiration queue (its ``heap`` not empty: the Python path decides).
+        lock: the topic's lock, held for the read.
+        log: the log file (``log.mm``).
+        record_type, topic, message_type, doc: what the Record is made of.
+    """
+    if _KEY_READER is None:
+        return None
+    put = None if cost is None else cache.put
+    base, factor = cost or (0, 0)
+    return cast(
+        "KeyReader",
+        _KEY_READER(
+            keys, head, xxh64_intdigest, cache.get, put, base, factor, admit_mask,
+            expiry, lock, log, record_type, topic, message_type, doc,
+        ),
+    )
 
 
 def slots_of_columns(content: bool, keys: Iterable[Key] | bytes, offsets: bytes) -> Slots:

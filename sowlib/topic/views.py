@@ -18,9 +18,11 @@ from sowlib.index.types import Key
 from sowlib.paths import FieldPath
 from sowlib.record import DeferredDoc, Record
 from sowlib.storage import LogRecord, RecordKind
-from sowlib.topic.cache import ADMIT_BITS, RecordCache, record_cost
+from sowlib.topic.cache import ADMIT, ADMIT_BITS, RecordCache, record_cost
+from sowlib.topic.expiry import Expiry
 from sowlib.topic.keymap import KeyMap
 from sowlib.topic.logview import Header, LogView
+from sowlib.topic.slots import KeyReader, key_reader
 
 __all__ = ["Views"]
 
@@ -173,6 +175,29 @@ class Views:
         if self._caching and not _getrandbits(ADMIT_BITS):
             self.cache.put(key, rec, self._cost_base + len(payload) * self._cost_factor)
         return rec
+
+    def key_reader(self, head: bytes | None, expiry: Expiry, lock: Any) -> KeyReader | None:
+        """``Topic.lookup`` of one key value in one C call: :meth:`read` after the key's
+        hash (``head`` + the value's text) and a cache probe, under ``lock`` (see
+        :func:`~sowlib.topic.slots.key_reader`); None for a memory log, keys other than
+        one content key field (``head`` None), or without the C module.
+        """
+        if head is None or self._file is None:
+            return None
+        return key_reader(
+            self.keys,
+            head,
+            cache=self.cache,
+            cost=(self._cost_base, self._cost_factor) if self._caching else None,
+            admit_mask=ADMIT - 1,
+            expiry=expiry,
+            lock=lock,
+            log=self._file,
+            record_type=Record,
+            topic=self.name,
+            message_type=self.message_type,
+            doc=self._deferred,
+        )
 
     def records(self, keys: Iterable[Key]) -> list[Record]:
         """The live Records of ``keys`` in order, absent keys left out.
