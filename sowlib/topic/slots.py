@@ -139,8 +139,21 @@ def key_reader(
     return cast(
         "KeyReader",
         _KEY_READER(
-            keys, head, xxh64_intdigest, cache.get, put, base, factor, admit_mask,
-            expiry, lock, log, record_type, topic, message_type, doc,
+            keys,
+            head,
+            xxh64_intdigest,
+            cache.get,
+            put,
+            base,
+            factor,
+            admit_mask,
+            expiry,
+            lock,
+            log,
+            record_type,
+            topic,
+            message_type,
+            doc,
         ),
     )
 
