@@ -57,25 +57,15 @@ static const RecordReadApi *records; /* sowlib.storage.recordread's C interface,
 static PyObject *str_heap;
 static PyObject *str_slots;
 
-/* The decimal text of `v` in `out` (room for 20 characters); its length. */
+/* The decimal text of `v` in `out` (room for 21 characters); its length. */
 static Py_ssize_t
 decimal(long long v, char *out)
 {
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-    char digits[24];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + (int)(u % 10));
-        u /= 10;
-    } while (u);
-    Py_ssize_t len = 0;
-    if (v < 0) {
-        out[len++] = '-';
+    if (v >= 0) {
+        return decimal_digits((uint64_t)v, out);
     }
-    while (n) {
-        out[len++] = digits[--n];
-    }
-    return len;
+    out[0] = '-';
+    return 1 + decimal_digits(0ULL - (unsigned long long)v, out + 1);
 }
 
 /* The key of `value`: 1 and `*key` set (a new int); 0 for a value the Python path
@@ -156,7 +146,7 @@ read_locked(KeyReader *r, PyObject *key)
         size_t where;
         Py_ssize_t ix = keytable_find((KeyTable *)table, (uint64_t)k, &where);
         rec = ix < 0 ? Py_NewRef(Py_None)
-                     : keytable_read_entry((KeyTable *)table, ix, key, r->log, r->record_type,
+                     : keytable_read_entry((KeyTable *)table, ix, r->log, r->record_type,
                                            r->topic, r->message_type, r->doc);
     }
     Py_DECREF(table);

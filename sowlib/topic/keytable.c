@@ -655,27 +655,18 @@ static PyObject *
 decimal_text(uint64_t v)
 {
     char digits[20];
-    int n = 0;
-    do {
-        digits[n++] = (char)('0' + (int)(v % 10));
-        v /= 10;
-    } while (v);
+    Py_ssize_t n = decimal_digits(v, digits);
     PyObject *text = PyUnicode_New(n, 127);
     if (text != NULL) {
-        Py_UCS1 *out = PyUnicode_1BYTE_DATA(text);
-        for (int i = 0; i < n; i++) {
-            out[i] = (Py_UCS1)digits[n - 1 - i];
-        }
+        memcpy(PyUnicode_1BYTE_DATA(text), digits, (size_t)n);
     }
     return text;
 }
 
 PyObject *
-keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *key, PyObject *log,
-                    PyTypeObject *record_type, PyObject *topic, PyObject *message_type,
-                    PyObject *doc)
+keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log, PyTypeObject *record_type,
+                    PyObject *topic, PyObject *message_type, PyObject *doc)
 {
-    (void)key; /* the entry holds it */
     Entry *e = &t->entries[ix];
     if (e->off == BOXED || records == NULL) {
         Py_RETURN_NOTIMPLEMENTED;
@@ -761,7 +752,7 @@ KeyTable_read_record(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
     if (ix < 0) {
         Py_RETURN_NONE;
     }
-    return keytable_read_entry(t, ix, key, args[1], record_type, args[3], args[4], args[5]);
+    return keytable_read_entry(t, ix, args[1], record_type, args[3], args[4], args[5]);
 }
 
 static PyObject *

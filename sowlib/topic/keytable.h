@@ -32,13 +32,29 @@ typedef struct {
 
 extern PyTypeObject KeyTableType;
 
+/* The decimal digits of `v` written to `out` (room for 20); their count. */
+static inline Py_ssize_t
+decimal_digits(uint64_t v, char *out)
+{
+    char reversed[20];
+    Py_ssize_t n = 0;
+    do {
+        reversed[n++] = (char)('0' + (int)(v % 10));
+        v /= 10;
+    } while (v);
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[i] = reversed[n - 1 - i];
+    }
+    return n;
+}
+
 /* The entry number of `key`, or -1; `*where` gets its index slot (or the first
  * free slot on its probe path, for an insert). */
 Py_ssize_t keytable_find(KeyTable *t, uint64_t key, size_t *where);
 
-/* The Record of entry `ix` (a live entry whose key object is `key`), read from
+/* The Record of entry `ix` (a live entry), read from
  * `log.mm`; NotImplemented where the Python path must decide; NULL on an error. */
-PyObject *keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *key, PyObject *log,
+PyObject *keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log,
                               PyTypeObject *record_type, PyObject *topic,
                               PyObject *message_type, PyObject *doc);
 
