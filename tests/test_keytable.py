@@ -278,3 +278,57 @@ def test_lookup_by_int_is_get_of_its_key_through_expirations_and_close(tmp_path:
         orders.lookup(0)
     with pytest.raises(StoreClosedError):
         orders.get(key_of[0])
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    keys=st.lists(st.integers(0, U64 - 1), unique=True, max_size=80),
+    picks=st.lists(st.integers(0, 200), max_size=60),
+)
+def test_sorted_values_are_the_dicts_values_sorted(keys: list[int], picks: list[int]) -> None:
+    """The C position lookup of index saving against ``sorted(map(dict.__getitem__, ...))``."""
+    table = keytable.KeyTable()
+    positions = list(range(len(keys)))[::-1]
+    table.update(zip(keys, positions, strict=True))
+    chosen = list(dict.fromkeys(keys[i] for i in picks if i < len(keys)))
+    column = array.array("I")
+    column.frombytes(table.sorted_values(iter(chosen)))
+    where = dict(zip(keys, positions, strict=True))
+    assert column.tolist() == sorted(map(where.__getitem__, chosen))
+
+
+def test_sorted_values_refuses_absent_keys_and_other_values() -> None:
+    table = keytable.KeyTable()
+    table.update([(1, 5), (2, 2**32), (3, (1, 2)), ("text", 7), ("big", 2**40)])
+    assert table.sorted_values(["text", 1]) == array.array("I", [5, 7]).tobytes()
+    assert table.sorted_values([]) == b""
+    with pytest.raises(KeyError):
+        table.sorted_values([1, 9])
+    with pytest.raises(KeyError):
+        table.sorted_values(["nope"])
+    for bad in (2, 3, "big"):
+        with pytest.raises(ValueError, match=r"\[0, 2\*\*32\)"):
+            table.sorted_values([bad])
+    with pytest.raises(TypeError):
+        table.sorted_values(5)  # type: ignore[arg-type]
+
+
+def test_saved_indexes_are_the_same_bytes_with_the_c_positions(tmp_path: Path) -> None:
+    """A clean close saves the indexes through ``slots.position_finder`` where the C
+    table is built; the bytes equal those of the dict of positions (the reference)."""
+    from sowlib.index.persist import dump_indexes
+
+    store = SowStore(str(tmp_path))
+    orders = store.create_topic("orders", keys=["/id"], hash_indexes=[["/g"]], indexes=["/v"])
+    orders.publish_many([{"id": i, "g": "abc"[i % 3], "v": i % 17} for i in range(3000)])
+    for i in range(0, 3000, 7):
+        orders.publish({"id": i, "g": "z", "v": -i}, expiration=None)
+    orders.sow_delete("/v = 5")
+    assert len(orders.sow("/v BETWEEN 1 AND 3")) > 0  # a memo index too
+    writer, keys = orders._p.writer, orders._p.keys.to_blob()[1]
+    assert writer.indexes is orders._p.indexes
+    fast = dump_indexes(writer.indexes, keys, slots.position_finder)
+    assert fast == dump_indexes(writer.indexes, keys)
+    assert (slots.position_finder(keys) is not None) == slots.NATIVE_SLOTS
+    assert slots.position_finder(["text", *keys]) is None
+    store.close()

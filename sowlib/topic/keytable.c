@@ -33,6 +33,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "../storage/recordread.h"
@@ -650,6 +651,152 @@ done:
     return result;
 }
 
+static int
+compare_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The value of `key` as a u32: 1 and `*v` set; 0 with KeyError or ValueError set (absent,
+ * or not an int in [0, 2**32)); -1 with another error set. */
+static int
+u32_value(KeyTable *t, PyObject *key, uint32_t *v)
+{
+    uint64_t k;
+    int64_t value = -1;
+    int is_key = table_key(key, &k);
+    if (is_key < 0) {
+        return -1;
+    }
+    if (is_key) {
+        size_t where;
+        Py_ssize_t ix = keytable_find(t, k, &where);
+        if (ix < 0) {
+            PyErr_SetObject(PyExc_KeyError, key);
+            return 0;
+        }
+        value = t->entries[ix].off; /* BOXED (negative) when held by reference */
+    }
+    else {
+        PyObject *obj = find_item(t, key, 0);
+        if (obj == NULL) {
+            if (PyErr_Occurred()) {
+                return -1;
+            }
+            PyErr_SetObject(PyExc_KeyError, key);
+            return 0;
+        }
+        int bare = table_value(obj, &value);
+        Py_DECREF(obj);
+        if (bare < 0) {
+            return -1;
+        }
+        if (!bare) {
+            value = -1;
+        }
+    }
+    if (value < 0 || value > (int64_t)UINT32_MAX) {
+        PyErr_SetString(PyExc_ValueError,
+                        "sorted_values: a value that is not an int in [0, 2**32)");
+        return 0;
+    }
+    *v = (uint32_t)value;
+    return 1;
+}
+
+/* Keys looked up together by sorted_values: their index slots, then their entries, are
+ * prefetched before any is read, so the cache misses of a batch overlap. */
+#define BATCH 16
+
+static void
+prefetch_batch(KeyTable *t, PyObject **keys, int n)
+{
+#if defined(__GNUC__)
+    size_t slots[BATCH];
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+        uint64_t k;
+        if (PyLong_CheckExact(keys[i]) && table_key(keys[i], &k) > 0) {
+            slots[m] = slot_of(k, t->bits);
+            __builtin_prefetch(&t->index[slots[m]]);
+            m++;
+        }
+    }
+    PyErr_Clear(); /* u32_value reports anything table_key refused */
+    for (int i = 0; i < m; i++) {
+        uint32_t ix = t->index[slots[i]];
+        if (ix < DUMMY) {
+            __builtin_prefetch(&t->entries[ix]);
+        }
+    }
+#else
+    (void)t;
+    (void)keys;
+    (void)n;
+#endif
+}
+
+/* sorted_values(keys): the values of `keys` as a column of native u32, ascending. */
+static PyObject *
+KeyTable_sorted_values(KeyTable *t, PyObject *keys)
+{
+    Py_ssize_t cap = PyObject_LengthHint(keys, 16);
+    if (cap < 0) {
+        return NULL;
+    }
+    cap = cap < BATCH ? BATCH : cap;
+    uint32_t *out = PyMem_Malloc((size_t)cap * sizeof *out);
+    if (out == NULL) {
+        return PyErr_NoMemory();
+    }
+    PyObject *it = PyObject_GetIter(keys);
+    if (it == NULL) {
+        PyMem_Free(out);
+        return NULL;
+    }
+    Py_ssize_t n = 0;
+    int ascending = 1, more = 1;
+    while (more && !PyErr_Occurred()) {
+        PyObject *batch[BATCH];
+        int got = 0;
+        while (got < BATCH && (batch[got] = PyIter_Next(it)) != NULL) {
+            got++;
+        }
+        more = got == BATCH;
+        if (n + got > cap) {
+            uint32_t *grown = PyMem_Realloc(out, (size_t)cap * 2 * sizeof *out);
+            if (grown == NULL) {
+                PyErr_NoMemory();
+            }
+            else {
+                out = grown;
+                cap *= 2;
+            }
+        }
+        if (!PyErr_Occurred()) {
+            prefetch_batch(t, batch, got);
+        }
+        for (int i = 0; i < got; i++) {
+            if (!PyErr_Occurred() && u32_value(t, batch[i], &out[n]) > 0) {
+                ascending &= n == 0 || out[n - 1] <= out[n];
+                n++;
+            }
+            Py_DECREF(batch[i]);
+        }
+    }
+    Py_DECREF(it);
+    PyObject *result = NULL;
+    if (!PyErr_Occurred()) {
+        if (!ascending) {
+            qsort(out, (size_t)n, sizeof *out, compare_u32);
+        }
+        result = PyBytes_FromStringAndSize((const char *)out, n * (Py_ssize_t)sizeof *out);
+    }
+    PyMem_Free(out);
+    return result;
+}
+
 /* The decimal text of `v` (str(v)), built without Python's general int formatting. */
 static PyObject *
 decimal_text(uint64_t v)
@@ -778,6 +925,9 @@ static PyMethodDef KeyTable_methods[] = {
     {"update_columns", (PyCFunction)(void (*)(void))KeyTable_update_columns, METH_FASTCALL,
      "update_columns(keys, values, /): set each key of a column of native u64 to the "
      "value at its position in a column of native int64 (none negative)."},
+    {"sorted_values", (PyCFunction)KeyTable_sorted_values, METH_O,
+     "sorted_values(keys, /): the values of keys (each an int in [0, 2**32)) as a column "
+     "of native u32, ascending; KeyError for an absent key, ValueError for another value."},
     {"read_record", (PyCFunction)(void (*)(void))KeyTable_read_record, METH_FASTCALL,
      "read_record(key, log, record_type, topic, message_type, doc, /): the record of a "
      "key held as a bare offset, None when absent, NotImplemented for the Python path."},

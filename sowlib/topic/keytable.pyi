@@ -1,4 +1,4 @@
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from _typeshed import ReadableBuffer
@@ -13,6 +13,7 @@ class KeyTable:
     def items(self) -> list[tuple[Any, Any]]: ...
     def update(self, pairs: Iterable[tuple[Any, Any]], /) -> None: ...
     def update_columns(self, keys: ReadableBuffer, values: ReadableBuffer, /) -> None: ...
+    def sorted_values(self, keys: Iterable[Any], /) -> bytes: ...
     def read_record(
         self,
         key: object,
@@ -29,3 +30,24 @@ class KeyTable:
     def __contains__(self, key: object, /) -> bool: ...
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[Any]: ...
+
+class KeyReader:
+    def __init__(
+        self,
+        keys: Any,
+        head: bytes,
+        digest: Callable[[bytes], int],
+        cache_get: Callable[[Any], Any],
+        cache_put: Callable[[Any, Any, int], None] | None,
+        cost_base: int,
+        cost_factor: int,
+        admit_mask: int,
+        expiry: Any,
+        lock: Any,
+        log: Any,
+        record_type: type[tuple[Any, ...]],
+        topic: str,
+        message_type: str,
+        doc: Any,
+    ) -> None: ...
+    def __call__(self, value: object, /) -> Any: ...

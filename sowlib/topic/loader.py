@@ -22,6 +22,7 @@ from sowlib.index.indexset import is_regular_key_value
 from sowlib.index.persist import dump_indexes, load_indexes
 from sowlib.index.types import Key
 from sowlib.index.values import EXACT_LIMIT, KeyGroups
+from sowlib.topic.slots import position_finder
 from sowlib.topic.writer import Writer
 
 __all__ = ["Progress", "checkpoint_blob", "load", "rebuild_indexes"]
@@ -47,7 +48,7 @@ def checkpoint_blob(writer: Writer) -> bytes:
             blob: bytes = checkpoint[0]
             return blob
     keymap, keys = writer.keys.to_blob()
-    blob = msgpack.packb([_TAG, keymap, dump_indexes(writer.indexes, keys)])
+    blob = msgpack.packb([_TAG, keymap, dump_indexes(writer.indexes, keys, position_finder)])
     return blob
 
 

@@ -20,7 +20,7 @@ Imports only ``index.types`` and ``storage.native`` (and xxhash, the content key
 from __future__ import annotations
 
 import array
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeAlias, cast, overload
 
 from xxhash import xxh64_intdigest
@@ -37,6 +37,7 @@ __all__ = [
     "Slots",
     "key_reader",
     "new_slots",
+    "position_finder",
     "record_reader",
     "slots_of_columns",
 ]
@@ -156,6 +157,22 @@ def key_reader(
             doc,
         ),
     )
+
+
+def position_finder(keys: Sequence[Key]) -> Callable[[Iterable[Key]], bytes] | None:
+    """Where some of ``keys`` sit in it, as ``index.persist`` saves them (a
+    :data:`~sowlib.index.persist.PositionFinder`): a KeyTable from each key to its position,
+    whose ``sorted_values`` gives them as an ascending column of native u32 in one C call.
+    None without the C module, or when the keys are not all ints in ``[0, 2**64)``."""
+    if _KEY_TABLE is None or not keys:
+        return None
+    try:
+        column = array.array("Q", cast("Sequence[int]", keys))
+    except (TypeError, OverflowError):
+        return None
+    table = _KEY_TABLE()
+    table.update_columns(column, array.array("q", range(len(keys))))
+    return cast("Callable[[Iterable[Key]], bytes]", table.sorted_values)
 
 
 def slots_of_columns(content: bool, keys: Iterable[Key] | bytes, offsets: bytes) -> Slots:
