@@ -78,10 +78,11 @@ class ContentKeyGenerator:
         self.fields: tuple[FieldPath, ...] = tuple(parse_path(f) for f in fields)
         self.domain = domain
         self.topic = topic
-        self._prefix = domain.encode("utf-8", "surrogateescape")
-        self._head = self._prefix + _SEP_BYTES
-        # head + the decimal text of an int, in one C-level step (b"%d" % n == str(n).encode()).
-        self._int_key = self._head.replace(b"%", b"%%") + b"%d"
+        #: What a key hashes before the text of its (first) value: the domain, the separator.
+        self.head = domain.encode("utf-8", "surrogateescape") + _SEP_BYTES
+        #: ``int_format % n``: ``head`` + the decimal text of the int ``n``, in one C-level
+        #: step (``b"%d" % n == str(n).encode()``).
+        self.int_format = self.head.replace(b"%", b"%%") + b"%d"
         self._single = self.fields[0] if len(self.fields) == 1 else None
         steps = self._single.steps if self._single is not None else ()
         self._top = steps[0].name if len(steps) == 1 and steps[0].index is None else None
@@ -92,7 +93,7 @@ class ContentKeyGenerator:
             text = _key_text(self._single.resolve(doc) if type(doc) is dict else None)
             if text is None:
                 raise MissingKeyFieldError(self.topic, self._single.to_text())
-            return str(xxhash.xxh64_intdigest(self._head + text.encode("utf-8", "surrogateescape")))
+            return str(xxhash.xxh64_intdigest(self.head + text.encode("utf-8", "surrogateescape")))
         values = []
         for path in self.fields:
             text = canonical_text(path.resolve(doc)) if isinstance(doc, dict) else None
@@ -121,7 +122,7 @@ class ContentKeyGenerator:
         single = self._single
         if single is None:
             return [int(self(doc)) for doc in docs]
-        head, digest = self._head, xxhash.xxh64_intdigest
+        head, digest = self.head, xxhash.xxh64_intdigest
         if self._top is not None:
             try:
                 values = list(map(itemgetter(self._top), docs))
@@ -153,9 +154,9 @@ class ContentKeyGenerator:
         kinds = set(map(type, values))
         digest = xxhash.xxh64_intdigest
         if kinds <= {int}:
-            return list(map(digest, map(self._int_key.__mod__, values)))
+            return list(map(digest, map(self.int_format.__mod__, values)))
         if kinds <= {str} and all(values):
-            return list(map(digest, map(self._head.__add__, map(_ENCODE, values))))
+            return list(map(digest, map(self.head.__add__, map(_ENCODE, values))))
         return None
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:
@@ -170,7 +171,7 @@ class ContentKeyGenerator:
 
     def _hash(self, texts: Sequence[str]) -> str:
         body = _SEP.join(texts).encode("utf-8", "surrogateescape")
-        return str(xxhash.xxh64_intdigest(self._prefix + _SEP_BYTES + body))
+        return str(xxhash.xxh64_intdigest(self.head + body))
 
 
 def validate_user_key(key: object) -> str:

@@ -34,9 +34,6 @@ from sowlib.topic.writer import Writer
 
 __all__ = ["Parts", "as_of", "build_parts", "int_key_format", "key_head", "key_of_values"]
 
-# The separator a content key puts between the domain and each value (spec §6.3).
-KEY_SEPARATOR = b"\x1e"
-
 
 @attrs.define(eq=False)
 class Parts:
@@ -112,21 +109,18 @@ def build_parts(
 
 
 def key_head(content: ContentKeyGenerator | None) -> bytes | None:
-    """What a one-field content key hashes before its value's text (spec §6.3: the
-    domain, the separator); None for other keys."""
-    if content is None or len(content.fields) != 1:
-        return None
-    return content.domain.encode("utf-8", "surrogateescape") + KEY_SEPARATOR
+    """``content.head`` when a key is one field (its value's text follows it); None for
+    other keys."""
+    return content.head if content is not None and len(content.fields) == 1 else None
 
 
 def int_key_format(content: ContentKeyGenerator | None) -> bytes | None:
-    """The bytes format whose ``format % n`` a one-field content key hashes for the int
-    ``n`` (:func:`key_head`, then the decimal text); None for other keys.
+    """``content.int_format`` when a key is one field: ``format % n`` is what the key of
+    the int ``n`` hashes; None for other keys.
 
     The reference is ``content.hashes_of_values([n])``; the tests check they agree.
     """
-    head = key_head(content)
-    return None if head is None else head.replace(b"%", b"%%") + b"%d"
+    return content.int_format if content is not None and len(content.fields) == 1 else None
 
 
 def key_of_values(parts: Parts, topic: str, key_values: Sequence[Any]) -> Key | None:

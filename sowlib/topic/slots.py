@@ -14,7 +14,7 @@ content key in one C call, whose reference is the facade's Python path.
 
 ``SOWLIB_PURE_PYTHON`` (see :func:`sowlib.storage.native.optional_module`) turns the C
 form off.
-Imports only ``index.types`` and ``storage.native`` (and xxhash, the content keys' digest).
+Imports only ``index.types`` and ``storage.native``.
 """
 
 from __future__ import annotations
@@ -22,8 +22,6 @@ from __future__ import annotations
 import array
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TypeAlias, cast, overload
-
-from xxhash import xxh64_intdigest
 
 from sowlib.index.types import Key
 from sowlib.storage.native import optional_module
@@ -104,59 +102,10 @@ def record_reader(slots: Slots) -> RecordReader | None:
     return None
 
 
-def key_reader(
-    keys: Any,
-    head: bytes,
-    *,
-    cache: Any,
-    cost: tuple[int, int] | None,
-    admit_mask: int,
-    expiry: Any,
-    lock: Any,
-    log: Any,
-    record_type: type[tuple[Any, ...]],
-    topic: str,
-    message_type: str,
-    doc: Any,
-) -> KeyReader | None:
-    """A :data:`KeyReader`, or None without the C module.
-
-    Args:
-        keys: the key map (its ``slots`` is read at each call).
-        head: the bytes a content key hashes before the value's text (domain, separator).
-        cache: the record cache (its ``get`` without the lock, its ``put`` under it).
-        cost: ``(base, factor)``: a cached Record is charged ``base + len(payload) *
-            factor``; None: records read are not cached.
-        admit_mask: a record read is cached when random bits under this mask are 0.
-        expiry: the expiration queue (its ``heap`` not empty: the Python path decides).
-        lock: the topic's lock, held for the read.
-        log: the log file (``log.mm``).
-        record_type, topic, message_type, doc: what the Record is made of.
-    """
-    if _KEY_READER is None:
-        return None
-    put = None if cost is None else cache.put
-    base, factor = cost or (0, 0)
-    return cast(
-        "KeyReader",
-        _KEY_READER(
-            keys,
-            head,
-            xxh64_intdigest,
-            cache.get,
-            put,
-            base,
-            factor,
-            admit_mask,
-            expiry,
-            lock,
-            log,
-            record_type,
-            topic,
-            message_type,
-            doc,
-        ),
-    )
+def key_reader(**fields: Any) -> KeyReader | None:
+    """A :data:`KeyReader` made of ``fields`` (the C type's keyword arguments, described in
+    ``keyread.c`` and typed in ``keytable.pyi``), or None without the C module."""
+    return None if _KEY_READER is None else cast("KeyReader", _KEY_READER(**fields))
 
 
 def position_finder(keys: Sequence[Key]) -> Callable[[Iterable[Key]], bytes] | None:

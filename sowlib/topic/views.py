@@ -12,6 +12,8 @@ from functools import partial
 from operator import itemgetter
 from typing import Any
 
+from xxhash import xxh64_intdigest
+
 from sowlib.codecs import Codec
 from sowlib.document import MISSING
 from sowlib.index.types import Key
@@ -26,8 +28,7 @@ from sowlib.topic.slots import KeyReader, key_reader
 
 __all__ = ["Views"]
 
-_tuple_new = tuple.__new__
-_new_record = partial(_tuple_new, Record)
+_new_record = partial(tuple.__new__, Record)
 _getrandbits = random.getrandbits
 _second = itemgetter(1)
 # Keys read per batch when a query walks many records.
@@ -141,39 +142,36 @@ class Views:
         unless the record is admitted to the cache.
         """
         read_record = self.keys.read_record
+        rec: Record | None = NotImplemented
         if read_record is not None and self._file is not None:
             rec = read_record(key, self._file, Record, self.name, self.message_type, self._deferred)
-            if rec is not NotImplemented:
-                if rec is not None and self._caching and not _getrandbits(ADMIT_BITS):
-                    self.cache.put(key, rec, self._cost_base + len(rec[1]) * self._cost_factor)
-                return rec  # type: ignore[no-any-return]
-        slot = self.keys.slot_of(key)
-        if slot is None:
-            return None
-        offset = slot if type(slot) is int else slot[0]  # type: ignore[index]
-        read_put = self._read_put
-        if read_put is not None:
-            seq, stamp, expires, corr, _size, payload = read_put(offset)
-        else:
-            seq, stamp, expires, corr, payload = self.log.put_fields(offset)
-        deferred = self._deferred
-        rec = _tuple_new(
-            Record,
-            (
-                key if type(key) is str else str(key),
-                payload,
-                seq,
-                stamp,
-                expires or None,
-                self.name,
-                self.message_type,
-                corr,
-                payload if deferred is None else deferred,
-            ),
-        )
+        if rec is NotImplemented:
+            slot = self.keys.slot_of(key)
+            if slot is None:
+                return None
+            offset = slot if type(slot) is int else slot[0]  # type: ignore[index]
+            read_put = self._read_put
+            if read_put is not None:
+                seq, stamp, expires, corr, _size, payload = read_put(offset)
+            else:
+                seq, stamp, expires, corr, payload = self.log.put_fields(offset)
+            deferred = self._deferred
+            rec = _new_record(
+                (
+                    key if type(key) is str else str(key),
+                    payload,
+                    seq,
+                    stamp,
+                    expires or None,
+                    self.name,
+                    self.message_type,
+                    corr,
+                    payload if deferred is None else deferred,
+                )
+            )
         # RecordCache.offer, inlined; the key is not cached (the caller just missed it).
-        if self._caching and not _getrandbits(ADMIT_BITS):
-            self.cache.put(key, rec, self._cost_base + len(payload) * self._cost_factor)
+        if rec is not None and self._caching and not _getrandbits(ADMIT_BITS):
+            self.cache.put(key, rec, self._cost_base + len(rec[1]) * self._cost_factor)
         return rec
 
     def key_reader(self, head: bytes | None, expiry: Expiry, lock: Any) -> KeyReader | None:
@@ -185,10 +183,13 @@ class Views:
         if head is None or self._file is None:
             return None
         return key_reader(
-            self.keys,
-            head,
-            cache=self.cache,
-            cost=(self._cost_base, self._cost_factor) if self._caching else None,
+            keys=self.keys,
+            head=head,
+            digest=xxh64_intdigest,  # the content key generator's
+            cache_get=self.cache.get,
+            cache_put=self.cache.put if self._caching else None,
+            cost_base=self._cost_base,
+            cost_factor=self._cost_factor,
             admit_mask=ADMIT - 1,
             expiry=expiry,
             lock=lock,
