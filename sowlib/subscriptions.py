@@ -174,7 +174,8 @@ class Subscription:
 
     Use it as a context manager, or call :meth:`unsubscribe` (idempotent).
 
-    A subscriber never fails a publisher: an exception from the callback, or
+    A subscriber never fails a publisher (but one with ``raises`` set, which a
+    transaction log uses to acknowledge a change): an exception from the callback, or
     from evaluating the filter on a published record (a
     :class:`~sowlib.errors.RegexTimeoutError`, any error), is counted in
     ``errors``, kept in ``error`` (the latest one), logged, and passed to
@@ -200,6 +201,9 @@ class Subscription:
     errors: int = 0
     delivered: int = 0
     filter_errors: int = 0
+    raises: bool = False
+    """Set by a transaction log: an exception from the callback is counted as above and
+    then raised to the publisher, whose change is not acknowledged."""
     error: Exception | None = attrs.field(default=None, repr=False)
     _in_focus: set[str] = attrs.field(factory=set, repr=False)
     _manager: SubscriptionManager | None = attrs.field(default=None, repr=False)
@@ -243,8 +247,10 @@ class Subscription:
         try:
             self.callback(message)
             self.delivered += 1
-        except Exception as exc:  # a subscriber must never break the publisher
+        except Exception as exc:  # a subscriber must never break the publisher...
             self._failed(exc, message, "callback raised")
+            if self.raises:  # ...unless it is the journal that acknowledges the change
+                raise
 
     def _failed(self, exc: Exception, message: Message, what: str) -> None:
         """Record ``exc`` on the subscription and hand it to ``on_error``; never raises."""

@@ -38,7 +38,7 @@ def test_records_survive_reopen_and_seq_continues(tmp_path: Path) -> None:
         assert kinds == [("publish", "k", b"c"), ("delete", "", b"")]
 
 
-def test_torn_tail_is_cut_and_next_append_survives(tmp_path: Path) -> None:
+def test_a_cut_after_a_clean_close_is_corruption_not_a_torn_write(tmp_path: Path) -> None:
     with Journal(tmp_path, ["t"]) as journal:
         for i in range(3):
             journal.record("publish", "t", "json", b"{}" * (i + 1))
@@ -46,11 +46,27 @@ def test_torn_tail_is_cut_and_next_append_survives(tmp_path: Path) -> None:
     size = path.stat().st_size
     with path.open("r+b") as fh:
         fh.truncate(size - 3)
-    with Journal(tmp_path, ["t"]) as journal:
-        assert [e.seq for e in journal.replay()] == [1, 2]
-        journal.record("publish", "t", "json", b"{}")
+    with pytest.raises(CorruptRecordError):
+        Journal(tmp_path, ["t"])
+    assert path.stat().st_size == size - 3  # reported, nothing cut
+
+
+def test_torn_write_after_a_crash_is_cut_and_its_seq_is_never_reused(tmp_path: Path) -> None:
+    crashed = Journal(tmp_path, ["t"])  # never closed: the process "dies"
+    for i in range(3):
+        crashed.record("publish", "t", "json", b"{}" * (i + 1))
+    path = segment(tmp_path)
+    whole = path.read_bytes()
+    crashed.record("delete", "t", "json", b"{}", sow_key="k")
+    torn = path.read_bytes()[: len(whole) + 10]  # the delete was written in part
+    path.write_bytes(torn)
     with Journal(tmp_path, ["t"]) as journal:
         assert [e.seq for e in journal.replay()] == [1, 2, 3]
+        entry = journal.record("publish", "t", "json", b"{}")
+        assert entry.seq > 4  # 4 may have reached a live subscriber: never issued again
+    with Journal(tmp_path, ["t"]) as journal:
+        assert [e.seq for e in journal.replay()] == [1, 2, 3, entry.seq]
+        assert journal.record("publish", "t", "json", b"{}").seq == entry.seq + 1
 
 
 def test_bad_entry_in_the_middle_is_corruption(tmp_path: Path) -> None:

@@ -1,7 +1,7 @@
 """The transaction log: every publish, delta publish and delete of chosen topics, replayable.
 
-Imports ``errors``, ``units``, ``codecs``, ``expr`` and ``journal.log``/``bookmarks``;
-reaches SOW topics only through their public ``sow_and_subscribe``.
+Imports ``errors``, ``units``, ``codecs``, ``expr``, ``storage.fs`` (the file-system
+seam) and the journal's own modules; reaches SOW topics only through their public API.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ import attrs
 from sowlib.codecs import get_codec
 from sowlib.errors import (
     ConfigError,
-    InvalidSowKeyError,
+    CorruptRecordError,
     NotJournaledError,
     ReadOnlyError,
     StoreClosedError,
@@ -29,6 +29,8 @@ from sowlib.errors import (
 from sowlib.expr import Filter, compile_filter
 from sowlib.journal.bookmarks import Position, format_bookmark, parse_bookmark
 from sowlib.journal.log import Entry, JournalLog
+from sowlib.journal.refill import RestorableTopic, final_state, reconcile, refill, topic_id
+from sowlib.storage.fs import FileSystem
 from sowlib.subscriptions import Message as Event
 from sowlib.units import parse_duration, parse_size
 
@@ -49,18 +51,6 @@ class WatchedTopic(Protocol):
     def sow_and_subscribe(
         self, callback: Callable[[Event], object], filter: Any = None, *, oof: bool = False
     ) -> Any: ...
-
-
-class RestorableTopic(WatchedTopic, Protocol):
-    """The part of a SOW topic :meth:`Journal.restore` writes through."""
-
-    def __len__(self) -> int: ...
-
-    def publish(
-        self, data: bytes, *, expiration: float | None = None, sow_key: str | None = None
-    ) -> Any: ...
-
-    def sow_delete_by_keys(self, sow_keys: Sequence[str]) -> Any: ...
 
 
 class _Store(Protocol):
@@ -158,8 +148,12 @@ class Journal:
         file_size: size of one journal file before a new one starts (``"64MB"``).
         sync: fsync every entry (survives power loss, slower).
         clock: the time source for entry timestamps.
+        fs: the file-system seam the journal files are written through (tests inject
+            faults there).
     Raises:
         ConfigError: a bad topic pattern, retention or size.
+        CorruptRecordError: a damaged journal file (``sowlib verify --repair`` salvages).
+        FormatVersionError: a file in the directory that is not a journal file.
 
     Example:
         >>> import tempfile
@@ -179,6 +173,7 @@ class Journal:
         file_size: str | int = "64MB",
         sync: bool = False,
         clock: Callable[[], float] = time.time,
+        fs: FileSystem | None = None,
     ) -> None:
         if isinstance(topics, str):
             topics = [topics]
@@ -189,7 +184,7 @@ class Journal:
         self.retention = None if retention is None else parse_duration(retention, "retention")
         self.directory = os.path.abspath(os.fspath(directory))
         self._log = JournalLog(
-            self.directory, file_size=parse_size(file_size, "file_size"), sync=sync
+            self.directory, file_size=parse_size(file_size, "file_size"), sync=sync, fs=fs
         )
         self.id = self._load_id()
         self._clock = clock
@@ -202,18 +197,26 @@ class Journal:
         self.trim()
 
     def _load_id(self) -> int:
+        """The journal id (bookmarks carry it), checked against the state file's copy."""
         path = os.path.join(self.directory, "journal.id")
+        state = self._log.state
         try:
             with open(path, encoding="ascii") as fh:
                 text = fh.read().strip()
-            if text.isdigit():
-                return int(text)
-            raise ConfigError(path, f"journal id {text!r} is not a number")
+            if not text.isdigit():
+                raise ConfigError(path, f"journal id {text!r} is not a number")
+            ident = int(text)
         except FileNotFoundError:
+            if state.id:
+                raise CorruptRecordError(path, 0, "the journal id file is missing") from None
             ident = secrets.randbits(63) or 1
             with open(path, "x", encoding="ascii") as fh:
                 fh.write(f"{ident}\n")
-            return ident
+        if state.id and state.id != ident:
+            raise CorruptRecordError(path, 0, "the journal id does not match journal.state")
+        if not state.id:
+            state.id = ident
+        return ident
 
     # ------------------------------------------------------------------ topics
 
@@ -238,14 +241,24 @@ class Journal:
     def watch_topic(self, topic: RestorableTopic, *, restore: bool = True) -> bool:
         """Record ``topic``'s changes if the journal covers it; idempotent.
 
-        With ``restore``, an empty topic is first refilled from the journal
-        (:meth:`restore`), as AMPS rebuilds a missing SOW file and refills a
-        transient topic on restart: from its ``RecoveryPoint``
+        With ``restore``, the topic is first brought in line with the journal (AMPS
+        order: the transaction log is the truth). An empty topic is refilled
+        (:meth:`restore`), as AMPS rebuilds a missing SOW file and
+        refills a transient topic on restart, from its ``RecoveryPoint``
         (``options["recovery_point"]``: ``epoch``, the default; ``now``, nothing; a
-        bookmark or a timestamp).
+        bookmark or a timestamp); from then on the journal holds the topic. Any other
+        topic is reconciled: every key the journal mentions gets its journalled state
+        and, for a topic the journal holds (nothing of it trimmed by retention), keys
+        it does not mention are removed (written to the SOW, never journalled, so
+        never acknowledged). A refill or reconciliation cut short by a crash is redone
+        by the next open: the state file says it was in progress.
+
+        From then on a change of the topic is acknowledged only once the journal holds
+        it: a journal write that fails (a full disk) fails the publish or delete.
 
         Raises:
             QueryOptionError: a recovery point that is not a bookmark of this journal.
+            CorruptRecordError: a damaged journal file.
 
         Returns:
             Whether the journal watches the topic.
@@ -254,12 +267,15 @@ class Journal:
             self._check_open()
             if topic in self._watched or not self.covers(topic.name, topic.message_type):
                 return topic in self._watched
-            options = getattr(getattr(topic, "config", None), "options", None) or {}
-            if restore and len(topic) == 0:
+            ident = topic_id(topic.name, topic.message_type)
+            state = self._log.state
+            if restore:
                 try:
-                    self.restore(topic, str(options.get("recovery_point") or "epoch"))
+                    self._bring_in_line(topic, ident)
                 except ReadOnlyError:
                     pass  # a reader cannot refill; it sees what the writer stored
+            elif ident not in state.owned and len(topic) == 0:
+                self._own(ident, format_bookmark(self.id, self._log.last_seq))
             mtype = topic.message_type
 
             def changed(event: Event) -> None:
@@ -280,9 +296,43 @@ class Journal:
                 )
 
             # oof=True: the subscription remembers every key it has seen, so deletes and
-            # expirations of any record reach the journal as OOF messages.
-            self._watched[topic] = topic.sow_and_subscribe(changed, oof=True)
+            # expirations of any record reach the journal as OOF messages. ``raises``: a
+            # journal write that fails fails the change (it is not acknowledged).
+            sub = topic.sow_and_subscribe(changed, oof=True)
+            sub.raises = True
+            self._watched[topic] = sub
             return True
+
+    def _own(self, ident: str, start: str) -> None:
+        self._log.state.owned[ident] = start
+        self._log.save_state()
+
+    def _bring_in_line(self, topic: RestorableTopic, ident: str) -> None:
+        """Refill or reconcile ``topic`` from the journal (see :meth:`watch_topic`)."""
+        state = self._log.state
+        start_text = state.owned.get(ident)
+        if ident not in state.refilling and len(topic) == 0:
+            options = getattr(getattr(topic, "config", None), "options", None) or {}
+            start_text = str(options.get("recovery_point") or "epoch")
+            if self.position(start_text).live_only:  # "now" stays the moment of this refill
+                start_text = format_bookmark(self.id, self._log.last_seq)
+            self._own(ident, start_text)
+        start = self.position(start_text) if start_text is not None else Position(after=0)
+        complete = start_text is not None and state.trimmed <= start.after
+        state.refilling = [*state.refilling, ident]
+        self._log.save_state()
+        final = final_state(self._entries_of(topic, start))
+        reconcile(topic, final, self._clock(), complete=complete)
+        state.refilling = [r for r in state.refilling if r != ident]
+        self._log.save_state()
+
+    def _entries_of(self, topic: RestorableTopic, start: Position) -> Iterator[Entry]:
+        for entry in self._log.read(start.after):
+            if entry.topic != topic.name or entry.message_type != topic.message_type:
+                continue
+            if start.since is not None and entry.timestamp < start.since:
+                continue
+            yield entry
 
     def restore(self, topic: RestorableTopic, after: int | str | Position = 0) -> int:
         """Rebuild ``topic`` from the journal (AMPS recovery of a missing SOW file).
@@ -313,23 +363,7 @@ class Journal:
                 start = Position(after=after)
             if start.live_only:
                 return 0
-            now = self._clock()
-            applied = 0
-            for entry in self._log.read(start.after):
-                if entry.topic != topic.name or entry.message_type != topic.message_type:
-                    continue
-                if start.since is not None and entry.timestamp < start.since:
-                    continue
-                lifetime = None if entry.expiration is None else entry.expiration - now
-                if entry.kind == "publish" and (lifetime is None or lifetime > 0):
-                    try:
-                        topic.publish(entry.data, expiration=lifetime)
-                    except InvalidSowKeyError:  # publisher-supplied keys
-                        topic.publish(entry.data, expiration=lifetime, sow_key=entry.sow_key)
-                elif entry.sow_key:
-                    topic.sow_delete_by_keys([entry.sow_key])
-                applied += 1
-            return applied
+            return refill(topic, self._entries_of(topic, start), self._clock())
 
     # ------------------------------------------------------------------ writing
 
@@ -348,12 +382,14 @@ class Journal:
 
         Raises:
             StoreClosedError: the journal is closed.
+            StoreFullError: no room for the entry; nothing of it was written.
+            StorePathError: another operating-system error writing it.
         """
         with self._lock:
             self._check_open()
             before = self._log.segment_count
             entry = Entry(
-                self._log.last_seq + 1,
+                self._log.next_seq,
                 self._clock(),
                 kind,
                 topic,

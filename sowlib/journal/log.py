@@ -1,104 +1,79 @@
 """The journal's files: framed, checksummed entries in size-bounded segment files.
 
-Imports only ``errors``. A segment is ``journal-<first seq>.log``: an 8-byte
-magic, then entries ``length | crc32 | seq | time | kind | expiration | 5 fields``.
-A short or bad entry at the very end of the newest segment is a torn write and
-is cut off on open; a bad entry with more bytes after it is corruption.
+Imports ``errors``, ``storage.fs`` (the file-system seam) and the journal's
+``frames``/``state``. A segment is ``journal-<first seq>.log`` (framing in
+:mod:`sowlib.journal.frames`). The recovery rule is the SOW log's: flush, close and
+a segment roll write a commit mark and record the committed end in ``journal.state``;
+a bad entry before the committed end is corruption (``CorruptRecordError``), never
+cut; only a short or bad entry past it, at the very end of the newest segment, is a
+torn write and is cut on open. A rolled segment ends with a seal (its length and
+crc32), so damage to an older segment is always reported. Sequence numbers are
+reserved in the state file before they are written, so none is issued twice.
 """
 
 from __future__ import annotations
 
-import math
+import errno
+import logging
 import os
 import re
-import struct
 import zlib
 from collections.abc import Callable, Iterator
 
-import attrs
-
 from sowlib.errors import CorruptRecordError, FormatVersionError
+from sowlib.journal.frames import (
+    COMMIT,
+    KINDS,
+    MAGIC,
+    MAGIC_V1,
+    MARK_SIZE,
+    SEAL,
+    Entry,
+    Mark,
+    decode,
+    encode,
+    encode_mark,
+    incomplete,
+)
+from sowlib.journal.state import JournalState, load_state, save_state
+from sowlib.storage.fs import FileSystem, os_errors
 
-__all__ = ["KINDS", "Entry", "JournalLog"]
+__all__ = ["KINDS", "RESERVE", "Entry", "JournalLog", "segment_version", "segments_of"]
 
-MAGIC = b"SOWJRN01"
-KINDS = ("publish", "delete", "expire")
-_HEAD = struct.Struct("<IIQdBd")  # length, crc, seq, time, kind, expiration (NaN: none)
-_LEN = struct.Struct("<I")
+logger = logging.getLogger(__name__)
+RESERVE = 1024
+"""Sequence numbers reserved in the state file at a time."""
 _NAME = re.compile(r"journal-(\d{16})\.log")
 
 
-@attrs.frozen
-class Entry:
-    """One journalled change: a publish (the stored or delivered message) or a removal."""
-
-    seq: int
-    timestamp: float
-    kind: str
-    topic: str
-    message_type: str
-    data: bytes
-    sow_key: str = ""
-    correlation_id: bytes = b""
-    expiration: float | None = None
-
-
-def _encode(entry: Entry) -> bytes:
-    fields = (
-        entry.topic.encode(),
-        entry.message_type.encode(),
-        entry.sow_key.encode(),
-        entry.correlation_id,
-        entry.data,
+def segments_of(directory: str) -> list[tuple[int, str]]:
+    """The segment files of a journal directory as ``(first seq, path)``, oldest first."""
+    return sorted(
+        (int(m.group(1)), os.path.join(directory, name))
+        for name in os.listdir(directory)
+        if (m := _NAME.fullmatch(name))
     )
-    body = b"".join(_LEN.pack(len(f)) + f for f in fields)
-    expiration = math.nan if entry.expiration is None else entry.expiration
-    rest = _HEAD.pack(0, 0, entry.seq, entry.timestamp, KINDS.index(entry.kind), expiration)[8:]
-    payload = rest + body
-    return _LEN.pack(len(payload) + 8) + _LEN.pack(zlib.crc32(payload)) + payload
 
 
-def _decode(buf: bytes, offset: int) -> tuple[Entry, int] | None:
-    """The entry at ``offset`` and the next offset, or None if it is short or bad."""
-    if offset + _HEAD.size > len(buf):
-        return None
-    length, crc, seq, stamp, kind, expiration = _HEAD.unpack_from(buf, offset)
-    end = offset + length
-    if length < _HEAD.size or end > len(buf) or zlib.crc32(buf[offset + 8 : end]) != crc:
-        return None
-    if kind >= len(KINDS):
-        return None
-    fields, pos = [], offset + _HEAD.size
-    for _ in range(5):
-        if pos + 4 > end:
-            return None
-        (size,) = _LEN.unpack_from(buf, pos)
-        fields.append(bytes(buf[pos + 4 : pos + 4 + size]))
-        pos += 4 + size
-    if pos != end:
-        return None
-    topic, mtype, key, corr, data = fields
-    entry = Entry(
-        seq,
-        stamp,
-        KINDS[kind],
-        topic.decode(),
-        mtype.decode(),
-        data,
-        key.decode(),
-        corr,
-        None if math.isnan(expiration) else expiration,
+def segment_version(path: str, buf: bytes) -> int:
+    """The format version of a segment from its first bytes.
+
+    Raises:
+        FormatVersionError: not a sowlib journal file.
+    """
+    head = buf[: len(MAGIC)]
+    if head == MAGIC:
+        return 2
+    if head == MAGIC_V1:
+        return 1
+    raise FormatVersionError(
+        path, head, MAGIC, "not a sowlib journal file; move it out of the journal directory"
     )
-    return entry, end
 
 
-def _incomplete(buf: bytes, offset: int) -> bool:
-    """Whether the bad entry at ``offset`` is the last thing in ``buf`` (a torn or
-    in-progress write) rather than a damaged entry with more data after it."""
-    if offset + _HEAD.size > len(buf):
-        return True
-    length: int = _LEN.unpack_from(buf, offset)[0]
-    return offset + length >= len(buf)
+def _read(path: str) -> bytes:
+    with os_errors(path, "read"), open(path, "rb") as fh:
+        return fh.read()
 
 
 class JournalLog:
@@ -109,116 +84,288 @@ class JournalLog:
         file_size: start a new segment once the current one reaches this many bytes.
         sync: fsync after every append (else the bytes are in the page cache when
             ``append`` returns, which survives the process being killed).
+        fs: the file-system seam (writes, fsync, rename); tests inject faults here.
     Raises:
-        CorruptRecordError: a bad entry that is not at the end of the newest segment.
+        CorruptRecordError: a bad entry before the committed end, a sealed segment
+            that is damaged or short, a damaged state file.
         FormatVersionError: a segment that is not a sowlib journal file.
     """
 
-    def __init__(self, directory: str, *, file_size: int = 64 << 20, sync: bool = False) -> None:
+    def __init__(
+        self,
+        directory: str,
+        *,
+        file_size: int = 64 << 20,
+        sync: bool = False,
+        fs: FileSystem | None = None,
+    ) -> None:
         self.directory = os.path.abspath(directory)
         self.file_size = file_size
         self.sync = sync
+        self.fs = fs if fs is not None else FileSystem()
         os.makedirs(self.directory, exist_ok=True)
-        self._segments: list[tuple[int, str]] = sorted(
-            (int(m.group(1)), os.path.join(self.directory, name))
-            for name in os.listdir(self.directory)
-            if (m := _NAME.fullmatch(name))
-        )
+        self._segments = segments_of(self.directory)
+        loaded = load_state(self.directory)
+        self.state = loaded if loaded is not None else JournalState()
         self.last_seq = 0
         self.last_time = 0.0
+        self.torn_bytes = 0
         self._fd: int | None = None
         self._size = 0
+        self._crc = 0
+        self._dirty = False
+        self._writable = False  # the newest segment takes appends (format 2, not sealed)
         if self._segments:
-            self._recover(self._segments[-1][1])
-            for first, path in reversed(self._segments):
-                last = self._newest(path, first)
-                if last is not None:
-                    self.last_seq, self.last_time = last.seq, last.timestamp
-                    break
+            self._open_existing(loaded is None)
+        self._issued = max(self.last_seq, self.state.reserved)
 
-    def _recover(self, path: str) -> None:
-        """Cut a torn tail off the newest segment."""
-        with open(path, "rb") as fh:
-            buf = fh.read()
-        self._check_magic(path, buf)
-        offset = len(MAGIC)
-        while offset < len(buf):
-            got = _decode(buf, offset)
-            if got is None:
-                break
-            offset = got[1]
-        if offset < len(buf):
-            if not _incomplete(buf, offset):
-                raise CorruptRecordError(path, offset, "bad journal entry before the end")
-            with open(path, "r+b") as fh:
-                fh.truncate(offset)
-                os.fsync(fh.fileno())
+    # ------------------------------------------------------------------ open
+
+    def _open_existing(self, no_state: bool) -> None:
+        known = {first for first, _ in self._segments}
+        if self.state.segment and self.state.segment not in known:
+            path = os.path.join(self.directory, f"journal-{self.state.segment:016d}.log")
+            raise CorruptRecordError(path, 0, "committed journal file is missing")
+        for first, path in self._segments[:-1]:
+            self._check_sealed(path, first)
+        first, path = self._segments[-1]
+        self._recover(path, first)
+        if self.last_seq == 0:
+            for _first, older in reversed(self._segments[:-1]):
+                newest = self._newest(older)
+                if newest:
+                    self.last_seq, self.last_time = newest
+                    break
+        if no_state and any(self._version(p) == 2 for _, p in self._segments):
+            logger.warning(
+                "journal %s: no state file; sequence numbers resume %d past the last entry",
+                self.directory,
+                2 * RESERVE,
+            )
+            self.state.reserved = self.last_seq + 2 * RESERVE
 
     @staticmethod
-    def _check_magic(path: str, buf: bytes) -> None:
-        if buf[: len(MAGIC)] != MAGIC:
-            raise FormatVersionError(path, buf[: len(MAGIC)], MAGIC)
-
-    def _scan(self, path: str, first: int) -> Iterator[Entry]:
+    def _version(path: str) -> int:
         with open(path, "rb") as fh:
-            buf = fh.read()
-        self._check_magic(path, buf)
-        offset = len(MAGIC)
-        while offset < len(buf):
-            got = _decode(buf, offset)
-            if got is None:
-                if _incomplete(buf, offset):
-                    return  # an append still in progress when the file was read
-                raise CorruptRecordError(path, offset, "bad journal entry")
-            entry, offset = got
-            yield entry
+            return segment_version(path, fh.read(len(MAGIC)))
 
-    def _newest(self, path: str, first: int) -> Entry | None:
-        """The last entry of one segment (None when it holds none)."""
+    def _check_sealed(self, path: str, first: int) -> None:
+        """An older format-2 segment must end with its seal."""
+        size = os.path.getsize(path)
+        with open(path, "rb") as fh:
+            head = fh.read(len(MAGIC))
+            if segment_version(path, head) == 1:
+                return
+            if size < len(MAGIC) + MARK_SIZE:
+                raise CorruptRecordError(path, size, "sealed journal file is short")
+            fh.seek(size - MARK_SIZE)
+            tail = fh.read(MARK_SIZE)
+        got = decode(bytes(size - MARK_SIZE) + tail, size - MARK_SIZE)
+        if got is None or not isinstance(got[0], Mark) or got[0].kind != SEAL:
+            raise CorruptRecordError(path, size, "sealed journal file does not end with its seal")
+
+    def _recover(self, path: str, first: int) -> None:
+        """Check the newest segment against the committed end; cut a torn tail."""
+        buf = _read(path)
+        if len(buf) < len(MAGIC) and MAGIC.startswith(buf) and not self._committed(first):
+            # created by a roll that was cut short: start it again
+            with os_errors(path, "write"), open(path, "wb") as fh:
+                fh.write(MAGIC)
+            buf = MAGIC
+        version = segment_version(path, buf)
+        offset, crc, sealed = len(MAGIC), zlib.crc32(buf[: len(MAGIC)]), False
+        committed = self._committed(first)
+        while offset < len(buf):
+            got = decode(buf, offset, version)
+            if got is None:
+                break
+            item, end = got
+            if isinstance(item, Mark):
+                if item.crc != crc:
+                    raise CorruptRecordError(path, offset, "journal mark does not match the data")
+                committed = max(committed, end)
+                sealed = item.kind == SEAL
+            if item.seq:
+                self.last_seq, self.last_time = item.seq, item.timestamp
+            crc = zlib.crc32(buf[offset:end], crc)
+            offset = end
+        if offset < len(buf) or offset < committed:
+            if offset < committed:
+                raise CorruptRecordError(path, offset, "bad journal entry before the committed end")
+            if not incomplete(buf, offset):
+                raise CorruptRecordError(path, offset, "bad journal entry before the end")
+            if sealed:
+                raise CorruptRecordError(path, offset, "data after a journal file's seal")
+            self.torn_bytes = len(buf) - offset
+            logger.warning(
+                "journal %s: cut %d bytes of a write in flight at byte %d (past the committed"
+                " end %d)",
+                path,
+                self.torn_bytes,
+                offset,
+                committed,
+            )
+            with os_errors(path, "truncate"), open(path, "r+b") as fh:
+                self.fs.truncate(fh.fileno(), offset)
+                self.fs.fsync(fh.fileno())
+        self._size, self._crc = offset, crc
+        self._writable = version == 2 and not sealed
+
+    def _committed(self, first: int) -> int:
+        return self.state.committed if self.state.segment == first else 0
+
+    def _newest(self, path: str) -> tuple[int, float] | None:
+        """The seq and time of the last entry of one segment (None when it holds none)."""
         newest = None
-        for entry in self._scan(path, first):
-            newest = entry
+        for entry in self._scan(path, False):
+            newest = entry.seq, entry.timestamp
         return newest
 
-    def _open_segment(self, first_seq: int) -> None:
-        path = os.path.join(self.directory, f"journal-{first_seq:016d}.log")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(path, flags, 0o644)
-        if os.fstat(fd).st_size == 0:
-            os.write(fd, MAGIC)
-        if self._fd is not None:
-            os.close(self._fd)
-        self._fd, self._size = fd, os.fstat(fd).st_size
-        if not self._segments or self._segments[-1][1] != path:
-            self._segments.append((first_seq, path))
+    # ------------------------------------------------------------------ reading
 
-    def append(self, entry: Entry) -> None:
-        """Write ``entry`` (its seq must be ``last_seq + 1``)."""
-        if self._fd is None:
-            if self._segments and os.path.getsize(self._segments[-1][1]) < self.file_size:
-                self._open_segment(self._segments[-1][0])
+    def _scan(self, path: str, newest: bool) -> Iterator[Entry]:
+        buf = _read(path)
+        version = segment_version(path, buf)
+        offset, crc, sealed = len(MAGIC), zlib.crc32(buf[: len(MAGIC)]), False
+        while offset < len(buf):
+            got = decode(buf, offset, version)
+            if got is None:
+                if newest and incomplete(buf, offset):
+                    return  # an append still in progress when the file was read
+                raise CorruptRecordError(path, offset, "bad journal entry")
+            item, end = got
+            if sealed:
+                raise CorruptRecordError(path, offset, "data after a journal file's seal")
+            if isinstance(item, Mark):
+                if item.crc != crc:
+                    raise CorruptRecordError(path, offset, "journal mark does not match the data")
+                sealed = item.kind == SEAL
             else:
-                self._open_segment(entry.seq)
-        elif self._size >= self.file_size:
-            self._open_segment(entry.seq)
-        assert self._fd is not None
-        frame = _encode(entry)
-        os.write(self._fd, frame)
-        self._size += len(frame)
-        if self.sync:
-            os.fsync(self._fd)
-        self.last_seq, self.last_time = entry.seq, entry.timestamp
+                yield item
+            crc = zlib.crc32(buf[offset:end], crc)
+            offset = end
+        if version == 2 and not newest and not sealed:
+            raise CorruptRecordError(path, offset, "sealed journal file is short")
 
     def read(self, after: int = 0) -> Iterator[Entry]:
-        """Every retained entry with a sequence number above ``after``, oldest first."""
+        """Every retained entry with a sequence number above ``after``, oldest first.
+
+        Raises:
+            CorruptRecordError: a damaged entry or seal.
+        """
         segments = list(self._segments)
-        for i, (first, path) in enumerate(segments):
+        for i, (_first, path) in enumerate(segments):
             nxt = segments[i + 1][0] if i + 1 < len(segments) else None
             if nxt is not None and nxt <= after + 1:
                 continue  # every entry of this segment is at or before ``after``
-            for entry in self._scan(path, first):
+            for entry in self._scan(path, nxt is None):
                 if entry.seq > after:
                     yield entry
+
+    # ------------------------------------------------------------------ writing
+
+    @property
+    def next_seq(self) -> int:
+        """The sequence number the next entry gets (never one issued before)."""
+        return self._issued + 1
+
+    def save_state(self) -> None:
+        """Write ``journal.state`` (fsynced when the log syncs)."""
+        save_state(self.directory, self.state, self.fs, sync=self.sync)
+
+    def _write(self, frame: bytes) -> None:
+        """Append ``frame`` whole, or leave the file as it was and raise."""
+        assert self._fd is not None
+        path = self._segments[-1][1]
+        start = self._size
+        try:
+            view = memoryview(frame)
+            while view:
+                view = view[self.fs.write(self._fd, view) :]
+        except OSError:
+            try:
+                self.fs.truncate(self._fd, start)
+            except OSError:
+                logger.exception("journal %s: could not cut a failed write back", path)
+            raise
+        self._size += len(frame)
+        self._crc = zlib.crc32(frame, self._crc)
+
+    def _mark(self, kind: str) -> None:
+        assert self._fd is not None
+        path = self._segments[-1][1]
+        frame = encode_mark(kind, self.last_seq, self.last_time, self._size, self._crc)
+        with os_errors(path, "write", len(frame)):
+            self._write(frame)
+            self.fs.fsync(self._fd)
+        self._dirty = False
+
+    def _open_fd(self, path: str) -> int:
+        flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os_errors(path, "open"):
+            return os.open(path, flags)
+
+    def _roll(self, first_seq: int) -> None:
+        """Seal the current segment (if any) and start ``journal-<first_seq>.log``."""
+        if self._fd is not None:
+            self._mark(SEAL)
+            os.close(self._fd)
+            self._fd, self._writable = None, False
+        path = os.path.join(self.directory, f"journal-{first_seq:016d}.log")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        with os_errors(path, "create", len(MAGIC)):
+            fd = os.open(path, flags, 0o644)
+            try:
+                if self.fs.write(fd, MAGIC) != len(MAGIC):
+                    raise OSError(errno.ENOSPC, "No space left on device")
+            except BaseException:
+                os.close(fd)
+                os.unlink(path)
+                raise
+        self._segments.append((first_seq, path))
+        self._fd, self._size, self._crc = fd, len(MAGIC), zlib.crc32(MAGIC)
+        self._writable, self._dirty = True, False
+        self.state.segment, self.state.committed = first_seq, len(MAGIC)
+        self.save_state()
+
+    def append(self, entry: Entry) -> None:
+        """Write ``entry`` (its seq must be :attr:`next_seq`) whole, or nothing.
+
+        Raises:
+            StoreFullError: no room for it (nothing of it is left in the file).
+            StorePathError: another operating-system error.
+        """
+        if entry.seq > self.state.reserved:
+            before = self.state.reserved
+            self.state.reserved = entry.seq + RESERVE
+            try:
+                self.save_state()
+            except BaseException:
+                self.state.reserved = before
+                raise
+        if self._fd is None and self._writable and self._size < self.file_size:
+            self._fd = self._open_fd(self._segments[-1][1])
+        if self._fd is None or self._size >= self.file_size:
+            self._roll(entry.seq)
+        frame = encode(entry)
+        with os_errors(self._segments[-1][1], "append", len(frame)):
+            self._write(frame)
+            if self.sync:
+                assert self._fd is not None
+                self.fs.fsync(self._fd)
+        self._dirty = True
+        self._issued = entry.seq
+        self.last_seq, self.last_time = entry.seq, entry.timestamp
+
+    def commit(self) -> None:
+        """Write a commit mark, fsync, and record the committed end in the state file."""
+        if self._fd is None or not self._dirty:
+            return
+        self._mark(COMMIT)
+        self.state.segment, self.state.committed = self._segments[-1][0], self._size
+        self.save_state()
+
+    # ------------------------------------------------------------------ housekeeping
 
     @property
     def segment_count(self) -> int:
@@ -236,22 +383,36 @@ class JournalLog:
         """
         removed = 0
         while len(self._segments) > 1:
-            first, path = self._segments[0]
-            newest = self._newest(path, first)
-            if newest is not None and keep(newest.timestamp):
+            _first, path = self._segments[0]
+            newest = self._newest(path)
+            if newest is not None and keep(newest[1]):
                 break
             os.remove(path)
             self._segments.pop(0)
+            self.state.trimmed = self._segments[0][0] - 1
             removed += 1
+        if removed:
+            self.save_state()
         return removed
 
     def flush(self) -> None:
-        """fsync the current segment."""
-        if self._fd is not None:
-            os.fsync(self._fd)
+        """Commit and fsync the current segment."""
+        self.commit()
 
     def close(self) -> None:
-        """Close the current segment; idempotent."""
-        if self._fd is not None:
+        """Commit and close the current segment; idempotent.
+
+        Raises:
+            StoreFullError: the commit mark did not fit (the file is closed anyway; the
+                entries since the last commit are a tail the next open keeps).
+        """
+        if self._fd is None:
+            return
+        try:
+            self.commit()
+            if self.state.reserved != self._issued:
+                self.state.reserved = self._issued
+                self.save_state()
+        finally:
             os.close(self._fd)
             self._fd = None
