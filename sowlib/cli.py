@@ -16,6 +16,7 @@ from typing import TextIO
 
 from sowlib.cli_data import add_commands, add_progress_option
 from sowlib.errors import SowError
+from sowlib.journal.repair import is_journal_dir, verify_journal
 from sowlib.progress import reporter
 from sowlib.storage import AppendLog, RecordKind
 from sowlib.storage.recovery import verify
@@ -40,12 +41,36 @@ def _sow_files(target: str) -> list[str]:
     return [target]
 
 
+def _journal_dirs(target: str) -> list[str]:
+    if not os.path.isdir(target):
+        return []
+    return [root for root, _dirs, _files in os.walk(target) if is_journal_dir(root)]
+
+
+def _verify_journal(directory: str, args: argparse.Namespace, out: TextIO) -> int:
+    report = verify_journal(directory, repair=args.repair)
+    lost = [f"{low}-{high or '?'}" for low, high in report.lost_seqs]
+    print(
+        f"{directory}: {'ok' if report.ok else 'CORRUPT'} journal entries={report.entries}"
+        f" last_seq={report.last_seq} damaged={report.damaged} lost_seqs={lost}"
+        + (f" state={report.state_problem!r}" if report.state_problem else "")
+        + (f" repaired (backups {list(report.backups)})" if report.repaired else ""),
+        file=out,
+    )
+    return 1 if not report.ok and not args.repair else 0
+
+
 def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
-    files = _sow_files(args.target)
+    journals = _journal_dirs(args.target)
+    status = max([0, *(_verify_journal(j, args, out) for j in journals)])
+    files = (
+        [] if journals and os.path.samefile(journals[0], args.target) else _sow_files(args.target)
+    )
+    if not files and journals:
+        return status
     if not files:
         print(f"no .sow files under {args.target}", file=out)
         return 1
-    status = 0
     sizes = [os.path.getsize(p) for p in files]
     with reporter(bool(args.progress), total=sum(sizes), desc="verify", unit="B") as rep:
         for path, size in zip(files, sizes, strict=True):
@@ -138,8 +163,8 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sowlib", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("verify", help="check every record of a store or file")
-    p.add_argument("target", help="a store directory or a .sow file")
+    p = sub.add_parser("verify", help="check every record of a store, journal or file")
+    p.add_argument("target", help="a store directory, a journal directory or a .sow file")
     p.add_argument("--repair", action="store_true", help="salvage every intact record")
     add_progress_option(p)
     p.set_defaults(run=_cmd_verify)

@@ -319,6 +319,8 @@ class Journal:
             self._own(ident, start_text)
         start = self.position(start_text) if start_text is not None else Position(after=0)
         complete = start_text is not None and state.trimmed <= start.after
+        if len(topic):  # entries retention or a lossy repair removed cannot say what is current
+            start = attrs.evolve(start, after=max(start.after, state.trimmed))
         state.refilling = [*state.refilling, ident]
         self._log.save_state()
         final = final_state(self._entries_of(topic, start))
