@@ -17,7 +17,7 @@ import zlib
 
 import attrs
 
-from sowlib.errors import SowError
+from sowlib.errors import FormatVersionError, SowError
 from sowlib.journal.frames import COMMIT, MAGIC, SEAL, Entry, Mark, decode, encode, encode_mark
 from sowlib.journal.frames import incomplete as _at_end
 from sowlib.journal.log import RESERVE, segment_version, segments_of
@@ -80,10 +80,14 @@ def is_journal_dir(path: str) -> bool:
 def _walk(
     path: str, first: int, buf: bytes, newest: bool, committed: int, next_first: int
 ) -> SegmentReport:
-    version = segment_version(path, buf)
     offset, sealed, torn = len(MAGIC), False, 0
     entries: list[tuple[int, Entry]] = []
     damaged: list[tuple[int, int]] = []
+    try:
+        version = segment_version(path, buf)
+    except FormatVersionError:  # a damaged magic: salvage what follows it
+        version = 2
+        damaged.append((0, min(len(buf), len(MAGIC))))
     while offset < len(buf):
         got = decode(buf, offset, version)
         if got is not None:
@@ -188,11 +192,10 @@ def _repair(
         fs.rename(tmp, seg.path)
     fs.fsync_dir(report.directory)
     new = state if state is not None else JournalState()
-    if not ident:
-        ident = new.id
+    if new.id and new.id != ident:  # the state file's copy passed its checksum
         with open(os.path.join(report.directory, "journal.id"), "w", encoding="ascii") as fh:
-            fh.write(f"{ident}\n")
-    new.id = ident
+            fh.write(f"{new.id}\n")
+    new.id = new.id or ident
     high = max([report.last_seq, new.reserved, *(hi for _, hi in report.lost_seqs)])
     new.reserved = high + (2 * RESERVE if state is None else 0)
     if report.segments:
