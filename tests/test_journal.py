@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sowlib import SowStore
-from sowlib.errors import ConfigError, CorruptRecordError, NotJournaledError, QueryOptionError
+from sowlib.cli import main as cli_main
+from sowlib.errors import (
+    ConfigError,
+    CorruptRecordError,
+    FormatVersionError,
+    NotJournaledError,
+    QueryOptionError,
+    StoreFullError,
+)
 from sowlib.journal import Entry, Journal, Position, journal_from_config, parse_bookmark
+from sowlib.journal.frames import encode
+from sowlib.storage import FileSystem
 
 
 class Clock:
@@ -325,3 +338,216 @@ def test_restore_from_a_recovery_point(tmp_path: Path) -> None:
     with pytest.raises(ConfigError):  # the store checks the value when the topic is defined
         refilled("yesterday")
     journal.close()
+
+
+# ---------------------------------------------------------------- issue 28: the log's promises
+
+
+def test_a_damaged_last_delete_is_reported_not_cut_so_the_key_stays_deleted(
+    tmp_path: Path,
+) -> None:
+    store = SowStore()
+    orders = store.create_topic("orders", keys=["/id"])
+    with Journal(tmp_path, ["orders"]) as journal:
+        journal.watch(store)
+        orders.publish({"id": 1})
+        orders.sow_delete_by_keys(orders.key_for({"id": 1}))  # the last entry
+    path = segment(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[-60] ^= 0x10  # inside the delete or the commit mark after it
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError):
+        Journal(tmp_path, ["orders"])
+    assert path.read_bytes() == bytes(data)
+
+
+def test_a_cut_older_segment_is_corruption(tmp_path: Path) -> None:
+    with Journal(tmp_path, ["t"], file_size=200) as journal:
+        for i in range(12):
+            journal.record("publish", "t", "json", b'{"x": %d}' % i)
+    oldest = sorted(tmp_path.glob("journal-*.log"))[0]
+    oldest.write_bytes(oldest.read_bytes()[:-5])
+    with pytest.raises(CorruptRecordError):
+        Journal(tmp_path, ["t"])
+
+
+def test_a_flipped_length_field_is_reported(tmp_path: Path) -> None:
+    with Journal(tmp_path, ["t"]) as journal:
+        for i in range(11):
+            journal.record("publish", "t", "json", b'{"x": %d}' % i)
+    path = segment(tmp_path)
+    data = bytearray(path.read_bytes())
+    data[8 + 3 * 70] ^= 0x01  # somewhere in the first entries' frames
+    path.write_bytes(bytes(data))
+    with pytest.raises(CorruptRecordError), Journal(tmp_path, ["t"]) as journal:
+        list(journal.replay())
+
+
+def test_a_format_1_journal_opens_and_continues_in_a_format_2_file(tmp_path: Path) -> None:
+    old = [Entry(i, 1000.0 + i, "publish", "t", "json", b'{"x": %d}' % i) for i in (1, 2, 3)]
+    data = b"SOWJRN01" + b"".join(encode(e) for e in old)
+    (tmp_path / "journal-0000000000000001.log").write_bytes(data)
+    (tmp_path / "journal.id").write_text("77\n")
+    with Journal(tmp_path, ["t"]) as journal:
+        assert list(journal.replay()) == old
+        assert journal.record("publish", "t", "json", b"{}").seq == 4
+    newest = segment(tmp_path)
+    assert newest.name == "journal-0000000000000004.log"
+    assert newest.read_bytes()[:8] == b"SOWJRN02"
+    with Journal(tmp_path, ["t"]) as journal:
+        assert [e.seq for e in journal.replay()] == [1, 2, 3, 4]
+
+
+def test_an_unknown_journal_file_is_a_format_version_error(tmp_path: Path) -> None:
+    (tmp_path / "journal-0000000000000001.log").write_bytes(b"SOWJRN09" + bytes(40))
+    with pytest.raises(FormatVersionError):
+        Journal(tmp_path, ["t"])
+
+
+class FullAfter(FileSystem):
+    """Writes fail with ENOSPC once ``room`` bytes are spent (None: unlimited)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.room: int | None = None
+
+    def write(self, fd: int, data: bytes | bytearray | memoryview) -> int:
+        if self.room is not None:
+            if len(data) > self.room:
+                # a short write first: half an entry reaches the file
+                done = os.write(fd, bytes(data[: self.room]))
+                self.room = 0
+                if done:
+                    return done
+                raise OSError(errno.ENOSPC, "No space left on device")
+            self.room -= len(data)
+        return os.write(fd, data)
+
+
+def test_a_journal_write_that_fails_fails_the_publish_and_leaves_nothing_half_written(
+    tmp_path: Path,
+) -> None:
+    fs = FullAfter()
+    store = SowStore(tmp_path / "sow")
+    orders = store.create_topic("orders", keys=["/id"])
+    journal = Journal(tmp_path / "journal", ["orders"], fs=fs)
+    journal.watch(store)
+    orders.publish({"id": 1, "v": 1})
+    path = segment(tmp_path / "journal")
+    size = path.stat().st_size
+    fs.room = 10
+    with pytest.raises(StoreFullError):
+        orders.publish({"id": 2, "v": 2, "pad": "x" * 200})
+    assert path.stat().st_size == size  # the short write was cut back
+    fs.room = None
+    orders.publish({"id": 3, "v": 3})
+    journal.close()
+    store.close()
+    store = SowStore(tmp_path / "sow")
+    with Journal(tmp_path / "journal", ["orders"]) as journal:
+        journal.watch(store)  # the unacknowledged publish leaves the SOW
+        assert sorted(r.doc["id"] for r in store.topic("orders").sow()) == [1, 3]
+        assert [e.seq for e in journal.replay()] == [1, 2]
+    store.close()
+
+
+def test_reconcile_removes_what_was_never_journalled_from_a_topic_the_journal_holds(
+    tmp_path: Path,
+) -> None:
+    store = SowStore(tmp_path / "sow")
+    orders = store.create_topic("orders", keys=["/id"])
+    with Journal(tmp_path / "journal", ["orders"]) as journal:
+        journal.watch(store)
+        orders.publish({"id": 1, "v": 1})
+        orders.publish({"id": 2, "v": 1})
+    # changes the journal never saw (a kill between the SOW and the journal write)
+    orders.publish({"id": 3, "v": 1})
+    orders.publish({"id": 1, "v": 2})
+    orders.sow_delete_by_keys(orders.key_for({"id": 2}))
+    with Journal(tmp_path / "journal", ["orders"]) as journal:
+        journal.watch(store)
+        assert sorted((r.doc["id"], r.doc["v"]) for r in orders.sow()) == [(1, 1), (2, 1)]
+    store.close()
+
+
+def test_reconcile_keeps_what_a_topic_held_before_it_was_journalled(tmp_path: Path) -> None:
+    store = SowStore()
+    orders = store.create_topic("orders", keys=["/id"])
+    orders.publish({"id": 1, "v": 0})
+    with Journal(tmp_path, ["orders"]) as journal:
+        journal.watch(store)
+        orders.publish({"id": 2, "v": 1})
+    orders.publish({"id": 2, "v": 9})  # never journalled
+    with Journal(tmp_path, ["orders"]) as journal:
+        journal.watch(store)
+        assert sorted((r.doc["id"], r.doc["v"]) for r in orders.sow()) == [(1, 0), (2, 1)]
+
+
+class Interrupted(Exception):
+    pass
+
+
+class DiesAfter:
+    """A topic whose ``publish`` fails after ``n`` calls: a refill cut short."""
+
+    def __init__(self, topic: Any, n: int) -> None:
+        self.topic, self.n = topic, n
+        self.name = topic.name
+
+    @property
+    def message_type(self) -> str:
+        return str(self.topic.message_type)
+
+    def __len__(self) -> int:
+        return len(self.topic)
+
+    def publish(self, data: bytes, **kw: Any) -> Any:
+        self.n -= 1
+        if self.n < 0:
+            raise Interrupted
+        return self.topic.publish(data, **kw)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.topic, name)
+
+
+def test_an_interrupted_refill_is_finished_by_the_next_open(tmp_path: Path) -> None:
+    store = SowStore()
+    orders = store.create_topic("orders", keys=["/id"])
+    with Journal(tmp_path, ["orders"]) as journal:
+        journal.watch(store)
+        for i in range(10):
+            orders.publish({"id": i})
+        orders.sow_delete_by_keys(orders.key_for({"id": 0}))
+    fresh = SowStore()
+    lost = fresh.create_topic("orders", keys=["/id"])
+    journal = Journal(tmp_path, ["orders"])
+    with pytest.raises(Interrupted):
+        journal.watch_topic(DiesAfter(lost, 4))
+    assert 0 < len(lost) < 9  # half refilled, no longer empty
+    journal.close()
+    with Journal(tmp_path, ["orders"]) as journal:
+        journal.watch(fresh)
+        assert sorted(r.doc["id"] for r in lost.sow()) == list(range(1, 10))
+
+
+def test_verify_repairs_a_journal_directory(tmp_path: Path) -> None:
+    with Journal(tmp_path, ["t"], file_size=200) as journal:
+        for i in range(12):
+            journal.record("publish", "t", "json", b'{"x": %d}' % i)
+    second = sorted(tmp_path.glob("journal-*.log"))[1]
+    data = bytearray(second.read_bytes())
+    data[20] ^= 0x04
+    second.write_bytes(bytes(data))
+    out = io.StringIO()
+    assert cli_main(["verify", str(tmp_path)], out=out) == 1
+    assert "CORRUPT journal" in out.getvalue()
+    assert "lost_seqs=['" in out.getvalue()
+    assert cli_main(["verify", "--repair", str(tmp_path)], out=out) == 0
+    assert (tmp_path / (second.name + ".corrupt")).read_bytes() == bytes(data)
+    with Journal(tmp_path, ["t"]) as journal:
+        seqs = [e.seq for e in journal.replay()]
+        assert 1 in seqs
+        assert 12 in seqs
+        assert len(seqs) < 12
+        assert journal.record("publish", "t", "json", b"{}").seq == 13

@@ -312,7 +312,7 @@ class JournalLog:
             os.close(self._fd)
             self._fd, self._writable = None, False
         path = os.path.join(self.directory, f"journal-{first_seq:016d}.log")
-        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         with os_errors(path, "create", len(MAGIC)):
             fd = os.open(path, flags, 0o644)
             try:
