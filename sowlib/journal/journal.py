@@ -29,7 +29,13 @@ from sowlib.errors import (
 from sowlib.expr import Filter, compile_filter
 from sowlib.journal.bookmarks import Position, format_bookmark, parse_bookmark
 from sowlib.journal.log import Entry, JournalLog
-from sowlib.journal.refill import RestorableTopic, final_state, reconcile, refill, topic_id
+from sowlib.journal.refill import (
+    RestorableTopic,
+    bring_in_line,
+    entries_of,
+    refill,
+    topic_id,
+)
 from sowlib.storage.fs import FileSystem
 from sowlib.subscriptions import Message as Event
 from sowlib.units import parse_duration, parse_size
@@ -310,31 +316,13 @@ class Journal:
     def _bring_in_line(self, topic: RestorableTopic, ident: str) -> None:
         """Refill or reconcile ``topic`` from the journal (see :meth:`watch_topic`)."""
         state = self._log.state
-        start_text = state.owned.get(ident)
         if ident not in state.refilling and len(topic) == 0:
             options = getattr(getattr(topic, "config", None), "options", None) or {}
             start_text = str(options.get("recovery_point") or "epoch")
             if self.position(start_text).live_only:  # "now" stays the moment of this refill
                 start_text = format_bookmark(self.id, self._log.last_seq)
             self._own(ident, start_text)
-        start = self.position(start_text) if start_text is not None else Position(after=0)
-        complete = start_text is not None and state.trimmed <= start.after
-        if len(topic):  # entries retention or a lossy repair removed cannot say what is current
-            start = attrs.evolve(start, after=max(start.after, state.trimmed))
-        state.refilling = [*state.refilling, ident]
-        self._log.save_state()
-        final = final_state(self._entries_of(topic, start))
-        reconcile(topic, final, self._clock(), complete=complete)
-        state.refilling = [r for r in state.refilling if r != ident]
-        self._log.save_state()
-
-    def _entries_of(self, topic: RestorableTopic, start: Position) -> Iterator[Entry]:
-        for entry in self._log.read(start.after):
-            if entry.topic != topic.name or entry.message_type != topic.message_type:
-                continue
-            if start.since is not None and entry.timestamp < start.since:
-                continue
-            yield entry
+        bring_in_line(self._log, topic, ident, self.position, self._clock())
 
     def restore(self, topic: RestorableTopic, after: int | str | Position = 0) -> int:
         """Rebuild ``topic`` from the journal (AMPS recovery of a missing SOW file).
@@ -365,7 +353,7 @@ class Journal:
                 start = Position(after=after)
             if start.live_only:
                 return 0
-            return refill(topic, self._entries_of(topic, start), self._clock())
+            return refill(topic, entries_of(self._log, topic, start), self._clock())
 
     # ------------------------------------------------------------------ writing
 

@@ -1,18 +1,30 @@
 """Bringing a SOW topic in line with the journal (AMPS: the transaction log is the truth).
 
-Imports ``errors`` and the journal's ``frames``; reaches the topic only through the
-public methods of :class:`RestorableTopic`.
+Imports ``errors``, ``attrs`` and the journal's ``frames``/``bookmarks``/``log``;
+reaches the topic only through the public methods of :class:`RestorableTopic`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol
 
-from sowlib.errors import InvalidSowKeyError
-from sowlib.journal.frames import Entry
+import attrs
 
-__all__ = ["RestorableTopic", "final_state", "reconcile", "refill", "topic_id"]
+from sowlib.errors import InvalidSowKeyError
+from sowlib.journal.bookmarks import Position
+from sowlib.journal.frames import Entry
+from sowlib.journal.log import JournalLog
+
+__all__ = [
+    "RestorableTopic",
+    "bring_in_line",
+    "entries_of",
+    "final_state",
+    "reconcile",
+    "refill",
+    "topic_id",
+]
 
 
 class RestorableTopic(Protocol):
@@ -110,4 +122,43 @@ def reconcile(
         if extra:
             topic.sow_delete_by_keys(extra)
             changes += len(extra)
+    return changes
+
+
+def entries_of(log: JournalLog, topic: RestorableTopic, start: Position) -> Iterator[Entry]:
+    """The entries of ``topic`` in ``log`` from ``start`` on, oldest first."""
+    for entry in log.read(start.after):
+        if entry.topic != topic.name or entry.message_type != topic.message_type:
+            continue
+        if start.since is not None and entry.timestamp < start.since:
+            continue
+        yield entry
+
+
+def bring_in_line(
+    log: JournalLog,
+    topic: RestorableTopic,
+    ident: str,
+    position: Callable[[str], Position],
+    now: float,
+) -> int:
+    """Reconcile ``topic`` (state-file name ``ident``) with ``log``; returns the changes.
+
+    A topic the journal holds (``log.state.owned``: the bookmark its replay starts from)
+    with nothing of it trimmed is complete: keys the journal does not mention go. For a
+    topic with records, entries at or before ``log.state.trimmed`` are not used (what
+    retention or a lossy repair removed may have replaced them). The topic is listed in
+    ``log.state.refilling`` meanwhile, so a crash in between makes the next open redo it.
+    """
+    state = log.state
+    start_text = state.owned.get(ident)
+    start = position(start_text) if start_text is not None else Position(after=0)
+    complete = start_text is not None and state.trimmed <= start.after
+    if len(topic):
+        start = attrs.evolve(start, after=max(start.after, state.trimmed))
+    state.refilling = [*state.refilling, ident]
+    log.save_state()
+    changes = reconcile(topic, final_state(entries_of(log, topic, start)), now, complete=complete)
+    state.refilling = [r for r in state.refilling if r != ident]
+    log.save_state()
     return changes
