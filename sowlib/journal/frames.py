@@ -100,12 +100,12 @@ def encode_mark(kind: str, seq: int, stamp: float, offset: int, crc: int) -> byt
 
 
 def decode(
-    buf: bytes | memoryview, offset: int, version: int = 2
+    buf: bytes | memoryview, offset: int, version: int = 2, base: int = 0
 ) -> tuple[Entry | Mark, int] | None:
     """The entry or mark at ``offset`` and the next offset, or None if it is short or bad.
 
     Format 1 (``version=1``) has no marks. A mark whose own ``offset`` is not where it
-    stands is bad.
+    stands (``base``: the file position of ``buf[0]``) is bad.
     """
     if offset + _HEAD.size > len(buf):
         return None
@@ -130,7 +130,7 @@ def decode(
         if len(data) != _MARK.size:
             return None
         at, check = _MARK.unpack(data)
-        if at != offset:
+        if at != base + offset:
             return None
         return Mark(_MARKS[kind - len(KINDS)], seq, stamp, at, check), end
     try:

@@ -160,7 +160,7 @@ class JournalLog:
                 raise CorruptRecordError(path, size, "sealed journal file is short")
             fh.seek(size - MARK_SIZE)
             tail = fh.read(MARK_SIZE)
-        got = decode(bytes(size - MARK_SIZE) + tail, size - MARK_SIZE)
+        got = decode(tail, 0, 2, size - MARK_SIZE)
         if got is None or not isinstance(got[0], Mark) or got[0].kind != SEAL:
             raise CorruptRecordError(path, size, "sealed journal file does not end with its seal")
 
