@@ -109,20 +109,26 @@ def _child(path: Path, first: int, steps: int, fs: FileSystem, kill_store: bool,
             topic.sow_delete_by_keys([topic.key_for({"id": i}) for i in ids])
         else:
             topic.publish_many([{"id": i, "b": b, "pad": "x" * (i % 17)} for i in range(IDS)])
-        os.write(out, f"{step} {journal.last_bookmark().split('|')[1:2] or ['0']}\n".encode())
+        mark = journal.last_bookmark()  # "<id>|<seq>|", or "0" when empty
+        os.write(out, f"{step} {mark.split('|')[1] if '|' in mark else 0}\n".encode())
         if step % 5 == 3:
             journal.close()
             if step % 10 == 8:
                 _drop_sow_file(store, topic)  # the next open refills from the journal
+                os.write(out, b"refill\n")
             else:
                 store.close()
             store, topic, journal = _open(path, store_fs, journal_fs)
+            os.write(out, b"opened\n")
     journal.close()
     store.close()
 
 
-def _run_child(path: Path, first: int, step: str, at: int, delay: float) -> list[tuple[int, int]]:
-    """Fork a writer, kill it, return the steps it acknowledged with their last seq."""
+def _run_child(
+    path: Path, first: int, step: str, at: int, delay: float
+) -> tuple[list[tuple[int, int]], bool]:
+    """Fork a writer, kill it; the steps it acknowledged with their last seq, and whether
+    it died during a refill."""
     read_fd, write_fd = os.pipe()
     pid = os.fork()
     if pid == 0:  # the child: never returns into the test runner
@@ -153,8 +159,10 @@ def _run_child(path: Path, first: int, step: str, at: int, delay: float) -> list
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
-    acks = [line.split(maxsplit=1) for line in data.decode().splitlines()]
-    return [(int(step), int(seq.strip("[]'"))) for step, seq in acks]
+    lines = data.decode().splitlines()
+    acks = [line.split(maxsplit=1) for line in lines if " " in line]
+    refilling = bool(lines) and lines[-1] == "refill"
+    return [(int(step), int(seq)) for step, seq in acks], refilling
 
 
 def replay_state(entries: list[Entry]) -> dict[str, bytes]:
@@ -179,11 +187,13 @@ def test_sigkill_of_a_journalled_writer_loses_nothing_and_sow_equals_the_journal
     for kill in range(KILLS):
         step = STEPS[kill % len(STEPS)]
         at = rng.randint(1, 400) if step == "write" else rng.randint(1, 8)
-        acks = _run_child(tmp_path, acked + 1, step, at, rng.uniform(0.05, 1.5))
+        acks, refilling = _run_child(tmp_path, acked + 1, step, at, rng.uniform(0.05, 1.5))
         assert [a for a, _ in acks] == list(range(acked + 1, acked + 1 + len(acks)))
         acked += len(acks)
         top_acked = max([top_acked, *(seq for _, seq in acks)])
         tally.add(f"kill at {step}")
+        if refilling:
+            tally.add("killed during a refill")
         where = f"kill {kill} at {step} #{at}"
         try:
             store, topic, journal = _open(tmp_path, NO_SYNC, NO_SYNC)
