@@ -551,3 +551,14 @@ def test_verify_repairs_a_journal_directory(tmp_path: Path) -> None:
         assert 12 in seqs
         assert len(seqs) < 12
         assert journal.record("publish", "t", "json", b"{}").seq == 13
+
+
+def test_a_full_segment_left_by_a_crash_is_sealed_by_the_next_roll(tmp_path: Path) -> None:
+    crashed = Journal(tmp_path, ["t"], file_size=120)  # never closed
+    crashed.record("publish", "t", "json", b'{"x": "0123456789012345678901234567890"}')
+    crashed.record("publish", "t", "json", b'{"x": "0123456789012345678901234567890"}')
+    assert len(list(tmp_path.glob("journal-*.log"))) == 1  # full; the next entry rolls
+    with Journal(tmp_path, ["t"], file_size=120) as journal:  # its segment is full
+        journal.record("publish", "t", "json", b"{}")
+    with Journal(tmp_path, ["t"], file_size=120) as journal:
+        assert len(list(journal.replay())) == 3

@@ -343,7 +343,7 @@ class JournalLog:
             except BaseException:
                 self.state.reserved = before
                 raise
-        if self._fd is None and self._writable and self._size < self.file_size:
+        if self._fd is None and self._writable:  # (a full one is sealed by the roll)
             self._fd = self._open_fd(self._segments[-1][1])
         if self._fd is None or self._size >= self.file_size:
             self._roll(entry.seq)
