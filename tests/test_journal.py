@@ -19,6 +19,7 @@ from sowlib.errors import (
     FormatVersionError,
     NotJournaledError,
     QueryOptionError,
+    SowError,
     StoreFullError,
 )
 from sowlib.journal import Entry, Journal, Position, journal_from_config, parse_bookmark
@@ -562,3 +563,21 @@ def test_a_full_segment_left_by_a_crash_is_sealed_by_the_next_roll(tmp_path: Pat
         journal.record("publish", "t", "json", b"{}")
     with Journal(tmp_path, ["t"], file_size=120) as journal:
         assert len(list(journal.replay())) == 3
+
+
+@pytest.mark.parametrize("damage", [b"\xb6", b"7"])
+def test_a_damaged_journal_id_is_reported_and_repaired_from_the_state_file(
+    tmp_path: Path, damage: bytes
+) -> None:
+    with Journal(tmp_path, ["t"]) as journal:
+        journal.record("publish", "t", "json", b"{}")
+        ident = journal.id
+    path = tmp_path / "journal.id"
+    text = path.read_bytes()
+    path.write_bytes(damage + text[1:] if text[:1] != damage else b"8" + text[1:])
+    with pytest.raises(SowError):
+        Journal(tmp_path, ["t"])
+    assert cli_main(["verify", "--repair", str(tmp_path)], out=io.StringIO()) == 0
+    with Journal(tmp_path, ["t"]) as journal:
+        assert journal.id == ident
+        assert [e.seq for e in journal.replay()] == [1]

@@ -207,9 +207,9 @@ class Journal:
         path = os.path.join(self.directory, "journal.id")
         state = self._log.state
         try:
-            with open(path, encoding="ascii") as fh:
-                text = fh.read().strip()
-            if not text.isdigit():
+            with open(path, "rb") as fh:
+                text = fh.read(64).decode("ascii", "replace").strip()
+            if not (text.isascii() and text.isdigit()):
                 raise ConfigError(path, f"journal id {text!r} is not a number")
             ident = int(text)
         except FileNotFoundError:

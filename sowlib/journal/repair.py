@@ -139,9 +139,9 @@ def verify_journal(
         state, problem = None, str(exc)
     ident_path = os.path.join(directory, "journal.id")
     try:
-        with open(ident_path, encoding="ascii") as fh:
-            text = fh.read().strip()
-        ident = int(text) if text.isdigit() else 0
+        with open(ident_path, "rb") as fh:
+            text = fh.read(64).decode("ascii", "replace").strip()
+        ident = int(text) if text.isascii() and text.isdigit() else 0
     except FileNotFoundError:
         ident = 0
     if state is not None and state.id and state.id != ident:
