@@ -502,13 +502,23 @@ class Journal:
             raise StoreClosedError(f"journal {self.directory}")
 
     def flush(self) -> None:
-        """fsync the journal (survives power loss)."""
+        """Commit and fsync the journal (survives power loss; damage before this point
+        is reported, never cut).
+
+        Raises:
+            StoreFullError: no room for the commit mark.
+        """
         with self._lock:
             self._check_open()
             self._log.flush()
 
     def close(self) -> None:
-        """Stop watching topics and close the files; idempotent."""
+        """Stop watching topics, commit and close the files; idempotent.
+
+        Raises:
+            StoreFullError: no room for the commit mark (the journal is closed anyway;
+                its entries since the last commit stay readable).
+        """
         with self._lock:
             if self._closed:
                 return
