@@ -16,7 +16,7 @@ from typing import TextIO
 
 from sowlib.cli_data import add_commands, add_progress_option
 from sowlib.errors import SowError
-from sowlib.journal.repair import is_journal_dir, verify_journal
+from sowlib.journal.repair import is_journal_dir, is_journal_file, verify_journal
 from sowlib.progress import reporter
 from sowlib.storage import AppendLog, RecordKind
 from sowlib.storage.recovery import verify
@@ -42,6 +42,10 @@ def _sow_files(target: str) -> list[str]:
 
 
 def _journal_dirs(target: str) -> list[str]:
+    """Journal directories at or under ``target`` (a journal file stands for its own)."""
+    if os.path.isfile(target):
+        parent = os.path.dirname(os.path.abspath(target))
+        return [parent] if is_journal_file(target) and is_journal_dir(parent) else []
     if not os.path.isdir(target):
         return []
     return [root for root, _dirs, _files in os.walk(target) if is_journal_dir(root)]
@@ -63,9 +67,8 @@ def _verify_journal(directory: str, args: argparse.Namespace, out: TextIO) -> in
 def _cmd_verify(args: argparse.Namespace, out: TextIO) -> int:
     journals = _journal_dirs(args.target)
     status = max([0, *(_verify_journal(j, args, out) for j in journals)])
-    files = (
-        [] if journals and os.path.samefile(journals[0], args.target) else _sow_files(args.target)
-    )
+    whole = journals and (os.path.isfile(args.target) or os.path.samefile(journals[0], args.target))
+    files = [] if whole else _sow_files(args.target)
     if not files and journals:
         return status
     if not files:

@@ -543,6 +543,7 @@ def test_verify_repairs_a_journal_directory(tmp_path: Path) -> None:
     out = io.StringIO()
     assert cli_main(["verify", str(tmp_path)], out=out) == 1
     assert "CORRUPT journal" in out.getvalue()
+    assert cli_main(["verify", str(second)], out=io.StringIO()) == 1  # a file: its journal
     assert "lost_seqs=['" in out.getvalue()
     assert cli_main(["verify", "--repair", str(tmp_path)], out=out) == 0
     assert (tmp_path / (second.name + ".corrupt")).read_bytes() == bytes(data)

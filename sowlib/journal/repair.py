@@ -24,7 +24,7 @@ from sowlib.journal.log import RESERVE, segment_version, segments_of
 from sowlib.journal.state import JournalState, load_state, save_state
 from sowlib.storage.fs import FileSystem, create_exclusive, os_errors
 
-__all__ = ["JournalReport", "SegmentReport", "is_journal_dir", "verify_journal"]
+__all__ = ["JournalReport", "SegmentReport", "is_journal_dir", "is_journal_file", "verify_journal"]
 
 
 @attrs.frozen
@@ -68,6 +68,14 @@ class JournalReport:
     @property
     def ok(self) -> bool:
         return not self.damaged and not self.state_problem
+
+
+def is_journal_file(path: str) -> bool:
+    """Whether ``path`` is named like a journal segment or state file."""
+    name = os.path.basename(path)
+    return name == "journal.state" or any(
+        os.path.basename(p) == name for _, p in segments_of(os.path.dirname(path) or ".")
+    )
 
 
 def is_journal_dir(path: str) -> bool:
