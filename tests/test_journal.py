@@ -582,3 +582,21 @@ def test_a_damaged_journal_id_is_reported_and_repaired_from_the_state_file(
     with Journal(tmp_path, ["t"]) as journal:
         assert journal.id == ident
         assert [e.seq for e in journal.replay()] == [1]
+
+
+def test_a_reader_watching_leaves_reconciliation_to_the_writer(tmp_path: Path) -> None:
+    store = SowStore(tmp_path / "sow")
+    orders = store.create_topic("orders", keys=["/id"])
+    with Journal(tmp_path / "journal", ["orders"]) as journal:
+        journal.watch(store)
+        orders.publish({"id": 1, "v": 1})
+    orders.publish({"id": 1, "v": 2})  # never journalled
+    store.close()
+    reader = SowStore(tmp_path / "sow", readonly=True)
+    with reader, Journal(tmp_path / "journal", ["orders"]) as journal:
+        journal.watch(reader)  # cannot write: sees what the writer stored
+        assert [r.doc["v"] for r in reader.topic("orders").sow()] == [2]
+    writer = SowStore(tmp_path / "sow")
+    with writer, Journal(tmp_path / "journal", ["orders"]) as journal:
+        journal.watch(writer)
+        assert [r.doc["v"] for r in writer.topic("orders").sow()] == [1]

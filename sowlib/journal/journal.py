@@ -276,10 +276,12 @@ class Journal:
             ident = topic_id(topic.name, topic.message_type)
             state = self._log.state
             if restore:
+                before = dict(state.owned), list(state.refilling)
                 try:
                     self._bring_in_line(topic, ident)
-                except ReadOnlyError:
-                    pass  # a reader cannot refill; it sees what the writer stored
+                except ReadOnlyError:  # a reader cannot refill; it sees what the writer stored
+                    state.owned, state.refilling = before
+                    self._log.save_state()
             elif ident not in state.owned and len(topic) == 0:
                 self._own(ident, format_bookmark(self.id, self._log.last_seq))
             mtype = topic.message_type
