@@ -11,6 +11,7 @@ import attrs
 
 __all__ = [
     "ArgumentError",
+    "CloseError",
     "CodecError",
     "ConfigError",
     "CorruptRecordError",
@@ -420,6 +421,24 @@ class StoreClosedError(StorageError):
 
     def message(self) -> str:
         return f"{self.what} is closed"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class CloseError(StorageError):
+    """A topic failed to close cleanly (its checkpoint could not be written, say).
+
+    The topic is closed and its lock and the store's writer lock are released anyway;
+    the next open scans the log instead of loading a checkpoint. ``what`` is the file.
+    """
+
+    what: str
+    reason: str
+
+    def message(self) -> str:
+        return (
+            f"{self.what} closed without a checkpoint: {self.reason}"
+            " (every lock is released; the next open scans the log)"
+        )
 
 
 @attrs.define(auto_exc=True, eq=False)
