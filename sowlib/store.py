@@ -532,8 +532,7 @@ class SowStore:
         is a no-op.
 
         Raises:
-            CloseError: a topic's checkpoint could not be built (the log is closed
-                without it; the next open scans it).
+            CloseError: a checkpoint could not be built (the next open scans the log).
             StoreFullError, StorePathError: a topic's flush or checkpoint failed (its
                 acknowledged records are in the page cache and survive the process).
         """

@@ -29,6 +29,7 @@ from sowlib.errors import (
 from sowlib.expr import Filter, compile_filter
 from sowlib.journal.bookmarks import Position, format_bookmark, parse_bookmark
 from sowlib.journal.log import Entry, JournalLog
+from sowlib.storage.fs import open_regular
 from sowlib.subscriptions import Message as Event
 from sowlib.units import parse_duration, parse_size
 
@@ -204,14 +205,15 @@ class Journal:
     def _load_id(self) -> int:
         path = os.path.join(self.directory, "journal.id")
         try:
-            with open(path, encoding="ascii") as fh:
+            with os.fdopen(open_regular(path, os.O_RDONLY, "read"), encoding="ascii") as fh:
                 text = fh.read().strip()
             if text.isdigit():
                 return int(text)
             raise ConfigError(path, f"journal id {text!r} is not a number")
         except FileNotFoundError:
             ident = secrets.randbits(63) or 1
-            with open(path, "x", encoding="ascii") as fh:
+            created = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, "create")
+            with os.fdopen(created, "w", encoding="ascii") as fh:
                 fh.write(f"{ident}\n")
             return ident
 

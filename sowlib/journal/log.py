@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 import attrs
 
 from sowlib.errors import CorruptRecordError, FormatVersionError
+from sowlib.storage.fs import open_regular
 
 __all__ = ["KINDS", "Entry", "JournalLog"]
 
@@ -138,7 +139,7 @@ class JournalLog:
 
     def _recover(self, path: str) -> None:
         """Cut a torn tail off the newest segment."""
-        with open(path, "rb") as fh:
+        with os.fdopen(open_regular(path, os.O_RDONLY, "read the journal segment"), "rb") as fh:
             buf = fh.read()
         self._check_magic(path, buf)
         offset = len(MAGIC)
@@ -150,7 +151,7 @@ class JournalLog:
         if offset < len(buf):
             if not _incomplete(buf, offset):
                 raise CorruptRecordError(path, offset, "bad journal entry before the end")
-            with open(path, "r+b") as fh:
+            with os.fdopen(open_regular(path, os.O_RDWR, "repair the journal"), "r+b") as fh:
                 fh.truncate(offset)
                 os.fsync(fh.fileno())
 
@@ -160,7 +161,7 @@ class JournalLog:
             raise FormatVersionError(path, buf[: len(MAGIC)], MAGIC)
 
     def _scan(self, path: str, first: int) -> Iterator[Entry]:
-        with open(path, "rb") as fh:
+        with os.fdopen(open_regular(path, os.O_RDONLY, "read the journal segment"), "rb") as fh:
             buf = fh.read()
         self._check_magic(path, buf)
         offset = len(MAGIC)
@@ -183,7 +184,7 @@ class JournalLog:
     def _open_segment(self, first_seq: int) -> None:
         path = os.path.join(self.directory, f"journal-{first_seq:016d}.log")
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0)
-        fd = os.open(path, flags, 0o644)
+        fd = open_regular(path, flags, "open the journal segment")
         if os.fstat(fd).st_size == 0:
             os.write(fd, MAGIC)
         if self._fd is not None:
