@@ -22,13 +22,39 @@ from sowlib.progress import ProgressArg, reporter
 from sowlib.query import Record
 from sowlib.store import SowStore
 
-__all__ = ["add_commands", "csv_cell", "parse_cell", "read_messages", "unflatten"]
+__all__ = [
+    "FORMULA_LEAD",
+    "add_commands",
+    "csv_cell",
+    "parse_cell",
+    "read_messages",
+    "unflatten",
+]
 
 #: Messages published per ``publish_many`` call by ``import``.
 BATCH = 5_000
 #: Characters a ``--format table`` cell shows.
 TABLE_WIDTH = 30
 _FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
+#: Characters that make a spreadsheet read a cell as a formula (``=HYPERLINK(...)``):
+#: ``export`` writes a text cell starting with one (after any quotes) with a ``'`` in front.
+FORMULA_LEAD = frozenset("=+-@\t\r")
+# A bad input line is quoted in an error up to this many characters.
+_QUOTE = 200
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (publish refuses it)")
+
+
+def _loads(text: str) -> Any:
+    """``json.loads`` by publish's rules: no NaN or Infinity."""
+    return json.loads(text, parse_constant=_no_constant)
+
+
+def _formula_like(text: str) -> bool:
+    rest = text.lstrip("'")
+    return bool(rest) and rest[0] in FORMULA_LEAD
 
 
 # ----------------------------------------------------------------------------
@@ -39,29 +65,38 @@ def csv_cell(value: Any) -> str:
     """The CSV text of a field value; :func:`parse_cell` gives the value back.
 
     Text is written as it is unless it would read back as something else (it
-    parses as JSON, or is empty): then it is written as a JSON string literal.
+    parses as JSON, is empty or holds a carriage return): then it is written as a JSON
+    string literal. Text a
+    spreadsheet would run as a formula (its first character after any ``'`` is in
+    :data:`FORMULA_LEAD`) gets one more ``'`` in front, which :func:`parse_cell` removes.
     """
     if isinstance(value, str):
-        if value == "" or _parses(value):
+        # A carriage return is written escaped inside a JSON literal: a bare one in an
+        # unquoted CSV field does not read back.
+        if value == "" or "\r" in value or _parses(value):
             return json.dumps(value, ensure_ascii=False)
-        return value
+        return "'" + value if _formula_like(value) else value
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def _parses(text: str) -> bool:
     try:
-        json.loads(text)
-    except ValueError:
+        _loads(text)
+    except (ValueError, RecursionError):
         return False
     return True
 
 
 def parse_cell(text: str) -> Any:
-    """The value of a CSV cell: its JSON value when it parses as JSON, else the text."""
+    """The value of a CSV cell: its JSON value when it parses as JSON, else the text.
+
+    ``NaN`` and ``Infinity`` are text (publish refuses them as numbers); the ``'``
+    :func:`csv_cell` puts before formula-like text is removed.
+    """
     try:
-        return json.loads(text)
-    except ValueError:
-        return text
+        return _loads(text)
+    except (ValueError, RecursionError):
+        return text[1:] if text.startswith("'") and _formula_like(text[1:]) else text
 
 
 def unflatten(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -99,11 +134,26 @@ def _format_of(path: str, given: str | None) -> str:
 
 
 def _bad_line(path: str, line: int, reason: object, data: str) -> DecodeError:
-    return DecodeError("json", data, f"{path} line {line}: {reason}")
+    quoted = data if len(data) <= _QUOTE else f"{data[:_QUOTE]}... ({len(data)} characters)"
+    return DecodeError("json", quoted, f"{path} line {line}: {str(reason)[:_QUOTE]}")
+
+
+def _lines(path: str, fh: TextIO) -> Iterator[tuple[int, str]]:
+    """The numbered lines of ``fh``; a byte sequence that is not UTF-8 is a DecodeError."""
+    number, lines = 0, iter(fh)
+    while True:
+        try:
+            line = next(lines)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            raise _bad_line(path, number + 1, f"not UTF-8: {exc.reason}", "") from None
+        number += 1
+        yield number, line
 
 
 def _jsonl(path: str, fh: TextIO, parse: bool) -> Iterator[Any]:
-    for number, line in enumerate(fh, 1):
+    for number, line in _lines(path, fh):
         text = line.strip()
         if not text:
             continue
@@ -111,14 +161,29 @@ def _jsonl(path: str, fh: TextIO, parse: bool) -> Iterator[Any]:
             yield text
             continue
         try:
-            yield json.loads(text)
+            yield _loads(text)
         except ValueError as exc:
             raise _bad_line(path, number, exc, text) from None
+        except RecursionError:
+            raise _bad_line(path, number, "nests too deep", text) from None
+
+
+def _csv_rows(path: str, reader: csv.DictReader[str]) -> Iterator[dict[str, str]]:
+    """The rows of ``reader``; a bad CSV row or a byte that is not UTF-8 is a DecodeError."""
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except (csv.Error, UnicodeDecodeError) as exc:
+            reason = exc.reason if isinstance(exc, UnicodeDecodeError) else str(exc)
+            raise _bad_line(path, reader.line_num, reason, "") from None
+        yield row
 
 
 def _csv(path: str, fh: TextIO, typed: bool) -> Iterator[dict[str, Any]]:
     reader = csv.DictReader(fh)
-    for row in reader:
+    for row in _csv_rows(path, reader):
         if None in row or any(v is None for v in row.values()):
             raise _bad_line(path, reader.line_num, "the row has another number of cells", "")
         cells = {k: (parse_cell(v) if typed else v) for k, v in row.items() if v != ""}
