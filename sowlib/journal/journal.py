@@ -6,6 +6,7 @@ reaches SOW topics only through their public ``sow_and_subscribe``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -13,6 +14,7 @@ import secrets
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -195,6 +197,7 @@ class Journal:
         self.id = self._load_id()
         self._clock = clock
         self._lock = threading.RLock()
+        self._fanout: deque[Entry] = deque()  # entries being offered to the readers
         self._readers: tuple[JournalSubscription, ...] = ()
         # Keyed by the topic itself, weakly: an id() is reused once a topic is collected.
         self._watched: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -368,8 +371,17 @@ class Journal:
             self._log.append(entry)
             if self.retention is not None and self._log.segment_count != before:
                 self.trim()  # a new journal file was started
-            for reader in self._readers:
-                reader._offer(entry)
+            # A subscriber that publishes records again from inside this loop: that
+            # entry waits until every reader has had this one (journal order for all).
+            self._fanout.append(entry)
+            if len(self._fanout) == 1:
+                try:
+                    while self._fanout:
+                        for reader in self._readers:
+                            reader._offer(self._fanout[0])
+                        self._fanout.popleft()
+                finally:
+                    self._fanout.clear()
             return entry
 
     def trim(self) -> int:
@@ -431,6 +443,9 @@ class Journal:
         if not exact and not _REGEX_CHARS.search(topic):
             raise NotJournaledError(topic, message_type)
         topic_re = re.compile(re.escape(topic)) if exact else _compile_topic(topic, "topic")
+        if exact and _REGEX_CHARS.search(topic):  # a name a pattern covers, or a regex
+            with contextlib.suppress(re.error):
+                topic_re = re.compile(f"{re.escape(topic)}|(?:{topic})")
         position = bookmark if isinstance(bookmark, Position) else self.position(bookmark)
         flt = compile_filter(filter) if filter else None
         with self._lock:
@@ -454,18 +469,22 @@ class Journal:
             self._readers = (*self._readers, sub)
         if sub._pending is None:
             return sub
-        for entry in self._log.read(position.after):
-            if entry.seq > end:
-                break
-            sub._deliver(entry)
-        while True:
-            with self._lock:
-                pending, sub._pending = sub._pending or [], []
-                if not pending:
-                    sub._pending = None  # caught up: live deliveries from now on
-                    return sub
-            for entry in pending:
+        try:
+            for entry in self._log.read(position.after):
+                if entry.seq > end:
+                    break
                 sub._deliver(entry)
+            while True:
+                with self._lock:
+                    pending, sub._pending = sub._pending or [], []
+                    if not pending:
+                        sub._pending = None  # caught up: live deliveries from now on
+                        return sub
+                for entry in pending:
+                    sub._deliver(entry)
+        except BaseException:  # a damaged file: nothing stays registered
+            sub.unsubscribe()
+            raise
 
     def _forget(self, sub: JournalSubscription) -> None:
         with self._lock:
