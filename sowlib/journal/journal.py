@@ -208,8 +208,8 @@ class Journal:
     def _load_id(self) -> int:
         path = os.path.join(self.directory, "journal.id")
         try:
-            with os.fdopen(open_regular(path, os.O_RDONLY, "read"), encoding="ascii") as fh:
-                text = fh.read().strip()
+            with os.fdopen(open_regular(path, os.O_RDONLY, "read"), "rb") as fh:
+                text = fh.read(64).decode("ascii", "replace").strip()  # a planted file
             if text.isdigit():
                 return int(text)
             raise ConfigError(path, f"journal id {text!r} is not a number")
