@@ -38,6 +38,8 @@ MAX_STEPS = 300_000
 #: document's projection may produce: ``{a: @, b: @}`` chained 25 times is 33 million
 #: (1.14 GB of JSON) built from 50 steps.
 MAX_OUTPUT_VALUES = 1_000_000
+# Results up to this many values are counted by a plain walk (see _check_output).
+_PLAIN_WALK = 100_000
 # An expression is quoted in an error up to this many characters.
 _QUOTE = 200
 
@@ -68,19 +70,46 @@ class _Bounded(visitor.TreeInterpreter):  # type: ignore[misc]  # jmespath is un
 
 
 def _check_output(expression: str, value: Any) -> None:
-    """Count the values ``value`` serializes to, stopping past the bound; O(bound)."""
-    left = MAX_OUTPUT_VALUES
-    stack = [value]
-    while stack:
-        item = stack.pop()
+    """Refuse a result that serializes to more than ``MAX_OUTPUT_VALUES`` values.
+
+    A value counts each time it appears, as serializing repeats it, but a container
+    shared by reference (``{a: @, b: @}``) is walked once: O(distinct containers +
+    their items), however large the count. Small results (the usual case) are
+    counted by a plain walk first, which is faster when nothing is shared.
+    """
+    left, plain = _PLAIN_WALK, [value]
+    while plain:
+        item = plain.pop()
         left -= 1
         if left < 0:
-            reason = f"the result of one document has more than {MAX_OUTPUT_VALUES} values"
-            raise _refuse(expression, reason)
+            break
         if isinstance(item, dict):
-            stack.extend(item.values())
+            plain.extend(item.values())
         elif isinstance(item, list):
-            stack.extend(item)
+            plain.extend(item)
+    else:
+        return
+    sizes: dict[int, int] = {}  # id of a container -> values it serializes to (capped)
+    cap = MAX_OUTPUT_VALUES + 1
+    stack: list[tuple[Any, bool]] = [(value, False)]
+    while stack:
+        item, ready = stack.pop()
+        if not isinstance(item, dict | list) or (not ready and id(item) in sizes):
+            continue
+        items = item.values() if isinstance(item, dict) else item
+        if not ready:
+            stack.append((item, True))
+            stack.extend((child, False) for child in items if isinstance(child, dict | list))
+            continue
+        total = 1
+        for child in items:
+            total += sizes[id(child)] if isinstance(child, dict | list) else 1
+            if total >= cap:
+                break
+        sizes[id(item)] = min(total, cap)
+    if sizes.get(id(value), 1) >= cap:
+        reason = f"the result of one document has more than {MAX_OUTPUT_VALUES} values"
+        raise _refuse(expression, reason)
 
 
 @functools.lru_cache(maxsize=256)

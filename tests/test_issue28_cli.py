@@ -158,3 +158,22 @@ def test_issue28_huge_bad_line_is_quoted_briefly(store: Path, tmp_path: Path) ->
     source.write_text('{"id": ' + "9" * 500_000 + "x}\n", encoding="utf-8")
     status, _, err = run("import", store, "t", source, "--no-progress")
     one_line_failure(status, err)
+
+
+@pytest.mark.parametrize(("stages", "allowed"), [(17, True), (18, False)])
+def test_issue28_output_bound_counts_shared_values_as_serialized(
+    stages: int, allowed: bool
+) -> None:
+    # {"id": 1, "v": "x"} is 3 values; each {a:@,b:@} stage makes 1 + 2 x as many:
+    # 17 stages serialize to 524,287 values, 18 to 1,048,575 (past MAX_OUTPUT_VALUES).
+    expression = "|".join(["{a:@,b:@}"] * stages)
+    doc = {"id": 1, "v": "x"}
+    if allowed:
+        result = projection.search(expression, doc)
+        for _ in range(stages):
+            assert result["a"] is result["b"]
+            result = result["a"]
+        assert result == doc
+    else:
+        with pytest.raises(QueryOptionError, match="values"):
+            projection.search(expression, doc)
