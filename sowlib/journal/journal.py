@@ -71,6 +71,8 @@ class _Store(Protocol):
 
 
 _REGEX_CHARS = re.compile(r"[.*+?\[\](){}^$|\\]")
+# What makes a topic a regular expression to AMPS (a lone "." does not: "orders.eu").
+_PATTERN_CHARS = re.compile(r"[*+?\[\](){}^$|\\]|\.[*+?]")
 
 
 def _compile_topic(name: str, where: str = "TransactionLog/Topic/Name") -> re.Pattern[str]:
@@ -443,7 +445,7 @@ class Journal:
         if not exact and not _REGEX_CHARS.search(topic):
             raise NotJournaledError(topic, message_type)
         topic_re = re.compile(re.escape(topic)) if exact else _compile_topic(topic, "topic")
-        if exact and _REGEX_CHARS.search(topic):  # a name a pattern covers, or a regex
+        if exact and _PATTERN_CHARS.search(topic):  # a name a pattern covers, or a regex
             with contextlib.suppress(re.error):
                 topic_re = re.compile(f"{re.escape(topic)}|(?:{topic})")
         position = bookmark if isinstance(bookmark, Position) else self.position(bookmark)
