@@ -199,3 +199,18 @@ def test_issue28_a_journal_subscribe_that_fails_keeps_no_reference(journal: Jour
     del callback
     gc.collect()
     assert alive() is None  # the journal kept the subscription, queueing every entry
+
+
+@pytest.mark.parametrize(
+    ("topic", "expected"),
+    [("orders.eu", ["orders.eu"]), ("orders.*", ["orders.eu", "ordersXeu"]), ("(t|u)", ["t", "u"])],
+)
+def test_issue28_journal_pattern_reads_a_topic_as_a_regex_only_with_regex_characters(
+    tmp_path: Path, topic: str, expected: list[str]
+) -> None:
+    with Journal(tmp_path, [".*"]) as journal:
+        for name in ("orders.eu", "ordersXeu", "t", "u"):
+            journal.record("publish", name, "json", b"{}")
+        got: list[str] = []
+        journal.subscribe(lambda entry: got.append(entry.topic), topic, "0")
+        assert got == expected
