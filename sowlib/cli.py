@@ -15,14 +15,16 @@ from datetime import UTC, datetime
 from typing import TextIO
 
 from sowlib.cli_data import add_commands, add_progress_option
-from sowlib.errors import SowError
 from sowlib.journal.repair import is_journal_dir, is_journal_file, verify_journal
 from sowlib.progress import reporter
 from sowlib.storage import AppendLog, RecordKind
 from sowlib.storage.recovery import verify
 from sowlib.store import SowStore
 
-__all__ = ["main"]
+__all__ = ["MAX_MESSAGE", "main"]
+
+#: Characters of an error message printed: a huge input quoted in it is cut here.
+MAX_MESSAGE = 500
 
 
 def _iso(seconds: float) -> str:
@@ -207,11 +209,20 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     stream = out if out is not None else sys.stdout
     try:
         return int(args.run(args, stream))
-    except (SowError, OSError) as exc:
-        # One line: filter errors carry a caret diagram on the following lines.
-        first = str(exc).splitlines()[0] if str(exc) else ""
-        print(f"sowlib {args.command}: {type(exc).__name__}: {first}", file=sys.stderr)
-        return 2
+    except Exception as exc:  # a SowError, an OSError or anything else: one line, status 2
+        return _fail(args.command, exc)
+
+
+def _fail(command: str, exc: BaseException) -> int:
+    """Print the one line of a failed command (at most MAX_MESSAGE characters of the
+    message) on standard error; returns the exit status, 2."""
+    text = str(exc)
+    # One line: filter errors carry a caret diagram on the following lines.
+    first = text[: MAX_MESSAGE + 1].splitlines()[0] if text else ""
+    if len(first) > MAX_MESSAGE:
+        first = f"{first[:MAX_MESSAGE]}... ({len(text)} characters)"
+    print(f"sowlib {command}: {type(exc).__name__}: {first}", file=sys.stderr)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

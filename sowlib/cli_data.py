@@ -1,8 +1,8 @@
 """The data commands of ``sowlib``: import, export, query and explain.
 
-Reading JSON lines and CSV into topics, writing query results as JSON lines, CSV,
-a text table or Parquet. Sits on top of ``store``, ``frames``, ``projection`` and
-``progress``; only ``cli`` imports it.
+Reading JSON lines and CSV into topics (through ``cli_input``), writing query results
+as JSON lines, CSV, a text table or Parquet. Sits on top of ``store``, ``frames``,
+``projection`` and ``progress``; only ``cli`` imports it.
 """
 
 from __future__ import annotations
@@ -13,76 +13,30 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from sowlib import frames, projection
-from sowlib.errors import ConfigError, DecodeError, UnknownTopicError
+from sowlib.cli_input import FORMULA_LEAD, csv_cell, parse_cell, read_messages, unflatten
+from sowlib.errors import ConfigError, UnknownTopicError
 from sowlib.progress import ProgressArg, reporter
 from sowlib.query import Record
 from sowlib.store import SowStore
 
-__all__ = ["add_commands", "csv_cell", "parse_cell", "read_messages", "unflatten"]
+__all__ = [
+    "FORMULA_LEAD",
+    "add_commands",
+    "csv_cell",
+    "parse_cell",
+    "read_messages",
+    "unflatten",
+]
 
 #: Messages published per ``publish_many`` call by ``import``.
 BATCH = 5_000
 #: Characters a ``--format table`` cell shows.
 TABLE_WIDTH = 30
 _FORMATS = {".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl", ".csv": "csv"}
-
-
-# ----------------------------------------------------------------------------
-# cells: CSV holds JSON values where they parse as JSON, text otherwise
-
-
-def csv_cell(value: Any) -> str:
-    """The CSV text of a field value; :func:`parse_cell` gives the value back.
-
-    Text is written as it is unless it would read back as something else (it
-    parses as JSON, or is empty): then it is written as a JSON string literal.
-    """
-    if isinstance(value, str):
-        if value == "" or _parses(value):
-            return json.dumps(value, ensure_ascii=False)
-        return value
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _parses(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
-
-
-def parse_cell(text: str) -> Any:
-    """The value of a CSV cell: its JSON value when it parses as JSON, else the text."""
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
-
-
-def unflatten(row: Mapping[str, Any]) -> dict[str, Any]:
-    """``{"leg.venue": "X"}`` -> ``{"leg": {"venue": "X"}}``.
-
-    Raises:
-        ValueError: a column names a field inside a value that is not an object.
-    """
-    doc: dict[str, Any] = {}
-    for column, value in row.items():
-        *parents, name = column.split(".")
-        node = doc
-        for part in parents:
-            child = node.setdefault(part, {})
-            if not isinstance(child, dict):
-                raise ValueError(f"column {column!r}: {part!r} is not an object")
-            node = child
-        if isinstance(node.get(name), dict):
-            raise ValueError(f"column {column!r} is also an object")
-        node[name] = value
-    return doc
 
 
 # ----------------------------------------------------------------------------
@@ -96,55 +50,6 @@ def _format_of(path: str, given: str | None) -> str:
     if fmt is None:
         raise ConfigError(path, "cannot tell the format from the name; pass --format jsonl|csv")
     return fmt
-
-
-def _bad_line(path: str, line: int, reason: object, data: str) -> DecodeError:
-    return DecodeError("json", data, f"{path} line {line}: {reason}")
-
-
-def _jsonl(path: str, fh: TextIO, parse: bool) -> Iterator[Any]:
-    for number, line in enumerate(fh, 1):
-        text = line.strip()
-        if not text:
-            continue
-        if not parse:
-            yield text
-            continue
-        try:
-            yield json.loads(text)
-        except ValueError as exc:
-            raise _bad_line(path, number, exc, text) from None
-
-
-def _csv(path: str, fh: TextIO, typed: bool) -> Iterator[dict[str, Any]]:
-    reader = csv.DictReader(fh)
-    for row in reader:
-        if None in row or any(v is None for v in row.values()):
-            raise _bad_line(path, reader.line_num, "the row has another number of cells", "")
-        cells = {k: (parse_cell(v) if typed else v) for k, v in row.items() if v != ""}
-        try:
-            yield unflatten(cells)
-        except ValueError as exc:
-            raise _bad_line(path, reader.line_num, exc, "") from None
-
-
-def read_messages(
-    path: str, fh: TextIO, fmt: str, *, message_type: str = "json", typed: bool = True
-) -> Iterator[Any]:
-    """The messages of one open input file, lazily (``path`` names it in errors).
-
-    JSON lines give one message per non-blank line (parsed for JSON topics, text
-    otherwise); CSV gives one JSON object per row, its header naming the fields
-    (``leg.venue`` nests), cells read by :func:`parse_cell` (``typed=False``:
-    every cell stays text), empty cells left out.
-
-    Raises:
-        DecodeError: a line that is not JSON, a ragged CSV row (naming file and line).
-        ConfigError: CSV into a topic that is not JSON.
-    """
-    if fmt == "csv" and message_type != "json":
-        raise ConfigError("--format", f"CSV rows become JSON objects, not {message_type}")
-    return _csv(path, fh, typed) if fmt == "csv" else _jsonl(path, fh, message_type == "json")
 
 
 def _open_topic(store: SowStore, args: argparse.Namespace) -> Any:

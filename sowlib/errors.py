@@ -11,6 +11,7 @@ import attrs
 
 __all__ = [
     "ArgumentError",
+    "CloseError",
     "CodecError",
     "ConfigError",
     "CorruptRecordError",
@@ -55,10 +56,20 @@ def _shorten(data: object) -> object:
     return data
 
 
+_WINDOW = 60
+
+
 def _caret(expression: str, offset: int) -> str:
-    """Render ``expression`` with a caret under ``offset`` (clamped to the text)."""
+    """Render ``expression`` with a caret under ``offset`` (clamped to the text).
+
+    At most ``_WINDOW`` characters each side of the offset are shown, so a huge input
+    (a 500 KB pattern) gives a message of a few lines, not a copy of the input.
+    """
     offset = max(0, min(offset, len(expression)))
-    return f"\n  {expression}\n  {' ' * offset}^"
+    start, stop = max(0, offset - _WINDOW), offset + _WINDOW
+    head = "..." if start else ""
+    shown = head + expression[start:stop] + ("..." if stop < len(expression) else "")
+    return f"\n  {shown}\n  {' ' * (offset - start + len(head))}^"
 
 
 class SowError(Exception):
@@ -90,7 +101,8 @@ class FilterSyntaxError(FilterError):
     found: str
 
     def message(self) -> str:
-        head = f"expected {self.expected}, found {self.found} at column {self.offset + 1}"
+        found = _shorten(self.found)
+        head = f"expected {self.expected}, found {found} at column {self.offset + 1}"
         return head + _caret(self.expression, self.offset)
 
 
@@ -420,6 +432,24 @@ class StoreClosedError(StorageError):
 
     def message(self) -> str:
         return f"{self.what} is closed"
+
+
+@attrs.define(auto_exc=True, eq=False)
+class CloseError(StorageError):
+    """A topic failed to close cleanly (its checkpoint could not be written, say).
+
+    The topic is closed and its lock and the store's writer lock are released anyway;
+    the next open scans the log instead of loading a checkpoint. ``what`` is the file.
+    """
+
+    what: str
+    reason: str
+
+    def message(self) -> str:
+        return (
+            f"{self.what} closed without a checkpoint: {self.reason}"
+            " (every lock is released; the next open scans the log)"
+        )
 
 
 @attrs.define(auto_exc=True, eq=False)

@@ -17,7 +17,13 @@ from typing import Any, Protocol, runtime_checkable
 import xxhash
 
 from sowlib.document import canonical_text
-from sowlib.errors import ConfigError, FieldPathError, InvalidSowKeyError, MissingKeyFieldError
+from sowlib.errors import (
+    ArgumentError,
+    ConfigError,
+    FieldPathError,
+    InvalidSowKeyError,
+    MissingKeyFieldError,
+)
 from sowlib.paths import FieldPath, parse_path
 
 __all__ = [
@@ -39,6 +45,25 @@ _SEP = "\x1e"
 _SEP_BYTES = _SEP.encode()
 _BASE64 = re.compile(r"[A-Za-z0-9+/=]+\Z")
 _ENCODE = methodcaller("encode", "utf-8", "surrogateescape")
+
+
+def _unencodable_key(exc: UnicodeEncodeError) -> ArgumentError:
+    """The error for key text UTF-8 cannot encode (a lone surrogate such as ``"\\ud800"``).
+
+    No stored key can hold one (publish rejects such text), so a lookup by it is a bad
+    argument, not a miss; the message quotes at most 64 characters around the bad one.
+    """
+    text = exc.object if isinstance(exc.object, str) else repr(exc.object)
+    start = max(0, exc.start - 32)
+    reason = f"character {exc.start} is a lone surrogate, which no key can hold"
+    return ArgumentError("key value", text[start : start + 64], reason)
+
+
+def _utf8(text: str) -> bytes:
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError as exc:
+        raise _unencodable_key(exc) from None
 
 
 def _key_text(value: Any) -> str | None:
@@ -93,7 +118,7 @@ class ContentKeyGenerator:
             text = _key_text(self._single.resolve(doc) if type(doc) is dict else None)
             if text is None:
                 raise MissingKeyFieldError(self.topic, self._single.to_text())
-            return str(xxhash.xxh64_intdigest(self.head + text.encode("utf-8", "surrogateescape")))
+            return str(xxhash.xxh64_intdigest(self.head + _utf8(text)))
         values = []
         for path in self.fields:
             text = canonical_text(path.resolve(doc)) if isinstance(doc, dict) else None
@@ -138,7 +163,7 @@ class ContentKeyGenerator:
             text = _key_text(getter(doc) if type(doc) is dict else None)
             if text is None:
                 raise MissingKeyFieldError(self.topic, single.to_text())
-            add(digest(head + text.encode("utf-8", "surrogateescape")))
+            add(digest(head + _utf8(text)))
         return out
 
     @property
@@ -156,7 +181,10 @@ class ContentKeyGenerator:
         if kinds <= {int}:
             return list(map(digest, map(self.int_format.__mod__, values)))
         if kinds <= {str} and all(values):
-            return list(map(digest, map(self.head.__add__, map(_ENCODE, values))))
+            try:
+                return list(map(digest, map(self.head.__add__, map(_ENCODE, values))))
+            except UnicodeEncodeError as exc:
+                raise _unencodable_key(exc) from None
         return None
 
     def key_for_values(self, values: Sequence[Any]) -> str | None:
@@ -170,7 +198,7 @@ class ContentKeyGenerator:
         return self._hash(texts)
 
     def _hash(self, texts: Sequence[str]) -> str:
-        body = _SEP.join(texts).encode("utf-8", "surrogateescape")
+        body = _utf8(_SEP.join(texts))
         return str(xxhash.xxh64_intdigest(self.head + body))
 
 

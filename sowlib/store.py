@@ -17,9 +17,11 @@ import attrs
 from sowlib.codecs import get_codec
 from sowlib.config import TopicConfig, check_file_name, expand_file_name
 from sowlib.errors import (
+    CloseError,
     ConfigError,
     FormatVersionError,
     ReadOnlyError,
+    SowError,
     StoreClosedError,
     StoreNotFoundError,
     StorePathError,
@@ -530,6 +532,7 @@ class SowStore:
         is a no-op.
 
         Raises:
+            CloseError: a checkpoint could not be built (the next open scans the log).
             StoreFullError, StorePathError: a topic's flush or checkpoint failed (its
                 acknowledged records are in the page cache and survive the process).
         """
@@ -542,8 +545,12 @@ class SowStore:
                 for topic in self._topics.values():
                     try:
                         topic.close()
-                    except Exception as exc:  # every topic must close, whatever one raised
+                    except SowError as exc:
                         failure = failure or exc
+                    except Exception as exc:  # every topic must close, whatever one raised
+                        reason = f"{type(exc).__name__}: {exc}"[:500]
+                        failure = failure or CloseError(topic.path, reason)
+                        failure.__cause__ = exc
             finally:
                 if self._writer_lock is not None:
                     self._writer_lock.release()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
@@ -302,6 +303,11 @@ class SubscriptionManager:
         self._lock = threading.Lock()
         # Copy-on-write: on_change iterates a snapshot, add/remove swap the tuple.
         self._subs: tuple[Subscription, ...] = ()
+        # A callback that publishes to this topic calls on_change again from inside a
+        # delivery: that change waits here until every subscriber has had the current
+        # one, so each subscriber sees the changes in the order they were committed.
+        self._delivering: int | None = None  # the thread delivering, if any
+        self._queued: deque[tuple[str, str, RecordLike | None, RecordLike | None]] = deque()
 
     @property
     def active(self) -> bool:
@@ -400,11 +406,28 @@ class SubscriptionManager:
         Raises:
             ArgumentError: unknown ``kind`` or a publish without ``new``.
         O(subscriptions x filter cost), plus the document diff for delta subscribers.
+        A change a callback causes (it publishes to this topic) is delivered after the
+        current change has reached every subscription.
         """
         if kind not in CHANGE_KINDS:
             raise ArgumentError("kind", kind, f"one of {', '.join(CHANGE_KINDS)}")
         if kind == "publish" and new is None:
             raise ArgumentError("new", new, "a publish needs the new record")
+        me = threading.get_ident()
+        if self._delivering == me:  # re-entrant: a callback published; deliver it next
+            self._queued.append((kind, key, old, new))
+            return
+        self._delivering = me
+        try:
+            self._fan_out(kind, key, old, new)
+            while self._queued:
+                self._fan_out(*self._queued.popleft())
+        finally:
+            self._delivering = None
+            self._queued.clear()
+
+    def _fan_out(self, kind: str, key: str, old: RecordLike | None, new: RecordLike | None) -> None:
+        """One change to every subscription, in registration order."""
         for sub in self._subs:
             if kind == "publish":
                 assert new is not None

@@ -47,6 +47,7 @@ LAYERS = {
     "sowlib.paths": 1,
     "sowlib.projection": 1,
     "sowlib.progress": 1,
+    "sowlib.cli_input": 1,
     # the filter language, codecs, the log, keys, results' record type
     "sowlib.expr": 2,
     "sowlib.codecs": 2,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import abc
 import itertools
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -39,6 +40,30 @@ __all__ = ["Subscriber"]
 
 _ids = itertools.count(1)
 Closer = Callable[[], object]
+logger = logging.getLogger(__name__)
+
+
+class _Live:
+    """One client subscription: registered before its first delivery, so that
+    :meth:`Subscriber.unsubscribe` from a handler takes effect at once, even during
+    the initial query or a bookmark replay."""
+
+    def __init__(self) -> None:
+        self.closed = False
+        self._closers: list[Closer] = []
+
+    def add(self, closer: Closer) -> None:
+        """Keep ``closer`` for :meth:`close`; run it now if already closed."""
+        if self.closed:
+            closer()
+        else:
+            self._closers.append(closer)
+
+    def close(self) -> None:
+        self.closed = True
+        closers, self._closers = self._closers, []
+        for close in closers:
+            close()
 
 
 class Subscriber(abc.ABC):
@@ -48,7 +73,7 @@ class Subscriber(abc.ABC):
 
     def __init__(self) -> None:
         self._sub_lock = threading.Lock()
-        self._subs: dict[str, list[Closer]] = {}
+        self._subs: dict[str, _Live] = {}
         self._streams: dict[str, MessageStream] = {}
         self._bookmarks: dict[str, str] = {}
         self.default_max_depth: int | None = None
@@ -127,10 +152,10 @@ class Subscriber(abc.ABC):
         """Stop the subscription ``sub_id`` (None or ``"all"``: every subscription)."""
         with self._sub_lock:
             ids = list(self._subs) if sub_id in (None, "all") else [str(sub_id)]
-            found = [(self._subs.pop(i, []), self._streams.pop(i, None)) for i in ids]
-        for closers, stream in found:
-            for close in closers:
-                close()
+            found = [(self._subs.pop(i, None), self._streams.pop(i, None)) for i in ids]
+        for live, stream in found:
+            if live is not None:
+                live.close()
             if stream is not None:
                 stream.finish()
 
@@ -161,18 +186,47 @@ class Subscriber(abc.ABC):
         stream = MessageStream(self.unsubscribe, sub_id).max_depth(self.default_max_depth)
         return sub_id, stream.put, stream
 
-    def _register(self, sub_id: str, closers: list[Closer], stream: MessageStream | None) -> Any:
+    def _register(self, sub_id: str, stream: MessageStream | None) -> _Live:
+        """Register the subscription before anything is delivered to it."""
+        live = _Live()
         with self._sub_lock:
-            self._subs[sub_id] = closers
+            self._subs[sub_id] = live
             if stream is not None:
                 self._streams[sub_id] = stream
-        return stream if stream is not None else sub_id
+        return live
+
+    def _abandon(self, sub_id: str, live: _Live) -> None:
+        """Undo :meth:`_register` after a failed subscribe: nothing stays registered."""
+        with self._sub_lock:
+            if self._subs.get(sub_id) is live:
+                del self._subs[sub_id]
+                self._streams.pop(sub_id, None)
+        live.close()
 
     def _on_error(self) -> Callable[[BaseException, Event], object] | None:
         listener = self.get_exception_listener()
         if listener is None:
             return None
         return lambda exc, _message: listener(exc)
+
+    def _guarded(self, handler: Handler, sub_id: str) -> Handler:
+        """``handler`` whose exceptions go to the exception listener (or the log), never
+        to the code that delivered the message: a subscription never ends silently."""
+
+        def call(message: Message) -> None:
+            try:
+                handler(message)
+            except Exception as exc:
+                listener = self.get_exception_listener()
+                if listener is None:
+                    logger.exception("subscription %s: message handler raised", sub_id)
+                    return
+                try:
+                    listener(exc)
+                except Exception:
+                    logger.exception("subscription %s: exception listener raised", sub_id)
+
+        return call
 
     def _subscribe(
         self,
@@ -198,10 +252,12 @@ class Subscriber(abc.ABC):
         sub_id, target, stream = self._open(handler, a.get("sub_id"), bool(opts.get("replace")))
         keys = set(split_keys(sow_keys) or ()) if sow_keys else None
         markers = ("group_begin", "group_end")
+        live = self._register(sub_id, stream)
+        guarded = self._guarded(target, sub_id)
 
         def deliver(event: Event) -> None:
-            if event.command in markers:
-                return  # one pair of markers around every topic's results, below
+            if live.closed or event.command in markers:
+                return  # markers: one pair around every topic's results, below
             if keys is not None and event.sow_key not in keys:
                 return
             target(Message.from_event(event, sub_id, command_id=sub_id))
@@ -209,10 +265,9 @@ class Subscriber(abc.ABC):
         oof = bool(a.get("oof_enabled") or opts.get("oof"))
         no_empties = bool(opts.get("no_empties")) or (delta and sow and not a.get("send_empties"))
         on_error = self._on_error()
-        closers: list[Closer] = []
         try:
             if sow:
-                target(Message("group_begin", topic_name, sub_id=sub_id, command_id=sub_id))
+                guarded(Message("group_begin", topic_name, sub_id=sub_id, command_id=sub_id))
             for topic in topics:
                 common: dict[str, Any] = dict(
                     oof=oof, delta=delta, no_empties=no_empties, on_error=on_error
@@ -224,18 +279,17 @@ class Subscriber(abc.ABC):
                     )
                 else:
                     sub = topic.subscribe(deliver, a["filter"], **common)
-                closers.append(sub.unsubscribe)
-            if sow:
-                target(Message("group_end", topic_name, sub_id=sub_id, command_id=sub_id))
+                live.add(sub.unsubscribe)
+            if sow and not live.closed:
+                guarded(Message("group_end", topic_name, sub_id=sub_id, command_id=sub_id))
             if len(topics) != 1 or topics[0].name != topic_name:
                 flt = compile_filter(a["filter"]) if a["filter"] else None
                 listener = hub.listen(topic_name, self.message_type, flt, deliver, on_error)
-                closers.append(listener.unsubscribe)
+                live.add(listener.unsubscribe)
         except BaseException:
-            for close in closers:
-                close()
+            self._abandon(sub_id, live)
             raise
-        return self._register(sub_id, closers, stream)  # type: ignore[no-any-return]
+        return stream if stream is not None else sub_id
 
     def _bookmark(self, handler: Handler | None, a: dict[str, Any]) -> MessageStream | str:
         hub = self._need_hub()
@@ -251,12 +305,16 @@ class Subscriber(abc.ABC):
         bookmark = str(a["bookmark"])
         if bookmark == MOST_RECENT:
             bookmark = self._bookmarks.get(sub_id, EPOCH)
+        live = self._register(sub_id, stream)
+        guarded = self._guarded(target, sub_id)
 
         def deliver(entry: Entry) -> None:
+            if live.closed:
+                return  # unsubscribed, perhaps by a handler during the replay
             mark = journal.bookmark(entry)
             self._bookmarks[sub_id] = mark
             oof = entry.kind != "publish"
-            target(
+            guarded(
                 Message(
                     "oof" if oof else "publish",
                     entry.topic,
@@ -273,15 +331,20 @@ class Subscriber(abc.ABC):
                 )
             )
 
-        sub = journal.subscribe(
-            deliver,
-            a["topic"],
-            bookmark,
-            filter=a["filter"],
-            message_type=self.message_type,
-            oof=bool(opts.get("oof")),
-        )
-        return self._register(sub_id, [sub.unsubscribe], stream)  # type: ignore[no-any-return]
+        try:
+            sub = journal.subscribe(
+                deliver,
+                a["topic"],
+                bookmark,
+                filter=a["filter"],
+                message_type=self.message_type,
+                oof=bool(opts.get("oof")),
+            )
+        except BaseException:
+            self._abandon(sub_id, live)
+            raise
+        live.add(sub.unsubscribe)
+        return stream if stream is not None else sub_id
 
     def _subscribe_command(
         self, name: str, handler: Handler | None, f: dict[str, Any], options: str | None

@@ -31,6 +31,26 @@ _VERSION = 1
 _SWAP = sys.byteorder != "little"
 
 
+# msgpack holds integers in [-2**63, 2**64); an index value outside (a JSON number with
+# 20 or more digits is valid input) is saved as this extension type: its two's-complement
+# bytes, little-endian. Index values are only str, int, float, bool and None, so no other
+# extension type is ever saved.
+_BIG_INT = 1
+
+
+def _big_int(value: object) -> msgpack.ExtType:
+    if not isinstance(value, int):
+        raise TypeError(f"cannot save an index value of type {type(value).__name__}")
+    size = value.bit_length() // 8 + 1
+    return msgpack.ExtType(_BIG_INT, value.to_bytes(size, "little", signed=True))
+
+
+def _ext(code: int, data: bytes) -> int:
+    if code != _BIG_INT:
+        raise ValueError(f"unknown extension type {code}")
+    return int.from_bytes(data, "little", signed=True)
+
+
 def _pack(positions: Iterable[int]) -> bytes:
     column = array.array("I", positions)
     if _SWAP:
@@ -154,7 +174,8 @@ def dump_indexes(
             _dump_sets([indexes.irregular], where),
             hashes,
             memos,
-        ]
+        ],
+        default=_big_int,
     )
     return xxhash.xxh3_64_digest(body) + body
 
@@ -171,7 +192,7 @@ def load_indexes(indexes: IndexSet, blob: bytes, keys: Sequence[Key]) -> bool:
         if xxhash.xxh3_64_digest(body) != digest:
             return False
         version, names, count, live, irregular, hashes, memos = msgpack.unpackb(
-            body, strict_map_key=False
+            body, strict_map_key=False, ext_hook=_ext
         )
         if version != _VERSION or count != len(keys):
             return False

@@ -6,6 +6,7 @@ seam) and the journal's own modules; reaches SOW topics only through their publi
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -13,6 +14,7 @@ import secrets
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
@@ -36,7 +38,7 @@ from sowlib.journal.refill import (
     refill,
     topic_id,
 )
-from sowlib.storage.fs import FileSystem
+from sowlib.storage.fs import FileSystem, open_regular
 from sowlib.subscriptions import Message as Event
 from sowlib.units import parse_duration, parse_size
 
@@ -64,6 +66,8 @@ class _Store(Protocol):
 
 
 _REGEX_CHARS = re.compile(r"[.*+?\[\](){}^$|\\]")
+# What makes a topic a regular expression to AMPS (a lone "." does not: "orders.eu").
+_PATTERN_CHARS = re.compile(r"[*+?\[\](){}^$|\\]|\.[*+?]")
 
 
 def _compile_topic(name: str, where: str = "TransactionLog/Topic/Name") -> re.Pattern[str]:
@@ -195,6 +199,7 @@ class Journal:
         self.id = self._load_id()
         self._clock = clock
         self._lock = threading.RLock()
+        self._fanout: deque[Entry] = deque()  # entries being offered to the readers
         self._readers: tuple[JournalSubscription, ...] = ()
         # Keyed by the topic itself, weakly: an id() is reused once a topic is collected.
         self._watched: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
@@ -207,7 +212,7 @@ class Journal:
         path = os.path.join(self.directory, "journal.id")
         state = self._log.state
         try:
-            with open(path, "rb") as fh:
+            with os.fdopen(open_regular(path, os.O_RDONLY, "read"), "rb") as fh:
                 text = fh.read(64).decode("ascii", "replace").strip()
             if not (text.isascii() and text.isdigit()):
                 raise ConfigError(path, f"journal id {text!r} is not a number")
@@ -216,7 +221,8 @@ class Journal:
             if state.id:
                 raise CorruptRecordError(path, 0, "the journal id file is missing") from None
             ident = secrets.randbits(63) or 1
-            with open(path, "x", encoding="ascii") as fh:
+            created = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, "create")
+            with os.fdopen(created, "w", encoding="ascii") as fh:
                 fh.write(f"{ident}\n")
         if state.id and state.id != ident:
             raise CorruptRecordError(path, 0, "the journal id does not match journal.state")
@@ -394,8 +400,17 @@ class Journal:
             self._log.append(entry)
             if self.retention is not None and self._log.segment_count != before:
                 self.trim()  # a new journal file was started
-            for reader in self._readers:
-                reader._offer(entry)
+            # A subscriber that publishes records again from inside this loop: that
+            # entry waits until every reader has had this one (journal order for all).
+            self._fanout.append(entry)
+            if len(self._fanout) == 1:
+                try:
+                    while self._fanout:
+                        for reader in self._readers:
+                            reader._offer(self._fanout[0])
+                        self._fanout.popleft()
+                finally:
+                    self._fanout.clear()
             return entry
 
     def trim(self) -> int:
@@ -457,6 +472,9 @@ class Journal:
         if not exact and not _REGEX_CHARS.search(topic):
             raise NotJournaledError(topic, message_type)
         topic_re = re.compile(re.escape(topic)) if exact else _compile_topic(topic, "topic")
+        if exact and _PATTERN_CHARS.search(topic):  # a name a pattern covers, or a regex
+            with contextlib.suppress(re.error):
+                topic_re = re.compile(f"{re.escape(topic)}|(?:{topic})")
         position = bookmark if isinstance(bookmark, Position) else self.position(bookmark)
         flt = compile_filter(filter) if filter else None
         with self._lock:
@@ -480,18 +498,22 @@ class Journal:
             self._readers = (*self._readers, sub)
         if sub._pending is None:
             return sub
-        for entry in self._log.read(position.after):
-            if entry.seq > end:
-                break
-            sub._deliver(entry)
-        while True:
-            with self._lock:
-                pending, sub._pending = sub._pending or [], []
-                if not pending:
-                    sub._pending = None  # caught up: live deliveries from now on
-                    return sub
-            for entry in pending:
+        try:
+            for entry in self._log.read(position.after):
+                if entry.seq > end:
+                    break
                 sub._deliver(entry)
+            while True:
+                with self._lock:
+                    pending, sub._pending = sub._pending or [], []
+                    if not pending:
+                        sub._pending = None  # caught up: live deliveries from now on
+                        return sub
+                for entry in pending:
+                    sub._deliver(entry)
+        except BaseException:  # a damaged file: nothing stays registered
+            sub.unsubscribe()
+            raise
 
     def _forget(self, sub: JournalSubscription) -> None:
         with self._lock:

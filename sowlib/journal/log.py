@@ -36,7 +36,7 @@ from sowlib.journal.frames import (
     incomplete,
 )
 from sowlib.journal.state import JournalState, load_state, save_state
-from sowlib.storage.fs import FileSystem, os_errors
+from sowlib.storage.fs import FileSystem, open_regular, os_errors
 
 __all__ = ["KINDS", "RESERVE", "Entry", "JournalLog", "segment_version", "segments_of"]
 
@@ -72,7 +72,9 @@ def segment_version(path: str, buf: bytes) -> int:
 
 
 def _read(path: str) -> bytes:
-    with os_errors(path, "read"), open(path, "rb") as fh:
+    with os_errors(path, "read"):
+        fd = open_regular(path, os.O_RDONLY, "read the journal file")
+    with os.fdopen(fd, "rb") as fh:
         return fh.read()
 
 
@@ -146,13 +148,13 @@ class JournalLog:
 
     @staticmethod
     def _version(path: str) -> int:
-        with open(path, "rb") as fh:
+        with os.fdopen(open_regular(path, os.O_RDONLY, "read the journal file"), "rb") as fh:
             return segment_version(path, fh.read(len(MAGIC)))
 
     def _check_sealed(self, path: str, first: int) -> None:
         """An older format-2 segment must end with its seal."""
         size = os.path.getsize(path)
-        with open(path, "rb") as fh:
+        with os.fdopen(open_regular(path, os.O_RDONLY, "read the journal file"), "rb") as fh:
             head = fh.read(len(MAGIC))
             if segment_version(path, head) == 1:
                 return
@@ -303,7 +305,7 @@ class JournalLog:
     def _open_fd(self, path: str) -> int:
         flags = os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
         with os_errors(path, "open"):
-            return os.open(path, flags)
+            return open_regular(path, flags, "open the journal segment")
 
     def _roll(self, first_seq: int) -> None:
         """Seal the current segment (if any) and start ``journal-<first_seq>.log``."""

@@ -13,6 +13,7 @@ import struct
 import attrs
 import xxhash
 
+from sowlib.errors import CorruptRecordError
 from sowlib.storage.compaction import write_all
 from sowlib.storage.format import (
     CHECKSUM,
@@ -23,7 +24,7 @@ from sowlib.storage.format import (
     FileHeader,
     record_problem,
 )
-from sowlib.storage.fs import FileSystem, create_exclusive, os_errors
+from sowlib.storage.fs import FileSystem, create_exclusive, open_regular, os_errors
 
 __all__ = [
     "CHECKPOINT_MAGIC",
@@ -41,6 +42,13 @@ CHECKPOINT_MAGIC = b"SOWCKPT\x01"
 CHECKPOINT_HEADER = struct.Struct("<8sHHIQQQQQQ")
 MAX_CHECKPOINT = 1 << 34
 """Largest side file read (a longer one cannot be a checkpoint this sowlib wrote)."""
+CHECKPOINT_PER_LOG_BYTE = 64
+"""A checkpoint holds per record a key, an offset and a few u32 positions per index and
+the index values (copies of record bytes): in practice under 1.5 bytes per byte of the
+log (30 hash and 30 memo indexes over 60-byte records). One larger than this many bytes
+per log byte, plus :data:`CHECKPOINT_SLACK`, was not written for this log and is refused
+before a byte of it is read."""
+CHECKPOINT_SLACK = 1 << 26
 _hash = xxhash.xxh3_64_intdigest
 
 
@@ -116,15 +124,30 @@ def read_checkpoint(
         header: the log's decoded header.
         consume: delete the side file after reading it (a writer does: once it appends,
             a crash must lead to a full scan, not to a stale checkpoint).
+    Raises:
+        CorruptRecordError: the side file is larger than any checkpoint of a log of
+            ``size`` bytes (see :data:`CHECKPOINT_PER_LOG_BYTE`); nothing of it is read.
     """
     name = path + ".ckpt"
     data = b""
     try:
-        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-        with os.fdopen(fd, "rb") as fh:
-            data = fh.read(MAX_CHECKPOINT)
+        # Missing, unreadable, a planted symlink, FIFO or device: no checkpoint (the log
+        # is scanned); open_regular never blocks on a FIFO nor reads from a device.
+        fd = open_regular(name, os.O_RDONLY, "read the checkpoint")
     except OSError:
-        pass  # missing, unreadable or a planted symlink: no checkpoint; the log is scanned
+        fd = -1
+    if fd >= 0:
+        with os.fdopen(fd, "rb") as fh:
+            length = os.fstat(fh.fileno()).st_size
+            limit = min(MAX_CHECKPOINT, CHECKPOINT_SLACK + CHECKPOINT_PER_LOG_BYTE * size)
+            if length > limit:
+                reason = (
+                    f"checkpoint of {length} bytes is larger than a log of {size} bytes"
+                    f" can need (at most {limit}); remove the file to open the store"
+                )
+                raise CorruptRecordError(name, 0, reason)
+            with contextlib.suppress(OSError):
+                data = fh.read(length + 1)
     if consume:
         with os_errors(name, "remove"), contextlib.suppress(FileNotFoundError):
             fs.unlink(name)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import mmap
 import os
+import stat
 import time
 from collections.abc import Callable, Iterator
 
@@ -25,6 +27,7 @@ __all__ = [
     "FileSystem",
     "Progress",
     "create_exclusive",
+    "open_regular",
     "os_errors",
     "storage_error",
 ]
@@ -73,6 +76,63 @@ def create_exclusive(path: str) -> int:
             os.unlink(path)
         flags = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         return os.open(path, flags, 0o644)
+
+
+def _kind(mode: int) -> str:
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISDIR, "a directory"),
+    ):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: str, flags: int, operation: str, mode: int = 0o644) -> int:
+    """Open a store file and return its descriptor: only a regular file, never a symlink.
+
+    Every file a store reads or writes in place (logs, checkpoints, the lock, journal
+    segments and ids) is opened here. ``O_NOFOLLOW`` refuses a symlink; ``O_NONBLOCK``
+    keeps a planted FIFO from blocking the open (it would otherwise wait forever for a
+    writer), and ``fstat`` then refuses anything that is not a regular file before a
+    byte is read. The descriptor is returned in blocking mode with ``O_CLOEXEC``.
+
+    Args:
+        path: the file.
+        flags: ``os.O_RDONLY``, ``os.O_RDWR | os.O_CREAT``...; the safety flags are added.
+        operation: what the caller was doing, for the error ("open the log").
+        mode: permissions of a created file.
+    Raises:
+        FileNotFoundError: the file does not exist (and ``O_CREAT`` was not given); left
+            as it is so each caller can say what a missing file means.
+        StorePathError: a symlink, a FIFO, a device, a directory, or an OS refusal.
+        StoreFullError: no room to create the file.
+    """
+    safe = flags | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(path, safe, mode)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            reason = "it is a symlink (refused: a store file is never followed)"
+            raise StorePathError(path, operation, reason, exc.errno) from exc
+        raise storage_error(exc, path, operation) from exc
+    try:
+        kind = os.fstat(fd).st_mode
+        if not stat.S_ISREG(kind):
+            reason = f"it is {_kind(kind)} (refused: a store file must be a regular file)"
+            raise StorePathError(path, operation, reason, errno.EINVAL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
+    except OSError as exc:
+        os.close(fd)
+        if isinstance(exc, SowError):
+            raise
+        raise storage_error(exc, path, operation) from exc
+    return fd
 
 
 @attrs.define

@@ -12,6 +12,7 @@ import os
 import weakref
 
 from sowlib.errors import StoreLockedError, StorePathError
+from sowlib.storage.fs import open_regular
 
 __all__ = ["WriterLock", "lock_fd"]
 
@@ -78,7 +79,10 @@ class WriterLock:
             if create:
                 os.makedirs(self.directory, exist_ok=True)
             step = "open the lock file"
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            # A symlink, FIFO or device named LOCK is refused (StorePathError) unopened.
+            fd = open_regular(self.path, os.O_RDWR | os.O_CREAT, step)
+        except StorePathError:
+            raise
         except OSError as exc:
             where = self.directory if step.endswith("directory") else self.path
             reason = exc.strerror or str(exc)

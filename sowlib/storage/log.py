@@ -8,7 +8,6 @@ with ``refresh``. Not thread-safe: the topic layer serialises every call. Import
 from __future__ import annotations
 
 import contextlib
-import errno
 import mmap
 import os
 import weakref
@@ -20,7 +19,6 @@ from sowlib.errors import (
     FormatVersionError,
     ReadOnlyError,
     StoreNotFoundError,
-    StorePathError,
     UnsupportedOperationError,
 )
 from sowlib.storage.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
@@ -56,7 +54,7 @@ from sowlib.storage.framing import (
     frame_puts,
     walk_records,
 )
-from sowlib.storage.fs import FileSystem, Progress, os_errors, storage_error
+from sowlib.storage.fs import FileSystem, Progress, open_regular, os_errors, storage_error
 from sowlib.storage.lock import lock_fd
 from sowlib.storage.reader import LogReader
 from sowlib.storage.recovery import (
@@ -152,14 +150,9 @@ class AppendLog(LogReader):
             create_log(self._fs, self.path, bytes(meta), slab_size)
         flags = os.O_RDONLY if readonly else os.O_RDWR
         try:
-            self._fd = os.open(self.path, flags | os.O_NOFOLLOW | os.O_CLOEXEC)
+            self._fd = open_regular(self.path, flags, "open the log")
         except FileNotFoundError:
             raise StoreNotFoundError(self.path) from None
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                reason = "it is a symlink (refused: a log is never followed)"
-                raise StorePathError(self.path, "open the log", reason, exc.errno) from exc
-            raise storage_error(exc, self.path, "open the log") from exc
         try:
             if not readonly:
                 lock_fd(self._fd, self.path)

@@ -34,7 +34,14 @@ from sowlib.storage.format import (
     encode_header,
     record_problem,
 )
-from sowlib.storage.fs import PROGRESS_BYTES, FileSystem, Progress, create_exclusive, os_errors
+from sowlib.storage.fs import (
+    PROGRESS_BYTES,
+    FileSystem,
+    Progress,
+    create_exclusive,
+    open_regular,
+    os_errors,
+)
 from sowlib.storage.lock import lock_fd
 from sowlib.storage.walk import EntryList, verify_entries
 
@@ -302,7 +309,7 @@ def verify(
     """
     file = os.fspath(path)
     with os_errors(file, "verify"):
-        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_regular(file, os.O_RDONLY, "verify")
     try:
         with os_errors(file, "verify"):
             size = os.fstat(fd).st_size
@@ -330,7 +337,7 @@ def read_header(path: str | os.PathLike[str]) -> FileHeader:
     """
     file = os.fspath(path)
     with os_errors(file, "read the header of"):
-        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_regular(file, os.O_RDONLY, "read the header of")
         try:
             head = os.pread(fd, FILE_HEADER.size, 0)
             if len(head) == FILE_HEADER.size and head.startswith(MAGIC):
@@ -404,7 +411,7 @@ def _repair(mm: mmap.mmap, file: str, intact: list[tuple[int, int]], report: Ver
     fs = FileSystem()
     header = decode_header(mm, len(mm), file)
     with os_errors(file, "repair"):
-        fd = os.open(file, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+        fd = open_regular(file, os.O_RDWR, "repair")
     try:
         lock_fd(fd, file)  # a live writer would keep appending to the old inode
         backup = file + ".corrupt"

@@ -556,10 +556,12 @@ class Topic:
             self._read_key = None
             self._closed = True
             blob = None
-            if not self._readonly and self._p.history is None:
-                blob = checkpoint_blob(self._p.writer)
-            self._log.close(blob)
-            self._p.cache.clear()
+            try:
+                if not self._readonly and self._p.history is None:
+                    blob = checkpoint_blob(self._p.writer)
+            finally:  # the log (and its lock) is closed whatever the checkpoint raised
+                self._log.close(blob)
+                self._p.cache.clear()
 
     @property
     def closed(self) -> bool:
