@@ -161,6 +161,30 @@ class HashIndex:
             key = member if keys is None else keys[member]
             self.add_entries(key, self.entries((value,)))
 
+    def remove_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
+        """:meth:`remove_entries` of each key (distinct, filed) under its one field
+        ``value`` (single-field indexes), keys grouped by value first: one bucket probe
+        per value. O(keys + distinct values)."""
+        groups = KeyGroups()
+        groups.add(keys, values)
+        index = self._map
+        for by_value in groups.by_type.values():
+            for value, members in by_value.items():
+                entries = self.entries((value,))
+                if entries is None:
+                    self._loose.difference_update(members)
+                    continue
+                for entry in entries:
+                    bucket = self._bucket(entry)
+                    if bucket is not None:
+                        pop = bucket.pop
+                        for key in members:
+                            pop(key, None)
+                        if not bucket:
+                            del index[entry]
+        for key, value in groups.others:
+            self.remove_entries(key, self.entries((value,)))
+
     def remove_entries(self, key: Key, entries: Sequence[tuple[str, ...]] | None) -> None:
         """Undo :meth:`add_entries` for the same ``key`` and ``entries``."""
         if entries is None:

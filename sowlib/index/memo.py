@@ -309,6 +309,42 @@ class MemoIndex:
         for member, value in groups.others:
             self.update(member if keys is None else keys[member], value, True)
 
+    def remove_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
+        """``update(key, value, False)`` for each pair (distinct keys, each filed under
+        its value), keys grouped by value first: one bucket probe per distinct value."""
+        groups = KeyGroups()
+        groups.add(keys, values)
+        by_type = groups.by_type
+        for kind in (int, float, bool):
+            for value, members in by_type.get(kind, {}).items():
+                if value != value:  # NaN: the loose set
+                    self._loose.difference_update(members)
+                else:
+                    self._unfile(0, int(value) if kind is bool else value, members)
+        for value, strings in by_type.get(str, {}).items():
+            if value == "":
+                self._null.difference_update(strings)
+            else:
+                for which, place in self._places(value):
+                    self._unfile(which, place, strings)
+        self._null.difference_update(by_type.get(type(None), {}).get(None, ()))
+        for key, value in groups.others:
+            self.update(key, value, False)
+
+    def _unfile(self, which: int, place: Any, members: Sequence[Key]) -> None:
+        """Take ``members`` out of the key set under ``place`` in sorted map ``which``."""
+        sd = (self._nums, self._words, self._numstrs, self._numvals)[which]
+        bucket = sd.bucket(place)
+        if bucket is None:
+            return
+        before = len(bucket)
+        pop = bucket.pop
+        for key in members:
+            pop(key, None)
+        self._entries[which] -= before - len(bucket)
+        if not bucket:
+            sd.drop(place)
+
     def _file(
         self,
         which: int,

@@ -20,7 +20,7 @@ Imports only ``index.types`` and ``storage.native``.
 from __future__ import annotations
 
 import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from typing import Any, Protocol, TypeAlias, cast, overload
 
 from sowlib.index.types import Key
@@ -36,6 +36,7 @@ __all__ = [
     "key_reader",
     "Sizes",
     "new_sizes",
+    "new_table",
     "new_slots",
     "position_finder",
     "record_reader",
@@ -114,6 +115,12 @@ def new_slots(content: bool) -> Slots:
     if content and _KEY_TABLE is not None:
         return cast("Slots", _KEY_TABLE())
     return cast("Slots", {})
+
+
+def new_table(content: bool) -> MutableMapping[Key, Any]:
+    """An empty ``key -> value`` table (the index set's kept values): a KeyTable for
+    content keys where built (ints unboxed, other values held as they are), else a dict."""
+    return cast("MutableMapping[Key, Any]", new_slots(content))
 
 
 def new_sizes(content: bool) -> Sizes:

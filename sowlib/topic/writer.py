@@ -184,8 +184,9 @@ class Writer:
         if not plain:
             return self._install_each(batch, heads)
         indexes, views = self.indexes, self.views
+        fields = batch.docs is not None and indexes.has_field_indexes
         old_docs: dict[Key, Any] = {}
-        if batch.docs is not None and indexes.has_field_indexes:
+        if fields and not indexes.values_known:
             # The replaced versions' field values leave the indexes: read them first.
             old_docs = dict(views.docs([k for k in dict.fromkeys(keys) if k in self.keys]))
         drop = views.cache.drop
@@ -202,8 +203,8 @@ class Writer:
                 getters = self._key_getters
                 for key, doc, new in zip(keys, docs, inserted, strict=True):
                     on_keys(key, [g(doc) for g in getters], new)
-        elif not old_docs and len(set(keys)) == len(keys):
-            indexes.on_insert_many(keys, batch.docs)
+        elif indexes.values_known:
+            indexes.put_columns(keys, indexes.columns(batch.docs), inserted)
         else:
             on_put = indexes.on_put
             for key, doc, new in zip(keys, batch.docs, inserted, strict=True):
@@ -249,7 +250,7 @@ class Writer:
         subs = self.subs.active
         exists = key in self.keys
         old_rec = self.views.record(key) if subs and exists else None
-        old_doc = self.views.doc(key) if exists and self.indexes.has_field_indexes else None
+        old_doc = self._old_doc(key) if exists else None
         self.views.cache.drop(key)
         inserted = self.keys.put(key, head)
         self._index_put(key, inserted, old_doc, doc, values)
@@ -263,12 +264,24 @@ class Writer:
             self.subs.on_change("publish", self.keys.text_of(key), old_rec, new, delta_doc)
         return inserted
 
+    def _old_doc(self, key: Key) -> Any:
+        """The document of live ``key`` when index upkeep needs it (its kept values are
+        not known: only while a load fills them), else None: nothing is read."""
+        indexes = self.indexes
+        if indexes.has_field_indexes and not indexes.values_known:
+            return self.views.doc(key)
+        return None
+
     def _index_put(
         self, key: Key, inserted: bool, old_doc: Any, doc: Any, values: Sequence[Any] | None = None
     ) -> None:
         """Index upkeep of a put; ``values`` are the key-field values when ``doc`` is MISSING."""
-        if self.indexes.has_field_indexes:
-            self.indexes.on_put(key, None if inserted else old_doc, doc)
+        indexes = self.indexes
+        if indexes.has_field_indexes:
+            if indexes.values_known:
+                indexes.put_values(key, indexes.values(doc), inserted)
+            else:
+                indexes.on_put(key, None if inserted else old_doc, doc)
         else:
             if values is None:
                 values = [g(doc) for g in self._key_getters]
@@ -290,7 +303,7 @@ class Writer:
 
     def forget(self, key: Key) -> None:
         """Drop live ``key`` from memory: key map, indexes, cache (no log record)."""
-        old_doc = self.views.doc(key) if self.indexes.has_field_indexes else None
+        old_doc = self._old_doc(key)
         self.keys.remove(key)
         self.views.cache.drop(key)
         self.indexes.on_delete(key, old_doc)
@@ -315,8 +328,7 @@ class Writer:
         """Replay one log record into memory (a reader's refresh, a history topic's open)."""
         key = self.keys.key_of(rec.key)
         if rec.kind == _PUT:
-            exists = key in self.keys
-            old_doc = self.views.doc(key) if exists and self.indexes.has_field_indexes else None
+            old_doc = self._old_doc(key) if key in self.keys else None
             self.views.cache.drop(key)
             head = self.log.header_of(rec)
             inserted = self.keys.put(key, head)
