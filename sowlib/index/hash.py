@@ -42,6 +42,11 @@ def _str_entries(value: str) -> tuple[tuple[str], ...] | None:
         return None
 
 
+def _strings(values: Sequence[Any]) -> bool:
+    """True when every value is a non-empty string (C-level passes)."""
+    return set(map(type, values)) <= {str} and all(values)
+
+
 @attrs.define(eq=False)
 class HashIndex:
     """Exact-match index over one or more fields; O(1) per update and lookup.
@@ -129,7 +134,24 @@ class HashIndex:
 
     def add_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """:meth:`add_entries` of each key (none filed yet) under its one field ``value``
-        (single-field indexes), keys grouped by value first: one set update per value."""
+        (single-field indexes), keys grouped by value first: one set update per value
+        (non-empty strings into a filled index: one probe per key, no grouping)."""
+        if self._map and _strings(values):
+            index, bucket_of, texts = self._map, self._bucket, _str_entries
+            for key, value in zip(keys, values, strict=True):
+                entries = texts(value)
+                if entries is None:
+                    self._loose.add(key)
+                    continue
+                for entry in entries:
+                    bucket = index.get(entry)
+                    if bucket is None:
+                        index[entry] = {key: None}
+                    elif type(bucket) is dict:
+                        bucket[key] = None
+                    else:
+                        cast("KeySet", bucket_of(entry))[key] = None
+            return
         groups = KeyGroups()
         groups.add(keys, values)
         self.add_groups(groups)
@@ -164,24 +186,39 @@ class HashIndex:
     def remove_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """:meth:`remove_entries` of each key (distinct, filed) under its one field
         ``value`` (single-field indexes), keys grouped by value first: one bucket probe
-        per value. O(keys + distinct values)."""
+        per value (non-empty strings: one probe per key, no grouping). O(keys + distinct
+        values)."""
+        if _strings(values):
+            index, bucket_of, texts = self._map, self._bucket, _str_entries
+            for key, value in zip(keys, values, strict=True):
+                entries = texts(value)
+                if entries is None:
+                    self._loose.discard(key)
+                    continue
+                for entry in entries:
+                    bucket = bucket_of(entry)
+                    if bucket is not None:
+                        bucket.pop(key, None)
+                        if not bucket:
+                            del index[entry]
+            return
         groups = KeyGroups()
         groups.add(keys, values)
         index = self._map
         for by_value in groups.by_type.values():
             for value, members in by_value.items():
-                entries = self.entries((value,))
-                if entries is None:
+                filed = self.entries((value,))
+                if filed is None:
                     self._loose.difference_update(members)
                     continue
-                for entry in entries:
-                    bucket = self._bucket(entry)
+                for text in filed:
+                    bucket = self._bucket(text)
                     if bucket is not None:
                         pop = bucket.pop
                         for key in members:
                             pop(key, None)
                         if not bucket:
-                            del index[entry]
+                            del index[text]
         for key, value in groups.others:
             self.remove_entries(key, self.entries((value,)))
 

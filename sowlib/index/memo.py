@@ -12,6 +12,7 @@ import array
 import heapq
 import itertools
 from collections.abc import Collection, Iterator, Sequence
+from operator import eq
 from typing import Any
 
 import attrs
@@ -147,6 +148,11 @@ def _mark(keys: set[Key], key: Key, adding: bool) -> None:
         keys.discard(key)
 
 
+def _true_numbers(values: Sequence[Any]) -> bool:
+    """True when every value is an int or a float and none is NaN (C-level passes)."""
+    return set(map(type, values)) <= {int, float} and all(map(eq, values, values))
+
+
 def _count(sd: SortedMap, iv: Interval) -> int:
     """Number of distinct values of ``sd`` inside ``iv``; O(log n)."""
     lo, hi = _span(sd, iv)
@@ -261,7 +267,21 @@ class MemoIndex:
 
     def add_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """``update(key, value, True)`` for each pair, for keys not filed yet (distinct),
-        keys grouped by value first: one set update per distinct value."""
+        keys grouped by value first: one set update per distinct value (true numbers
+        into a filled index: one probe per key, no grouping)."""
+        if len(self._nums) and _true_numbers(values):
+            nums = self._nums
+            get, put, bucket_of = nums.map.get, nums.put, nums.bucket
+            for key, value in zip(keys, values, strict=True):
+                bucket = get(value)
+                if bucket is None:
+                    put(value, {key: None})
+                elif type(bucket) is dict:
+                    bucket[key] = None
+                else:
+                    bucket_of(value)[key] = None
+            self._entries[0] += len(keys)
+            return
         groups = KeyGroups()
         groups.add(keys, values)
         self.add_groups(groups)
@@ -311,7 +331,25 @@ class MemoIndex:
 
     def remove_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """``update(key, value, False)`` for each pair (distinct keys, each filed under
-        its value), keys grouped by value first: one bucket probe per distinct value."""
+        its value), keys grouped by value first: one bucket probe per distinct value (true
+        numbers: one probe per key, no grouping)."""
+        if _true_numbers(values):
+            nums = self._nums
+            get, drop, bucket_of = nums.map.get, nums.drop, nums.bucket
+            gone = 0
+            for key, value in zip(keys, values, strict=True):
+                bucket = get(value)
+                if bucket is None:
+                    continue
+                if type(bucket) is not dict:
+                    bucket = bucket_of(value)
+                if key in bucket:
+                    del bucket[key]
+                    gone += 1
+                    if not bucket:
+                        drop(value)
+            self._entries[0] -= gone
+            return
         groups = KeyGroups()
         groups.add(keys, values)
         by_type = groups.by_type
