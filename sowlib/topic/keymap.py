@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
 from operator import is_, itemgetter, le
+from typing import cast
 
 import msgpack
 
@@ -163,6 +164,14 @@ class KeyMap:
         """``(key, offset)`` of every live record."""
         return [(k, s if isinstance(s, int) else s[0]) for k, s in self.slots.items()]
 
+    def live_offsets(self) -> list[int]:
+        """The offset of every live record, in :meth:`keys` order (C-level when every
+        entry is a bare offset)."""
+        slots = list(self.slots.values())
+        if set(map(type, slots)) <= {int}:
+            return slots  # type: ignore[return-value]
+        return [s if type(s) is int else s[0] for s in slots]  # type: ignore[index]
+
     def header(self, key: Key) -> Header | None:
         """The header fields of ``key``'s live record (read from the log for a bare offset)."""
         slot = self.slots.get(key)
@@ -242,12 +251,18 @@ class KeyMap:
         ]
 
     def remap(self, mapping: dict[int, int]) -> None:
-        """Apply compaction's ``{old offset: new offset}``."""
+        """Apply compaction's ``{old offset: new offset}`` (C-level passes when every entry
+        is a bare offset); record sizes do not change (records are copied verbatim)."""
         slots = new_slots(self.content)
-        slots.update(
-            (k, mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:]))
-            for k, s in self.slots.items()
-        )
+        old = list(self.slots.values())
+        if set(map(type, old)) <= {int}:
+            bare = cast("list[int]", old)
+            slots.update(zip(self.slots.keys(), map(mapping.__getitem__, bare), strict=True))
+        else:
+            slots.update(
+                (k, mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:]))
+                for k, s in self.slots.items()
+            )
         self._install(slots)
 
     # ------------------------------------------------------------------ replay

@@ -342,6 +342,51 @@ class Writer:
         if self.history is not None:
             self.history.add(key, Version(rec.seq, rec.timestamp, offset))
 
+    def apply_many(self, records: Sequence[LogRecord]) -> None:
+        """:meth:`apply` of each record in order (a reader's refresh); runs of plain PUTs
+        (no expiration, no correlation id) are installed a batch at a time, as
+        ``publish_many`` installs them: one key-map update, one decode, index upkeep a
+        column at a time."""
+        if self.history is not None or (
+            self.indexes.has_field_indexes and not self.indexes.values_known
+        ):
+            for rec in records:
+                self.apply(rec)
+            return
+        run: list[LogRecord] = []
+        for rec in records:
+            if rec.kind == _PUT and not rec.expiration and not rec.correlation_id:
+                run.append(rec)
+                continue
+            self._apply_puts(run)
+            run = []
+            self.apply(rec)
+        self._apply_puts(run)
+
+    def _apply_puts(self, records: list[LogRecord]) -> None:
+        if not records:
+            return
+        keys = [self.keys.key_of(rec.key) for rec in records]
+        drop = self.views.cache.drop
+        for key in keys:
+            drop(key)
+        size_of = self.log.size_of
+        inserted = self.keys.put_bare(
+            keys, [rec.offset for rec in records], [size_of(rec) for rec in records]
+        )
+        indexes = self.indexes
+        if not indexes.has_field_indexes and not self._key_getters:
+            for key, new in zip(keys, inserted, strict=True):
+                indexes.on_put_keys(key, (), new)
+            return
+        docs = self.views.decode_many([rec.payload for rec in records])
+        if indexes.has_field_indexes:
+            indexes.put_columns(keys, indexes.columns(docs), inserted)
+            return
+        getters = self._key_getters
+        for key, doc, new in zip(keys, docs, inserted, strict=True):
+            indexes.on_put_keys(key, [g(doc) for g in getters], new)
+
     # ------------------------------------------------------------------ compaction
 
     def maybe_compact(self) -> None:
@@ -369,8 +414,7 @@ class Writer:
 
             mapping: dict[int, int] = log.compact(keep, progress=progress)
         else:
-            live = [off for _k, off in self.keys.offsets()]
-            mapping = log.compact(live, progress=progress)
+            mapping = log.compact(self.keys.live_offsets(), progress=progress)
         self.keys.remap(mapping)
         if history is not None:
             history.remap(mapping)
