@@ -22,6 +22,8 @@ from sowlib.index.upkeep import interned
 __all__ = ["dump_values", "load_values"]
 
 _VERSION = 1
+# A missing field (MISSING) as msgpack stores it.
+_MISSING_EXT = msgpack.ExtType(0, b"")
 _SWAP = sys.byteorder != "little"
 
 
@@ -31,6 +33,12 @@ def _codes(data: bytes) -> array.array[int]:
     if _SWAP:
         column.byteswap()
     return column
+
+
+def _ext(code: int, data: bytes) -> Any:
+    if code == _MISSING_EXT.code and data == _MISSING_EXT.data:
+        return MISSING
+    raise ValueError("unknown msgpack extension")
 
 
 def dump_values(indexes: IndexSet, keys: Sequence[Key]) -> bytes | None:
@@ -43,15 +51,18 @@ def dump_values(indexes: IndexSet, keys: Sequence[Key]) -> bytes | None:
     try:
         for path, table in indexes.kept_tables():
             column = list(map(table.__getitem__, keys))
-            # 1, 1.0 and True are equal but index differently: grouped with their type.
-            tagged = list(zip(map(type, column), column, strict=True))
-            distinct = dict.fromkeys(tagged)
-            where = dict(zip(distinct, range(len(distinct)), strict=False))
+            if len(set(map(type, column))) <= 1:
+                tagged: list[Any] = column
+                distinct: list[Any] = list(dict.fromkeys(column))
+            else:
+                # 1, 1.0 and True are equal but index differently: grouped with their type.
+                tagged = list(zip(map(type, column), column, strict=True))
+                distinct = [value for _kind, value in dict.fromkeys(tagged)]
+            where = dict(zip(dict.fromkeys(tagged), range(len(distinct)), strict=True))
             codes = array.array("I", map(where.__getitem__, tagged))
             if _SWAP:
                 codes.byteswap()
-            # A missing field indexes as NULL, which None also does.
-            values = [None if value is MISSING else value for _kind, value in distinct]
+            values = [_MISSING_EXT if value is MISSING else value for value in distinct]
             paths.append([path.to_text(), values, codes.tobytes()])
         blob: bytes = msgpack.packb([_VERSION, len(keys), paths])
     except (TypeError, ValueError, KeyError, OverflowError):
@@ -66,7 +77,7 @@ def load_values(indexes: IndexSet, blob: bytes | None, keys: Sequence[Key]) -> b
     if blob is None:
         return False
     try:
-        version, count, paths = msgpack.unpackb(blob)
+        version, count, paths = msgpack.unpackb(blob, ext_hook=_ext)
         kept = indexes.kept_tables()
         if version != _VERSION or count != len(keys) or len(paths) != len(kept):
             return False
