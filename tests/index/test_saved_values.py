@@ -24,7 +24,7 @@ _MIXED = [*_PLAIN, '{"id": %d, "s": null, "n": 2.5}', '{"id": %d, "s": [1, "x"],
 def _kept(topic: Any) -> dict[str, list[tuple[type, str]]]:
     indexes = topic._p.indexes
     out = {}
-    for key in topic._p.keys.keys():
+    for key in topic._p.keys:
         out[str(key)] = [(type(v), repr(v)) for v in indexes.kept_values(key)]
     return out
 
