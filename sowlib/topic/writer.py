@@ -154,7 +154,10 @@ class Writer:
         # with the collector on, full collections would rescan every index set meanwhile.
         with paused_gc():
             batch = prepare_batch(self, messages, key_values)
-            texts = list(map(self.keys.text_of, batch.keys))
+            if self.content is not None:  # every key an int: C-level
+                texts = list(map(str, batch.keys))
+            else:
+                texts = list(map(self.keys.text_of, batch.keys))
             log = self.log.log
             if self.content is not None and self.log.persistent:
                 # Times as the log stores them (microseconds), so a reopen reads the same.
@@ -162,27 +165,38 @@ class Writer:
                 expires = round(expires * 1_000_000) / 1_000_000 if expires else 0.0
                 ints = cast("list[int]", batch.keys)
                 offsets, sizes, first = log.append_puts(texts, batch.payloads, stamp, expires, ints)
-                heads = [
-                    Header(off, first + i, stamp, expires, b"", size)
-                    for i, (off, size) in enumerate(zip(offsets, sizes, strict=True))
-                ]
+
+                def heads() -> list[Header]:
+                    return [
+                        Header(off, first + i, stamp, expires, b"", size)
+                        for i, (off, size) in enumerate(zip(offsets, sizes, strict=True))
+                    ]
             else:
                 pairs = zip(texts, batch.payloads, strict=True)
                 items = [(_PUT, t, p, now, expires, b"") for t, p in pairs]
                 records: list[LogRecord] = log.append_many(items)
-                heads = [self.log.header_of(r) for r in records]
+                made = [self.log.header_of(r) for r in records]
+                offsets, sizes = [h.offset for h in made], [h.size for h in made]
                 first = records[0].seq if records else self.log.log.last_seq + 1
-            inserted = self._install_batch(batch, heads)
+
+                def heads() -> list[Header]:
+                    return made
+
+            inserted = self._install_batch(batch, offsets, sizes, heads, expires)
         self.maybe_compact()
         return PublishResults(texts, first, inserted)
 
-    def _install_batch(self, batch: Batch, heads: list[Header]) -> list[bool]:
+    def _install_batch(
+        self,
+        batch: Batch,
+        offsets: list[int],
+        sizes: list[int],
+        heads: Callable[[], list[Header]],
+        expires: float,
+    ) -> list[bool]:
         keys = batch.keys
-        plain = (
-            not self.subs.active and self.history is None and not (heads and heads[0].expiration)
-        )
-        if not plain:
-            return self._install_each(batch, heads)
+        if self.subs.active or self.history is not None or expires:
+            return self._install_each(batch, heads())
         indexes, views = self.indexes, self.views
         fields = batch.docs is not None and indexes.has_field_indexes
         old_docs: dict[Key, Any] = {}
@@ -192,7 +206,7 @@ class Writer:
         drop = views.cache.drop
         for key in keys:
             drop(key)
-        inserted = self.keys.put_bare(keys, [h.offset for h in heads], [h.size for h in heads])
+        inserted = self.keys.put_bare(keys, offsets, sizes)
         if batch.docs is None or not indexes.has_field_indexes:
             on_keys = indexes.on_put_keys
             if batch.key_values is not None:
