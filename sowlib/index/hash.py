@@ -17,6 +17,7 @@ import attrs
 
 from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.types import Key, KeySet
+from sowlib.index.upkeep import ABSENT
 from sowlib.index.values import (
     KeyGroups,
     Loose,
@@ -40,6 +41,9 @@ def _str_entries(value: str) -> tuple[tuple[str], ...] | None:
         return tuple((text,) for text in hash_texts(value))
     except Loose:
         return None
+
+
+_STR_OR_ABSENT = frozenset({str, type(ABSENT)})
 
 
 def _strings(values: Sequence[Any]) -> bool:
@@ -221,6 +225,42 @@ class HashIndex:
                             del index[text]
         for key, value in groups.others:
             self.remove_entries(key, self.entries((value,)))
+
+    def move_strings(self, keys: Sequence[Key], olds: Sequence[Any], news: Sequence[str]) -> bool:
+        """Refile each key (distinct) from its old value to its new one, both non-empty
+        strings (an old value may be ``ABSENT``: a new key); one pass, an unchanged value
+        skipped. False (nothing done) when the values are not all such strings."""
+        if not (_strings(news) and set(map(type, olds)) <= _STR_OR_ABSENT and "" not in olds):
+            return False
+        index, texts, loose = self._map, _str_entries, self._loose
+        get, bucket_of = index.get, self._bucket
+        for key, was, value in zip(keys, olds, news, strict=True):
+            if was == value:
+                continue
+            if was is not ABSENT:
+                entries = texts(was)
+                if entries is None:
+                    loose.discard(key)
+                else:
+                    for entry in entries:
+                        gone = bucket_of(entry)
+                        if gone is not None:
+                            gone.pop(key, None)
+                            if not gone:
+                                del index[entry]
+            entries = texts(value)
+            if entries is None:
+                loose.add(key)
+                continue
+            for entry in entries:
+                bucket = get(entry)
+                if bucket is None:
+                    index[entry] = {key: None}
+                elif type(bucket) is dict:
+                    bucket[key] = None
+                else:
+                    cast("KeySet", bucket_of(entry))[key] = None
+        return True
 
     def remove_entries(self, key: Key, entries: Sequence[tuple[str, ...]] | None) -> None:
         """Undo :meth:`add_entries` for the same ``key`` and ``entries``."""

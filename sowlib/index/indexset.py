@@ -354,23 +354,32 @@ class IndexSet:
             columns = [list(map(column.__getitem__, rows)) for column in columns]
         count = len(keys)
         self._check_key_values(keys, columns)
+        olds: dict[int, list[Any]] = {}
         moved: dict[int, Changes] = {}
+
+        def change(at: int) -> Changes:
+            got = moved.get(at)
+            if got is None:
+                got = moved[at] = changes(keys, olds[at], columns[at])
+            return got
+
         for pos, table in self._kept_at:
-            old = [ABSENT] * count if fresh else list(map(table.get, keys, [ABSENT] * count))
-            moved[pos] = changes(keys, old, columns[pos])
+            olds[pos] = [ABSENT] * count if fresh else list(map(table.get, keys, [ABSENT] * count))
         for index, at in self._hash_at:
             if len(at) == 1:
-                got = moved[at[0]]
-                if got.old_keys:
-                    index.remove_many(got.old_keys, got.old_values)
-                index.add_many(got.keys, got.new)
+                if fresh or not index.move_strings(keys, olds[at[0]], columns[at[0]]):
+                    got = change(at[0])
+                    if got.old_keys:
+                        index.remove_many(got.old_keys, got.old_values)
+                    index.add_many(got.keys, got.new)
             else:
                 self._put_rows(index, keys, columns, at)
         for memo, i in self._memo_at:
-            got = moved[i]
-            if got.old_keys:
-                memo.remove_many(got.old_keys, got.old_values)
-            memo.add_many(got.keys, got.new)
+            if fresh or not memo.move_numbers(keys, olds[i], columns[i]):
+                got = change(i)
+                if got.old_keys:
+                    memo.remove_many(got.old_keys, got.old_values)
+                memo.add_many(got.keys, got.new)
         self.keep_columns(keys, columns)
 
     def _put_rows(

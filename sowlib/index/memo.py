@@ -20,6 +20,7 @@ import attrs
 from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.sortedmap import SortedMap
 from sowlib.index.types import Key, KeySet
+from sowlib.index.upkeep import ABSENT
 from sowlib.index.values import KeyGroups, as_path, is_null_scalar, member_keys, to_number
 from sowlib.paths import FieldPath
 
@@ -146,6 +147,10 @@ def _mark(keys: set[Key], key: Key, adding: bool) -> None:
         keys.add(key)
     else:
         keys.discard(key)
+
+
+_ABSENT_TYPE = type(ABSENT)
+_NUMBER_OR_ABSENT = frozenset({int, float, _ABSENT_TYPE})
 
 
 def _true_numbers(values: Sequence[Any]) -> bool:
@@ -368,6 +373,44 @@ class MemoIndex:
         self._null.difference_update(by_type.get(type(None), {}).get(None, ()))
         for key, value in groups.others:
             self.update(key, value, False)
+
+    def move_numbers(self, keys: Sequence[Key], olds: Sequence[Any], news: Sequence[Any]) -> bool:
+        """Refile each key (distinct) from its old value to its new one, both true numbers
+        (no NaN; an old value may be ``ABSENT``: a new key); one pass, an unchanged value
+        skipped. False (nothing done) when the values are not all such numbers."""
+        if not _true_numbers(news):
+            return False
+        old_kinds = set(map(type, olds))
+        if not old_kinds <= _NUMBER_OR_ABSENT:
+            return False
+        if old_kinds != {_ABSENT_TYPE} and not all(map(eq, olds, olds)):
+            return False  # a NaN
+        nums = self._nums
+        get, put, drop, bucket_of = nums.map.get, nums.put, nums.drop, nums.bucket
+        count = 0
+        for key, was, value in zip(keys, olds, news, strict=True):
+            if type(was) is type(value) and was == value:
+                continue
+            if was is not ABSENT:
+                bucket = get(was)
+                if bucket is not None:
+                    if type(bucket) is not dict:
+                        bucket = bucket_of(was)
+                    if key in bucket:
+                        del bucket[key]
+                        count -= 1
+                        if not bucket:
+                            drop(was)
+            bucket = get(value)
+            if bucket is None:
+                put(value, {key: None})
+            else:
+                if type(bucket) is not dict:
+                    bucket = bucket_of(value)
+                bucket[key] = None
+            count += 1
+        self._entries[0] += count
+        return True
 
     def _unfile(self, which: int, place: Any, members: Sequence[Key]) -> None:
         """Take ``members`` out of the key set under ``place`` in sorted map ``which``."""
