@@ -206,6 +206,18 @@ class KeyMap:
         self.live_bytes += head.size - old
         return False
 
+    def put_offset(self, key: Key, offset: int, size: int) -> bool:
+        """:meth:`put` of a record without expiration or correlation id; O(1)."""
+        table = self._sizes
+        old = table.get(key)
+        table[key] = size
+        self.slots[key] = offset
+        if old is None:
+            self.live_bytes += size
+            return True
+        self.live_bytes += size - old
+        return False
+
     def put_bare(self, keys: list[Key], offsets: list[int], sizes: list[int]) -> list[bool]:
         """:meth:`put` of records without expiration or correlation id, in order; nothing
         read. Distinct keys take C-level passes (a lookup, then two table updates)."""

@@ -128,17 +128,37 @@ class Writer:
         """Append one PUT and install it."""
         now = self.clock()
         expires = self.expires_at(expiration, now)
+        text = self.keys.text_of(key)
         rec = self.log.log.append(
-            _PUT,
-            self.keys.text_of(key),
-            payload,
-            timestamp=now,
-            expiration=expires,
-            correlation_id=corr,
+            _PUT, text, payload, timestamp=now, expiration=expires, correlation_id=corr
         )
-        inserted = self._install(key, self.log.header_of(rec), payload, doc, delta_doc)
+        if expires or corr or self.subs.active or self.history is not None:
+            inserted = self._install(key, self.log.header_of(rec), payload, doc, delta_doc)
+        else:
+            inserted = self._install_plain(key, rec.offset, self.log.size_of(rec), doc)
         self.maybe_compact()
-        return PublishResult(self.keys.text_of(key), rec.seq, inserted)
+        return PublishResult(text, rec.seq, inserted)
+
+    def _install_plain(self, key: Key, offset: int, size: int, doc: Any) -> bool:
+        """:meth:`_install` of a record with no header field to keep (no expiration, no
+        correlation id) on a topic with no history and no subscriber: the common publish."""
+        indexes = self.indexes
+        fields = indexes.has_field_indexes
+        old_doc = None
+        if fields and not indexes.values_known and key in self.keys:
+            old_doc = self.views.doc(key)
+        self.views.cache.drop(key)
+        inserted = self.keys.put_offset(key, offset, size)
+        if not fields:
+            indexes.on_put_keys(key, [g(doc) for g in self._key_getters], inserted)
+        elif old_doc is None and indexes.values_known:
+            indexes.put_values(key, indexes.values(doc), inserted)
+        else:
+            indexes.on_put(key, None if inserted else old_doc, doc)
+        counts = self.counts
+        counts["inserts" if inserted else "updates"] += 1
+        counts["publishes"] += 1
+        return inserted
 
     def write_many(
         self,
