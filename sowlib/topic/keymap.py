@@ -132,6 +132,12 @@ class KeyMap:
                 return value
         return sow_key
 
+    def keys_of(self, texts: list[str]) -> list[Key]:
+        """:meth:`key_of` of each text (C-level passes when every one is a content key's
+        canonical digits)."""
+        got = self._keys_of(texts)
+        return got if got is not None else list(map(self.key_of, texts))
+
     @staticmethod
     def text_of(key: Key) -> str:
         """The SOW key text of an in-memory key."""

@@ -223,9 +223,10 @@ class Writer:
         if fields and not indexes.values_known:
             # The replaced versions' field values leave the indexes: read them first.
             old_docs = dict(views.docs([k for k in dict.fromkeys(keys) if k in self.keys]))
-        drop = views.cache.drop
-        for key in keys:
-            drop(key)
+        if len(views.cache):
+            drop = views.cache.drop
+            for key in keys:
+                drop(key)
         inserted = self.keys.put_bare(keys, offsets, sizes)
         if batch.docs is None or not indexes.has_field_indexes:
             on_keys = indexes.on_put_keys
@@ -400,10 +401,11 @@ class Writer:
     def _apply_puts(self, records: list[LogRecord]) -> None:
         if not records:
             return
-        keys = [self.keys.key_of(rec.key) for rec in records]
-        drop = self.views.cache.drop
-        for key in keys:
-            drop(key)
+        keys = self.keys.keys_of([rec.key for rec in records])
+        if len(self.views.cache):
+            drop = self.views.cache.drop
+            for key in keys:
+                drop(key)
         size_of = self.log.size_of
         inserted = self.keys.put_bare(
             keys, [rec.offset for rec in records], [size_of(rec) for rec in records]
