@@ -389,14 +389,17 @@ class Writer:
                 self.apply(rec)
             return
         run: list[LogRecord] = []
-        for rec in records:
-            if rec.kind == _PUT and not rec.expiration and not rec.correlation_id:
-                run.append(rec)
-                continue
+        # As in write_many: nothing allocated here is cyclic, and a full collection
+        # meanwhile would walk every index set.
+        with paused_gc():
+            for rec in records:
+                if rec.kind == _PUT and not rec.expiration and not rec.correlation_id:
+                    run.append(rec)
+                    continue
+                self._apply_puts(run)
+                run = []
+                self.apply(rec)
             self._apply_puts(run)
-            run = []
-            self.apply(rec)
-        self._apply_puts(run)
 
     def _apply_puts(self, records: list[LogRecord]) -> None:
         if not records:
