@@ -4,10 +4,12 @@ whatever mix of inserts, updates, deletes and records with header fields it foll
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,29 +42,45 @@ def _queried(topic: Any) -> list[list[str]]:
     return [sorted(r.sow_key for r in topic.sow(f)) for f in filters]
 
 
+def _topic(store: SowStore) -> Any:
+    return store.create_topic(
+        "t", keys=["/id"], hash_indexes=[["/sym"]], indexes=["/px"], auto_compact=None
+    )
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
 @settings(max_examples=30, deadline=None)
 @given(ops=_OPS)
-def test_refresh_follows_the_writer(tmp_path_factory: Any, ops: list[tuple[str, Any]]) -> None:
+def test_refresh_follows_the_writer(
+    tmp_path_factory: Any, checkpoint: bool, ops: list[tuple[str, Any]]
+) -> None:
     directory: Path = tmp_path_factory.mktemp("refresh")
-    with SowStore(directory) as store:
-        topic = store.create_topic(
-            "t", keys=["/id"], hash_indexes=[["/sym"]], indexes=["/px"], auto_compact=None
-        )
+    with contextlib.ExitStack() as stack:
+        if checkpoint:  # the reader opens from a checkpoint: saved buckets, values filled late
+            with SowStore(directory) as first:
+                docs = [{"id": i, "sym": "AB"[i % 2], "px": i} for i in range(8)]
+                _topic(first).publish_many([orjson.dumps(doc) for doc in docs])
+            reader = stack.enter_context(SowStore(directory, readonly=True))
+            follower = reader.topic("t")
+            assert not follower._p.indexes.values_known
+        store = stack.enter_context(SowStore(directory))
+        topic = store.topic("t") if checkpoint else _topic(store)
         topic.publish('{"id": 0, "sym": "A", "px": 1}')
         store.flush()
-        with SowStore(directory, readonly=True) as reader:
+        if not checkpoint:
+            reader = stack.enter_context(SowStore(directory, readonly=True))
             follower = reader.topic("t")
-            for op, arg in ops:
-                if op == "many":
-                    topic.publish_many([orjson.dumps(doc) for doc in arg])
-                elif op == "corr":
-                    topic.publish(orjson.dumps(arg), correlation_id=b"c")
-                elif op == "delete":
-                    topic.sow_delete_by_keys([topic.key_for({"id": arg})])
-                else:
-                    reader.refresh()
-            store.flush()
-            reader.refresh()
-            assert _state(follower) == _state(topic)
-            assert _queried(follower) == _queried(topic)
-            follower.check()
+        for op, arg in ops:
+            if op == "many":
+                topic.publish_many([orjson.dumps(doc) for doc in arg])
+            elif op == "corr":
+                topic.publish(orjson.dumps(arg), correlation_id=b"c")
+            elif op == "delete":
+                topic.sow_delete_by_keys([topic.key_for({"id": arg})])
+            else:
+                reader.refresh()
+        store.flush()
+        reader.refresh()
+        assert _state(follower) == _state(topic)
+        assert _queried(follower) == _queried(topic)
+        follower.check()

@@ -127,6 +127,8 @@ class IndexSet:
     # Per live key, the values of the paths an index reads: (position in _paths, table).
     _kept: KeptValues
     _kept_at: list[tuple[int, Table]]
+    # What fills the kept values when first needed (see defer_values), or None.
+    _deferred: Callable[[], None] | None
 
     def __init__(
         self,
@@ -136,6 +138,7 @@ class IndexSet:
         table: Callable[[], Table] = dict,
     ) -> None:
         self._kept = KeptValues(table)
+        self._deferred: Callable[[], None] | None = None
         self.key_fields = as_paths(key_fields)
         self.hashes = [HashIndex(fields) for fields in hash_indexes]
         self.memos = {}
@@ -187,6 +190,20 @@ class IndexSet:
         """True when the kept values of every live key are known (see
         :meth:`forget_values`): upkeep then needs no old document."""
         return self._kept.complete
+
+    def defer_values(self, fill: Callable[[], None]) -> None:
+        """Leave the kept values unknown until :meth:`ensure_values`, which calls ``fill``
+        (it must make them known, e.g. by :meth:`keep_columns` and :meth:`values_filled`):
+        a read-only opener that never applies a change does not hold them."""
+        self.forget_values()
+        self._deferred = fill
+
+    def ensure_values(self) -> None:
+        """Run a fill :meth:`defer_values` left (before the first change); O(1) after."""
+        fill = self._deferred
+        if fill is not None:
+            self._deferred = None
+            fill()
 
     def forget_values(self) -> None:
         """Drop the kept values (after a load that restored the indexes without them):
@@ -507,6 +524,7 @@ class IndexSet:
         self._live = 0
         self.irregular.clear()
         self._kept.clear()
+        self._deferred = None
         for index in self._all():
             index.clear()
 

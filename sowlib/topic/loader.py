@@ -92,8 +92,12 @@ def _load_entries(writer: Writer, progress: Progress | None) -> None:
             if load_indexes(writer.indexes, parts[1], keys):
                 # The values the indexes read, kept per key: from the checkpoint, or
                 # (an older one) read out of the live records once.
-                if not load_values(writer.indexes, parts[2], keys):
-                    fill_values(writer)
+                if getattr(log, "readonly", False):
+                    # A reader holds them only once it applies a change (refresh).
+                    saved = parts[2]
+                    writer.indexes.defer_values(lambda: _restore_values(writer, saved))
+                else:
+                    _restore_values(writer, parts[2], keys)
                 # The indexes match the key map at the checkpoint: replay the tail
                 # through the write path's own upkeep.
                 replayed = False
@@ -119,6 +123,12 @@ def _split(blob: bytes) -> tuple[bytes, bytes, bytes | None] | None:
         return None
     values = rest[0] if rest and isinstance(rest[0], bytes) else None
     return keymap, indexes, values
+
+
+def _restore_values(writer: Writer, saved: bytes | None, keys: Sequence[Key] | None = None) -> None:
+    """The kept values from the checkpoint's part, else read out of the live records."""
+    if not load_values(writer.indexes, saved, writer.keys.keys() if keys is None else keys):
+        fill_values(writer)
 
 
 def fill_values(writer: Writer) -> None:

@@ -126,6 +126,7 @@ class Writer:
         delta_doc: Any = None,
     ) -> PublishResult:
         """Append one PUT and install it."""
+        self.indexes.ensure_values()
         now = self.clock()
         expires = self.expires_at(expiration, now)
         text = self.keys.text_of(key)
@@ -168,6 +169,7 @@ class Writer:
     ) -> PublishResults:
         """Validate a whole batch, append it with one log call, install each in order
         (the cyclic collector paused meanwhile)."""
+        self.indexes.ensure_values()
         now = self.clock()
         expires = self.expires_at(expiration, now)
         # A batch allocates containers per message and per new index value, none cyclic:
@@ -326,6 +328,7 @@ class Writer:
 
     def remove(self, key: Key, kind: RecordKind) -> None:
         """Append a tombstone for live ``key`` and forget it (delete or expire)."""
+        self.indexes.ensure_values()
         old = self.views.record(key) if self.subs.active else None
         rec = self.log.log.append(kind, self.keys.text_of(key), b"", timestamp=self.clock())
         self.forget(key)
@@ -338,6 +341,7 @@ class Writer:
 
     def forget(self, key: Key) -> None:
         """Drop live ``key`` from memory: key map, indexes, cache (no log record)."""
+        self.indexes.ensure_values()
         old_doc = self._old_doc(key)
         self.keys.remove(key)
         self.views.cache.drop(key)
@@ -361,6 +365,7 @@ class Writer:
 
     def apply(self, rec: LogRecord) -> None:
         """Replay one log record into memory (a reader's refresh, a history topic's open)."""
+        self.indexes.ensure_values()
         key = self.keys.key_of(rec.key)
         if rec.kind == _PUT:
             old_doc = self._old_doc(key) if key in self.keys else None
@@ -382,6 +387,7 @@ class Writer:
         (no expiration, no correlation id) are installed a batch at a time, as
         ``publish_many`` installs them: one key-map update, one decode, index upkeep a
         column at a time."""
+        self.indexes.ensure_values()
         if self.history is not None or (
             self.indexes.has_field_indexes and not self.indexes.values_known
         ):

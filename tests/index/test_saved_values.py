@@ -40,6 +40,9 @@ def test_kept_values_survive_a_reopen(tmp_path: Path, shapes: list[str], readonl
         assert (saved is None) == (shapes is _MIXED)
     with SowStore(tmp_path, readonly=readonly) as store:
         topic = store.topic("t")
+        # A reader fills them only when it first applies a change.
+        assert topic._p.indexes.values_known is not readonly
+        topic._p.indexes.ensure_values()
         assert topic._p.indexes.values_known
         assert _kept(topic) == before
         topic.check()
