@@ -194,22 +194,7 @@ class HashIndex:
     def remove_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """:meth:`remove_entries` of each key (distinct, filed) under its one field
         ``value`` (single-field indexes), keys grouped by value first: one bucket probe
-        per value (non-empty strings: one probe per key, no grouping). O(keys + distinct
-        values)."""
-        if _strings(values):
-            index, bucket_of, texts = self._map, self._write_bucket, _str_entries
-            for key, value in zip(keys, values, strict=True):
-                entries = texts(value)
-                if entries is None:
-                    self._loose.discard(key)
-                    continue
-                for entry in entries:
-                    bucket = bucket_of(entry)
-                    if bucket is not None:
-                        bucket.pop(key, None)
-                        if not bucket:
-                            del index[entry]
-            return
+        per value. O(keys + distinct values)."""
         groups = KeyGroups()
         groups.add(keys, values)
         index = self._map

@@ -336,25 +336,7 @@ class MemoIndex:
 
     def remove_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """``update(key, value, False)`` for each pair (distinct keys, each filed under
-        its value), keys grouped by value first: one bucket probe per distinct value (true
-        numbers: one probe per key, no grouping)."""
-        if _true_numbers(values):
-            nums = self._nums
-            get, drop, bucket_of = nums.map.get, nums.drop, nums.bucket
-            gone = 0
-            for key, value in zip(keys, values, strict=True):
-                bucket = get(value)
-                if bucket is None:
-                    continue
-                if type(bucket) is not dict:
-                    bucket = bucket_of(value)
-                if key in bucket:
-                    del bucket[key]
-                    gone += 1
-                    if not bucket:
-                        drop(value)
-            self._entries[0] -= gone
-            return
+        its value), keys grouped by value first: one bucket probe per distinct value."""
         groups = KeyGroups()
         groups.add(keys, values)
         by_type = groups.by_type
