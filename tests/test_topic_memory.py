@@ -112,10 +112,10 @@ def _damage_index_blob(path: str) -> None:
     """Rewrite the checkpoint (valid outer checksum) around a damaged index section."""
     ckpt = decode_checkpoint(Path(path + ".ckpt").read_bytes())
     assert ckpt is not None
-    tag, keymap, indexes = msgpack.unpackb(ckpt.blob)
+    tag, keymap, indexes, *kept_values = msgpack.unpackb(ckpt.blob)
     broken = bytearray(indexes)
     broken[len(broken) // 2] ^= 0xFF
-    blob = msgpack.packb([tag, keymap, bytes(broken)])
+    blob = msgpack.packb([tag, keymap, bytes(broken), *kept_values])
     Path(path + ".ckpt").write_bytes(encode_checkpoint(attrs.evolve(ckpt, blob=blob)))
 
 

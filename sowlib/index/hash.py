@@ -15,8 +15,9 @@ from typing import Any, cast
 
 import attrs
 
-from sowlib.index.packed import PackedKeys, pack_positions
+from sowlib.index.packed import PackedKeys, PendingKeys, pack_positions
 from sowlib.index.types import Key, KeySet
+from sowlib.index.upkeep import ABSENT
 from sowlib.index.values import (
     KeyGroups,
     Loose,
@@ -42,6 +43,14 @@ def _str_entries(value: str) -> tuple[tuple[str], ...] | None:
         return None
 
 
+_STR_OR_ABSENT = frozenset({str, type(ABSENT)})
+
+
+def _strings(values: Sequence[Any]) -> bool:
+    """True when every value is a non-empty string (C-level passes)."""
+    return set(map(type, values)) <= {str} and all(values)
+
+
 @attrs.define(eq=False)
 class HashIndex:
     """Exact-match index over one or more fields; O(1) per update and lookup.
@@ -54,7 +63,11 @@ class HashIndex:
     """
 
     fields: tuple[FieldPath, ...] = attrs.field(converter=as_paths)
-    _map: dict[tuple[str, ...], KeySet | PackedKeys] = attrs.field(factory=dict, init=False)
+    # A bucket is a key set; a saved one stays packed until used (PendingKeys: written
+    # but not read yet).
+    _map: dict[tuple[str, ...], KeySet | PackedKeys | PendingKeys] = attrs.field(
+        factory=dict, init=False
+    )
     # Records whose values have no exact text form (NaN, huge integers,
     # objects): every lookup returns them so the filter decides.
     _loose: set[Key] = attrs.field(factory=set, init=False)
@@ -121,7 +134,7 @@ class HashIndex:
             return
         index = self._map
         for entry in entries:
-            bucket = self._bucket(entry)
+            bucket = self._write_bucket(entry)
             if bucket is None:
                 index[entry] = {key: None}
             else:
@@ -129,7 +142,24 @@ class HashIndex:
 
     def add_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """:meth:`add_entries` of each key (none filed yet) under its one field ``value``
-        (single-field indexes), keys grouped by value first: one set update per value."""
+        (single-field indexes), keys grouped by value first: one set update per value
+        (non-empty strings into a filled index: one probe per key, no grouping)."""
+        if self._map and _strings(values):
+            index, bucket_of, texts = self._map, self._write_bucket, _str_entries
+            for key, value in zip(keys, values, strict=True):
+                entries = texts(value)
+                if entries is None:
+                    self._loose.add(key)
+                    continue
+                for entry in entries:
+                    bucket = index.get(entry)
+                    if bucket is None:
+                        index[entry] = {key: None}
+                    elif type(bucket) is dict:
+                        bucket[key] = None
+                    else:
+                        cast("KeySet | PendingKeys", bucket_of(entry))[key] = None
+            return
         groups = KeyGroups()
         groups.add(keys, values)
         self.add_groups(groups)
@@ -150,7 +180,7 @@ class HashIndex:
                     self._loose.update(member_keys(members, keys))
                     continue
                 for entry in entries:
-                    bucket = self._bucket(entry)
+                    bucket = self._write_bucket(entry)
                     if bucket is not None:
                         bucket.update(dict.fromkeys(member_keys(members, keys)))
                     elif keys is None:
@@ -161,6 +191,66 @@ class HashIndex:
             key = member if keys is None else keys[member]
             self.add_entries(key, self.entries((value,)))
 
+    def remove_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
+        """:meth:`remove_entries` of each key (distinct, filed) under its one field
+        ``value`` (single-field indexes), keys grouped by value first: one bucket probe
+        per value. O(keys + distinct values)."""
+        groups = KeyGroups()
+        groups.add(keys, values)
+        index = self._map
+        for by_value in groups.by_type.values():
+            for value, members in by_value.items():
+                filed = self.entries((value,))
+                if filed is None:
+                    self._loose.difference_update(members)
+                    continue
+                for text in filed:
+                    bucket = self._write_bucket(text)
+                    if bucket is not None:
+                        pop = bucket.pop
+                        for key in members:
+                            pop(key, None)
+                        if not bucket:
+                            del index[text]
+        for key, value in groups.others:
+            self.remove_entries(key, self.entries((value,)))
+
+    def move_strings(self, keys: Sequence[Key], olds: Sequence[Any], news: Sequence[str]) -> bool:
+        """Refile each key (distinct) from its old value to its new one, both non-empty
+        strings (an old value may be ``ABSENT``: a new key); one pass, an unchanged value
+        skipped. False (nothing done) when the values are not all such strings."""
+        if not (_strings(news) and set(map(type, olds)) <= _STR_OR_ABSENT and "" not in olds):
+            return False
+        index, texts, loose = self._map, _str_entries, self._loose
+        get, bucket_of = index.get, self._write_bucket
+        for key, was, value in zip(keys, olds, news, strict=True):
+            if was == value:
+                continue
+            if was is not ABSENT:
+                entries = texts(was)
+                if entries is None:
+                    loose.discard(key)
+                else:
+                    for entry in entries:
+                        gone = bucket_of(entry)
+                        if gone is not None:
+                            gone.pop(key, None)
+                            if not gone:
+                                del index[entry]
+            entries = texts(value)
+            if entries is None:
+                loose.add(key)
+                continue
+            for entry in entries:
+                bucket = get(entry)
+                if bucket is None:
+                    index[entry] = {key: None}
+                elif type(bucket) is dict:
+                    bucket[key] = None
+                else:
+                    cast("KeySet | PendingKeys", bucket_of(entry))[key] = None
+        return True
+
     def remove_entries(self, key: Key, entries: Sequence[tuple[str, ...]] | None) -> None:
         """Undo :meth:`add_entries` for the same ``key`` and ``entries``."""
         if entries is None:
@@ -168,7 +258,7 @@ class HashIndex:
             return
         index = self._map
         for entry in entries:
-            bucket = self._bucket(entry)
+            bucket = self._write_bucket(entry)
             if bucket is not None:
                 bucket.pop(key, None)
                 if not bucket:
@@ -177,8 +267,19 @@ class HashIndex:
     def _bucket(self, entry: tuple[str, ...]) -> KeySet | None:
         """The key set filed under ``entry`` (unpacked now if it was saved), or None."""
         bucket = self._map.get(entry)
-        if type(bucket) is PackedKeys:
+        if type(bucket) is PackedKeys or type(bucket) is PendingKeys:
             bucket = self._map[entry] = bucket.unpack()
+            if not bucket:
+                del self._map[entry]
+                return None
+        return bucket  # type: ignore[return-value]
+
+    def _write_bucket(self, entry: tuple[str, ...]) -> KeySet | PendingKeys | None:
+        """The bucket under ``entry`` to change, or None: a saved one is not unpacked (the
+        changes are kept beside it until a read)."""
+        bucket = self._map.get(entry)
+        if type(bucket) is PackedKeys:
+            bucket = self._map[entry] = PendingKeys(bucket)
         return bucket  # type: ignore[return-value]
 
     def compact(self) -> None:
@@ -195,15 +296,18 @@ class HashIndex:
 
     def saved(self) -> tuple[list[tuple[str, ...]], list[KeySet | PackedKeys], set[Key]]:
         """:meth:`export` with the buckets not used yet left packed; O(entries)."""
-        return list(self._map), list(self._map.values()), self._loose
+        for entry in [e for e, b in self._map.items() if type(b) is PendingKeys]:
+            self._bucket(entry)
+        return list(self._map), list(self._map.values()), self._loose  # type: ignore[arg-type]
 
     def export(self) -> tuple[list[tuple[str, ...]], list[KeySet], set[Key]]:
         """The index's content: filed text tuples, their key sets, the verify-always keys.
 
         The sets are the index's own (read them, do not change them); O(entries).
         """
-        entries = list(self._map)
-        return entries, [cast("KeySet", self._bucket(e)) for e in entries], self._loose
+        for entry in list(self._map):
+            self._bucket(entry)
+        return list(self._map), list(self._map.values()), self._loose  # type: ignore[arg-type]
 
     def restore(
         self,

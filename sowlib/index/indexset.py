@@ -7,6 +7,7 @@ write; the planner reads it. Imports only ``paths`` and ``index.*``.
 from __future__ import annotations
 
 import itertools
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from operator import itemgetter
 from typing import Any, Protocol
@@ -17,6 +18,7 @@ from sowlib.gcpause import paused_gc, release_free_memory
 from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex
 from sowlib.index.types import Key
+from sowlib.index.upkeep import ABSENT, Changes, KeptValues, Table, changes, interned
 from sowlib.index.values import EXACT_LIMIT, as_path, as_paths, number_text, to_number
 from sowlib.paths import FieldPath
 
@@ -88,10 +90,15 @@ def _same(a: Any, b: Any) -> bool:
 class IndexSet:
     """Every index of one topic.
 
+    Besides the indexes, the set keeps per live key the values of every path a hash or
+    memo index reads (:class:`~sowlib.index.upkeep.KeptValues`), so an update or a
+    delete takes the old version out without its document.
+
     Args:
         key_fields: the topic's key fields (``()`` for publisher-supplied keys).
         hash_indexes: field lists, one per configured hash index.
         memo: fields with a memo index created in advance.
+        table: makes the empty ``key -> value`` tables the kept values live in.
 
     Example:
         >>> ix = IndexSet(["/id"], [["/region"]], ["/price"])
@@ -117,13 +124,21 @@ class IndexSet:
     _key_at: range
     _hash_at: list[tuple[HashIndex, tuple[int, ...]]]
     _memo_at: list[tuple[MemoIndex, int]]
+    # Per live key, the values of the paths an index reads: (position in _paths, table).
+    _kept: KeptValues
+    _kept_at: list[tuple[int, Table]]
+    # What fills the kept values when first needed (see defer_values), or None.
+    _deferred: Callable[[], None] | None
 
     def __init__(
         self,
         key_fields: Sequence[str | FieldPath] = (),
         hash_indexes: Sequence[Sequence[str | FieldPath]] = (),
         memo: Sequence[str | FieldPath] = (),
+        table: Callable[[], Table] = dict,
     ) -> None:
+        self._kept = KeptValues(table)
+        self._deferred: Callable[[], None] | None = None
         self.key_fields = as_paths(key_fields)
         self.hashes = [HashIndex(fields) for fields in hash_indexes]
         self.memos = {}
@@ -160,12 +175,73 @@ class IndexSet:
         self._key_at = range(len(self.key_fields))
         self._hash_at = [(ix, tuple(paths[f] for f in ix.fields)) for ix in self.hashes]
         self._memo_at = [(ix, paths[path]) for path, ix in self.memos.items()]
+        indexed = {i for _ix, at in self._hash_at for i in at} | {i for _ix, i in self._memo_at}
+        self._kept_at = [(i, self._kept.table(self._paths[i])) for i in sorted(indexed)]
 
     def _values(self, doc: Any) -> list[Any]:
         return [getter(doc) for getter in self._getters]
 
+    def values(self, doc: Any) -> list[Any]:
+        """The value of each of :attr:`paths` in ``doc`` (what :meth:`put_values` takes)."""
+        return [getter(doc) for getter in self._getters]
+
+    @property
+    def values_known(self) -> bool:
+        """True when the kept values of every live key are known (see
+        :meth:`forget_values`): upkeep then needs no old document."""
+        return self._kept.complete
+
+    def defer_values(self, fill: Callable[[], None]) -> None:
+        """Leave the kept values unknown until :meth:`ensure_values`, which calls ``fill``
+        (it must make them known, e.g. by :meth:`keep_columns` and :meth:`values_filled`):
+        a read-only opener that never applies a change does not hold them."""
+        self.forget_values()
+        self._deferred = fill
+
+    def ensure_values(self) -> None:
+        """Run a fill :meth:`defer_values` left (before the first change); O(1) after."""
+        fill = self._deferred
+        if fill is not None:
+            self._deferred = None
+            fill()
+
+    def forget_values(self) -> None:
+        """Drop the kept values (after a load that restored the indexes without them):
+        until :meth:`values_filled`, an update must pass its old document."""
+        self._kept.clear()
+        self._kept.complete = False
+
+    def keep_columns(self, keys: Sequence[Key], columns: Sequence[Sequence[Any]]) -> None:
+        """Set the kept values of ``keys`` from the values of :attr:`paths` (as
+        :meth:`columns` gives them); the indexes are not touched."""
+        for at, table in self._kept_at:
+            table.update(zip(keys, interned(list(columns[at])), strict=True))
+
+    def kept_tables(self) -> list[tuple[FieldPath, Table]]:
+        """The kept values: ``(path, key -> value)`` for each path an index reads (the set's
+        own tables: read them, do not change them)."""
+        return [(self._paths[at], table) for at, table in self._kept_at]
+
+    def keep_path_values(self, path: FieldPath, keys: Sequence[Key], column: list[Any]) -> None:
+        """Set the kept values of ``path`` (one an index reads) for ``keys``."""
+        self._kept.fill(path, zip(keys, column, strict=True))
+
+    def values_filled(self) -> None:
+        """Declare the kept values known for every live key (after :meth:`keep_columns`
+        of each)."""
+        self._kept.complete = True
+
+    def kept_values(self, key: Key) -> list[Any]:
+        """The kept value of each of :attr:`paths` for ``key`` (``ABSENT`` where none is
+        kept: a path no index reads, or a key without a record)."""
+        out = [ABSENT] * len(self._paths)
+        for at, table in self._kept_at:
+            out[at] = table.get(key, ABSENT)
+        return out
+
     def on_put(self, key: Key, old_doc: Any | None, new_doc: Any) -> None:
-        """Maintain every index for an insert (``old_doc`` None) or an update.
+        """Maintain every index for an insert (``old_doc`` None) or an update; the
+        reference the other forms of upkeep are checked against.
 
         Each indexed path is resolved once per document. O(1) per hash index
         and O(log n) per memo index; an index whose values did not change is
@@ -175,9 +251,20 @@ class IndexSet:
         new = [getter(new_doc) for getter in getters]
         if old_doc is None:
             self._live += 1
-            old = None
+            self._put(key, None, new)
         else:
-            old = [getter(old_doc) for getter in getters]
+            self._put(key, [getter(old_doc) for getter in getters], new)
+
+    def put_values(self, key: Key, new: list[Any], inserted: bool) -> None:
+        """:meth:`on_put` from the new document's values of :attr:`paths`, the old ones
+        taken from the kept values (:attr:`values_known` must be True); nothing read."""
+        if inserted:
+            self._live += 1
+            self._put(key, None, new)
+        else:
+            self._put(key, self.kept_values(key), new)
+
+    def _put(self, key: Key, old: list[Any] | None, new: list[Any]) -> None:
         for i in self._key_at:
             if old is None or type(old[i]) is not type(new[i]) or old[i] != new[i]:
                 # A key value changed (or a new record): recheck them all.
@@ -194,13 +281,15 @@ class IndexSet:
                     was = old[i]
                     if type(was) is type(value) and was == value:
                         continue
-                    index.remove_entries(key, index.entries((was,)))
+                    if was is not ABSENT:
+                        index.remove_entries(key, index.entries((was,)))
                 index.add_entries(key, index.entries((value,)))
             else:
                 if old is not None:
                     if all(_same(old[i], new[i]) for i in at):
                         continue
-                    index.remove_entries(key, index.entries(tuple(old[i] for i in at)))
+                    if ABSENT not in [old[i] for i in at]:
+                        index.remove_entries(key, index.entries(tuple(old[i] for i in at)))
                 index.add_entries(key, index.entries(tuple(new[i] for i in at)))
         for memo, i in self._memo_at:
             value = new[i]
@@ -208,8 +297,12 @@ class IndexSet:
                 was = old[i]
                 if type(was) is type(value) and was == value:
                     continue
-                memo.update(key, was, False)
+                if was is not ABSENT:
+                    memo.update(key, was, False)
             memo.update(key, value, True)
+        for pos, table in self._kept_at:
+            value = new[pos]
+            table[key] = sys.intern(value) if type(value) is str else value
 
     def on_insert_many(self, keys: Sequence[Key], docs: Sequence[Any]) -> None:
         """:meth:`on_put` of new keys (none indexed yet, no repeats), a column at a time."""
@@ -254,35 +347,97 @@ class IndexSet:
 
     def on_insert_columns(self, keys: Sequence[Key], columns: Sequence[Sequence[Any]]) -> None:
         """:meth:`on_insert_many` from the values of :attr:`paths` (see :meth:`columns`)."""
-        self._live += len(keys)
-        if self._key_at:
-            key_columns = [columns[i] for i in self._key_at]
-            if len(key_columns) == 1 and _all_small_ints(key_columns[0]):
-                self.irregular.difference_update(keys)  # every one is regular
-            else:
-                regular = is_regular_key_value
-                add, discard = self.irregular.add, self.irregular.discard
-                for key, values in zip(keys, zip(*key_columns, strict=True), strict=True):
-                    if all(map(regular, values)):
-                        discard(key)
-                    else:
-                        add(key)
-        for index, at in self._hash_at:
-            add_entries, entries = index.add_entries, index.entries
-            if len(at) == 1:
-                index.add_many(keys, columns[at[0]])
-            else:
-                rows = zip(*(columns[i] for i in at), strict=True)
-                for key, row in zip(keys, rows, strict=True):
-                    add_entries(key, entries(row))
-        for memo, i in self._memo_at:
-            memo.add_many(keys, columns[i])
+        self.put_columns(keys, columns, [True] * len(keys))
 
-    def on_delete(self, key: Key, old_doc: Any) -> None:
-        """Remove ``key`` (which held ``old_doc``) from every index; same costs as on_put."""
+    def put_columns(
+        self, keys: Sequence[Key], columns: Sequence[Sequence[Any]], inserted: Sequence[bool]
+    ) -> None:
+        """:meth:`put_values` of each of ``keys`` in turn (``columns`` as :meth:`columns`
+        gives them), a column at a time, old values from the kept ones.
+
+        A key repeated in the batch counts only with its last values (the versions
+        before it are replaced within the batch). Per indexed path, the keys whose value
+        changed are found with C-level passes; each index then takes them out of their
+        old values and files them under the new ones, keys grouped by value (one bucket
+        probe per distinct value). Equal to :meth:`put_values` of each key in turn
+        (``tests/index/test_batch_upkeep.py``).
+        """
+        self._live += inserted.count(True)
+        fresh = all(inserted)
+        last = dict(zip(keys, range(len(keys)), strict=True))
+        if len(last) != len(keys):
+            rows = sorted(last.values())
+            keys = list(map(keys.__getitem__, rows))
+            columns = [list(map(column.__getitem__, rows)) for column in columns]
+        count = len(keys)
+        self._check_key_values(keys, columns)
+        olds: dict[int, list[Any]] = {}
+        moved: dict[int, Changes] = {}
+
+        def change(at: int) -> Changes:
+            got = moved.get(at)
+            if got is None:
+                got = moved[at] = changes(keys, olds[at], columns[at])
+            return got
+
+        for pos, table in self._kept_at:
+            olds[pos] = [ABSENT] * count if fresh else list(map(table.get, keys, [ABSENT] * count))
+        for index, at in self._hash_at:
+            if len(at) == 1:
+                if fresh or not index.move_strings(keys, olds[at[0]], columns[at[0]]):
+                    got = change(at[0])
+                    if got.old_keys:
+                        index.remove_many(got.old_keys, got.old_values)
+                    index.add_many(got.keys, got.new)
+            else:
+                self._put_rows(index, keys, columns, at)
+        for memo, i in self._memo_at:
+            if fresh or not memo.move_numbers(keys, olds[i], columns[i]):
+                got = change(i)
+                if got.old_keys:
+                    memo.remove_many(got.old_keys, got.old_values)
+                memo.add_many(got.keys, got.new)
+        self.keep_columns(keys, columns)
+
+    def _put_rows(
+        self, index: HashIndex, keys: Sequence[Key], columns: Sequence[Sequence[Any]], at: Any
+    ) -> None:
+        """Upkeep of a multi-field hash index, a key at a time (before the kept values)."""
+        tables = [table for i, table in self._kept_at if i in at]
+        add, remove, entries = index.add_entries, index.remove_entries, index.entries
+        rows = zip(*(columns[i] for i in at), strict=True)
+        for key, row in zip(keys, rows, strict=True):
+            was = tuple(table.get(key, ABSENT) for table in tables)
+            if all(map(_same, was, row)):
+                continue
+            if ABSENT not in was:
+                remove(key, entries(was))
+            add(key, entries(row))
+
+    def _check_key_values(self, keys: Sequence[Key], columns: Sequence[Sequence[Any]]) -> None:
+        """Keep :attr:`irregular` up to date for ``keys`` with these key-field values."""
+        if not self._key_at:
+            return
+        key_columns = [columns[i] for i in self._key_at]
+        if len(key_columns) == 1 and _all_small_ints(key_columns[0]):
+            self.irregular.difference_update(keys)  # every one is regular
+            return
+        regular = is_regular_key_value
+        add, discard = self.irregular.add, self.irregular.discard
+        for key, values in zip(keys, zip(*key_columns, strict=True), strict=True):
+            if all(map(regular, values)):
+                discard(key)
+            else:
+                add(key)
+
+    def on_delete(self, key: Key, old_doc: Any = None) -> None:
+        """Remove ``key`` from every index; same costs as on_put. Its old values are the
+        kept ones when :attr:`values_known`, else read from ``old_doc`` (what it held)."""
         self._live -= 1
         self.irregular.discard(key)
-        old = self._values(old_doc)
+        old = self.kept_values(key) if self._kept.complete else self._values(old_doc)
+        for _at, table in self._kept_at:
+            table.pop(key, None)
         for index, at in self._hash_at:
             index.remove_entries(key, index.entries(tuple(old[i] for i in at)))
         for memo, i in self._memo_at:
@@ -327,12 +482,16 @@ class IndexSet:
         index = self.memos.get(parsed)
         if index is None:
             index = MemoIndex(parsed)
+            # The path's values are kept from now on (unless an index reads them already).
+            kept = None if parsed in self._kept.tables else self._kept.table(parsed)
             with paused_gc():  # one set per value: nothing cyclic, many containers
                 pairs = source.field_values(parsed)
                 filed = 0
                 while chunk := list(itertools.islice(pairs, _BUILD_CHUNK)):
                     keys, values = zip(*chunk, strict=True)
                     index.add_many(keys, values)
+                    if kept is not None:
+                        kept.update(zip(keys, interned(list(values)), strict=True))
                     filed += len(keys)
                 index.compact()
             if filed >= _TRIM_MIN_KEYS:
@@ -364,6 +523,8 @@ class IndexSet:
         """Empty every index (the topic was cleared); memo indexes stay defined."""
         self._live = 0
         self.irregular.clear()
+        self._kept.clear()
+        self._deferred = None
         for index in self._all():
             index.clear()
 

@@ -12,6 +12,7 @@ import array
 import heapq
 import itertools
 from collections.abc import Collection, Iterator, Sequence
+from operator import eq
 from typing import Any
 
 import attrs
@@ -19,6 +20,7 @@ import attrs
 from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.sortedmap import SortedMap
 from sowlib.index.types import Key, KeySet
+from sowlib.index.upkeep import ABSENT
 from sowlib.index.values import KeyGroups, as_path, is_null_scalar, member_keys, to_number
 from sowlib.paths import FieldPath
 
@@ -147,6 +149,15 @@ def _mark(keys: set[Key], key: Key, adding: bool) -> None:
         keys.discard(key)
 
 
+_ABSENT_TYPE = type(ABSENT)
+_NUMBER_OR_ABSENT = frozenset({int, float, _ABSENT_TYPE})
+
+
+def _true_numbers(values: Sequence[Any]) -> bool:
+    """True when every value is an int or a float and none is NaN (C-level passes)."""
+    return set(map(type, values)) <= {int, float} and all(map(eq, values, values))
+
+
 def _count(sd: SortedMap, iv: Interval) -> int:
     """Number of distinct values of ``sd`` inside ``iv``; O(log n)."""
     lo, hi = _span(sd, iv)
@@ -261,7 +272,21 @@ class MemoIndex:
 
     def add_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
         """``update(key, value, True)`` for each pair, for keys not filed yet (distinct),
-        keys grouped by value first: one set update per distinct value."""
+        keys grouped by value first: one set update per distinct value (true numbers
+        into a filled index: one probe per key, no grouping)."""
+        if len(self._nums) and _true_numbers(values):
+            nums = self._nums
+            get, put, bucket_of = nums.map.get, nums.put, nums.bucket
+            for key, value in zip(keys, values, strict=True):
+                bucket = get(value)
+                if bucket is None:
+                    put(value, {key: None})
+                elif type(bucket) is dict:
+                    bucket[key] = None
+                else:
+                    bucket_of(value)[key] = None
+            self._entries[0] += len(keys)
+            return
         groups = KeyGroups()
         groups.add(keys, values)
         self.add_groups(groups)
@@ -308,6 +333,80 @@ class MemoIndex:
         self._null.update(member_keys(by_type.get(type(None), {}).get(None, ()), keys))
         for member, value in groups.others:
             self.update(member if keys is None else keys[member], value, True)
+
+    def remove_many(self, keys: Sequence[Key], values: Sequence[Any]) -> None:
+        """``update(key, value, False)`` for each pair (distinct keys, each filed under
+        its value), keys grouped by value first: one bucket probe per distinct value."""
+        groups = KeyGroups()
+        groups.add(keys, values)
+        by_type = groups.by_type
+        for kind in (int, float, bool):
+            for value, members in by_type.get(kind, {}).items():
+                if value != value:  # NaN: the loose set
+                    self._loose.difference_update(members)
+                else:
+                    self._unfile(0, int(value) if kind is bool else value, members)
+        for value, strings in by_type.get(str, {}).items():
+            if value == "":
+                self._null.difference_update(strings)
+            else:
+                for which, place in self._places(value):
+                    self._unfile(which, place, strings)
+        self._null.difference_update(by_type.get(type(None), {}).get(None, ()))
+        for key, value in groups.others:
+            self.update(key, value, False)
+
+    def move_numbers(self, keys: Sequence[Key], olds: Sequence[Any], news: Sequence[Any]) -> bool:
+        """Refile each key (distinct) from its old value to its new one, both true numbers
+        (no NaN; an old value may be ``ABSENT``: a new key); one pass, an unchanged value
+        skipped. False (nothing done) when the values are not all such numbers."""
+        if not _true_numbers(news):
+            return False
+        old_kinds = set(map(type, olds))
+        if not old_kinds <= _NUMBER_OR_ABSENT:
+            return False
+        if old_kinds != {_ABSENT_TYPE} and not all(map(eq, olds, olds)):
+            return False  # a NaN
+        nums = self._nums
+        get, put, drop, bucket_of = nums.map.get, nums.put, nums.drop, nums.bucket
+        count = 0
+        for key, was, value in zip(keys, olds, news, strict=True):
+            if type(was) is type(value) and was == value:
+                continue
+            if was is not ABSENT:
+                bucket = get(was)
+                if bucket is not None:
+                    if type(bucket) is not dict:
+                        bucket = bucket_of(was)
+                    if key in bucket:
+                        del bucket[key]
+                        count -= 1
+                        if not bucket:
+                            drop(was)
+            bucket = get(value)
+            if bucket is None:
+                put(value, {key: None})
+            else:
+                if type(bucket) is not dict:
+                    bucket = bucket_of(value)
+                bucket[key] = None
+            count += 1
+        self._entries[0] += count
+        return True
+
+    def _unfile(self, which: int, place: Any, members: Sequence[Key]) -> None:
+        """Take ``members`` out of the key set under ``place`` in sorted map ``which``."""
+        sd = (self._nums, self._words, self._numstrs, self._numvals)[which]
+        bucket = sd.bucket(place)
+        if bucket is None:
+            return
+        before = len(bucket)
+        pop = bucket.pop
+        for key in members:
+            pop(key, None)
+        self._entries[which] -= before - len(bucket)
+        if not bucket:
+            sd.drop(place)
 
     def _file(
         self,

@@ -13,7 +13,7 @@ import attrs
 
 from sowlib.index.types import Key, KeySet
 
-__all__ = ["PackedKeys", "pack_positions"]
+__all__ = ["PackedKeys", "PendingKeys", "pack_positions"]
 
 
 @attrs.frozen
@@ -47,3 +47,53 @@ def pack_positions(
     start = len(flat)
     flat.extend(positions)
     return PackedKeys(keys, flat, start, len(positions))
+
+
+class PendingKeys:
+    """A saved key set that writes changed but nothing read yet: the packed keys and the
+    keys added and removed since, so that a write does not unpack the whole set (an
+    update touches two sets; unpacking each costs O(its keys), milliseconds for a set of
+    thousands of keys spread over memory).
+
+    Turned into a key set by :meth:`unpack` the first time the index reads it. The
+    index only removes keys it filed, so the count is exact; when the removals reach the
+    packed count it is computed from the keys themselves.
+    """
+
+    __slots__ = ("added", "base", "removed")
+
+    def __init__(self, base: PackedKeys) -> None:
+        self.base = base
+        self.added: KeySet = {}
+        self.removed: set[Key] = set()
+
+    def __setitem__(self, key: Key, _value: None) -> None:
+        if key in self.removed:
+            self.removed.discard(key)
+        else:
+            self.added[key] = None
+
+    def pop(self, key: Key, _default: None = None) -> None:
+        """Remove ``key`` (absent is fine)."""
+        if key in self.added:
+            del self.added[key]
+        else:
+            self.removed.add(key)
+
+    def update(self, keys: KeySet) -> None:
+        """Add every key of ``keys``."""
+        for key in keys:
+            self[key] = None
+
+    def __len__(self) -> int:
+        if len(self.removed) >= self.base.count:
+            return len(self.unpack())
+        return self.base.count - len(self.removed) + len(self.added)
+
+    def unpack(self) -> KeySet:
+        """The keys as a key set."""
+        keys = self.base.unpack()
+        keys.update(self.added)
+        for key in self.removed:
+            keys.pop(key, None)
+        return keys

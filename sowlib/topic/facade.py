@@ -527,8 +527,7 @@ class Topic:
             records = self._log.refresh()
             if records is None:
                 return -1
-            for rec in records:
-                self._p.writer.apply(rec)
+            self._p.writer.apply_many(records)
             self._tick()
             return len(records)
 

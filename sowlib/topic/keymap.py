@@ -11,7 +11,8 @@ import array
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import islice
-from operator import itemgetter, le
+from operator import is_, itemgetter, le
+from typing import cast
 
 import msgpack
 
@@ -21,10 +22,13 @@ from sowlib.topic.logview import Header, LogView
 from sowlib.topic.slots import (
     Fields,
     RecordReader,
+    Sizes,
     Slot,
     Slots,
+    new_sizes,
     new_slots,
     record_reader,
+    sizes_of_columns,
     slots_of_columns,
 )
 
@@ -32,7 +36,9 @@ __all__ = ["Header", "KeyMap"]
 
 _PUT = RecordKind.PUT
 _U64 = 1 << 64
-_BLOB_VERSION = 3
+_BLOB_VERSION = 4
+# Version 3 had no column of record sizes: they are read from the log once on its load.
+_SIZELESS_VERSION = 3
 _SWAP = sys.byteorder != "little"
 
 
@@ -41,6 +47,12 @@ def _column(code: str, values: Iterable[int]) -> bytes:
     if _SWAP:
         col.byteswap()
     return col.tobytes()
+
+
+def _unpack_q(data: bytes) -> array.array[int]:
+    col = array.array("q")
+    col.frombytes(data)
+    return col
 
 
 def _uncolumn(code: str, data: bytes) -> list[int]:
@@ -65,6 +77,9 @@ class KeyMap:
 
     A key whose record has no expiration and no correlation id is held as its bare
     log offset (one int); its other header fields are read from the log when needed.
+    Each live record's size sits in a second table beside it (an unboxed int in the C
+    KeyTable), so an update or a delete accounts for the bytes it frees without reading
+    the old record back.
     Others keep a plain tuple of the header fields (an exact tuple of atomic values,
     which CPython's cyclic collector stops tracking). The entries live in a
     :class:`~sowlib.topic.slots.Slots` table: the C KeyTable for content keys where it
@@ -75,7 +90,7 @@ class KeyMap:
         content: keys are content keys (decimal text of a 64-bit hash) held as ints.
     """
 
-    __slots__ = ("_log", "content", "live_bytes", "read_record", "slot_of", "slots")
+    __slots__ = ("_log", "_sizes", "content", "live_bytes", "read_record", "slot_of", "slots")
 
     def __init__(self, log: LogView, *, content: bool) -> None:
         self._log = log
@@ -92,6 +107,8 @@ class KeyMap:
         #: The C KeyTable's by-key read (see :data:`~sowlib.topic.slots.RecordReader`),
         #: or None where a dict holds the keys.
         self.read_record: RecordReader | None
+        # key -> the size in the log of its live record (same keys as ``slots``).
+        self._sizes: Sizes = new_sizes(content)
         self._install(new_slots(content))
 
     def _install(self, slots: Slots) -> None:
@@ -114,6 +131,12 @@ class KeyMap:
             if value < _U64:
                 return value
         return sow_key
+
+    def keys_of(self, texts: list[str]) -> list[Key]:
+        """:meth:`key_of` of each text (C-level passes when every one is a content key's
+        canonical digits)."""
+        got = self._keys_of(texts)
+        return got if got is not None else list(map(self.key_of, texts))
 
     @staticmethod
     def text_of(key: Key) -> str:
@@ -147,6 +170,14 @@ class KeyMap:
         """``(key, offset)`` of every live record."""
         return [(k, s if isinstance(s, int) else s[0]) for k, s in self.slots.items()]
 
+    def live_offsets(self) -> list[int]:
+        """The offset of every live record, in :meth:`keys` order (C-level when every
+        entry is a bare offset)."""
+        slots = list(self.slots.values())
+        if set(map(type, slots)) <= {int}:
+            return slots  # type: ignore[return-value]
+        return [s if type(s) is int else s[0] for s in slots]  # type: ignore[index]
+
     def header(self, key: Key) -> Header | None:
         """The header fields of ``key``'s live record (read from the log for a bare offset)."""
         slot = self.slots.get(key)
@@ -156,14 +187,14 @@ class KeyMap:
             return self._log.header(slot)
         return Header(*slot)
 
-    def _size(self, slot: Slot) -> int:
-        if isinstance(slot, int):
-            return self._log.header(slot).size
-        return slot[5]
+    def size(self, key: Key) -> int | None:
+        """The size in the log of ``key``'s live record (kept in memory), or None; O(1)."""
+        return self._sizes.get(key)
 
     def put(self, key: Key, head: Header) -> bool:
-        """Point ``key`` at a record; True when the key is new; O(1)."""
-        old = self.slots.get(key)
+        """Point ``key`` at a record; True when the key is new; O(1), nothing read."""
+        old = self._sizes.get(key)
+        self._sizes[key] = head.size
         if head.expiration or head.correlation_id:
             self.slots[key] = (
                 head.offset,
@@ -178,35 +209,57 @@ class KeyMap:
         if old is None:
             self.live_bytes += head.size
             return True
-        self.live_bytes += head.size - self._size(old)
+        self.live_bytes += head.size - old
+        return False
+
+    def put_offset(self, key: Key, offset: int, size: int) -> bool:
+        """:meth:`put` of a record without expiration or correlation id; O(1)."""
+        table = self._sizes
+        old = table.get(key)
+        table[key] = size
+        self.slots[key] = offset
+        if old is None:
+            self.live_bytes += size
+            return True
+        self.live_bytes += size - old
         return False
 
     def put_bare(self, keys: list[Key], offsets: list[int], sizes: list[int]) -> list[bool]:
-        """:meth:`put` of records without expiration or correlation id, in order."""
-        slots = self.slots
-        get = slots.get
+        """:meth:`put` of records without expiration or correlation id, in order; nothing
+        read. Distinct keys take C-level passes (a lookup, then two table updates)."""
+        table = self._sizes
+        if len(set(keys)) == len(keys):
+            olds = list(map(table.get, keys))
+            self.slots.update(zip(keys, offsets, strict=True))
+            table.update(zip(keys, sizes, strict=True))
+            self.live_bytes += sum(sizes) - sum(filter(None, olds))
+            return list(map(is_, olds, [None] * len(olds)))
+        slots, get = self.slots, table.get
         inserted: list[bool] = []
         flag = inserted.append
         live = self.live_bytes
         for key, offset, size in zip(keys, offsets, sizes, strict=True):
             old = get(key)
             slots[key] = offset
+            table[key] = size
             if old is None:
                 live += size
                 flag(True)
             else:
-                live += size - self._size(old)
+                live += size - old
                 flag(False)
         self.live_bytes = live
         return inserted
 
     def remove(self, key: Key) -> None:
-        """Forget ``key`` (present); O(1)."""
-        self.live_bytes -= self._size(self.slots.pop(key))
+        """Forget ``key`` (present); O(1), nothing read."""
+        self.slots.pop(key)
+        self.live_bytes -= self._sizes.pop(key)
 
     def clear(self) -> None:
         """Forget every key."""
         self.slots.clear()
+        self._sizes.clear()
         self.live_bytes = 0
 
     def expiring(self) -> list[tuple[float, int, Key]]:
@@ -216,12 +269,18 @@ class KeyMap:
         ]
 
     def remap(self, mapping: dict[int, int]) -> None:
-        """Apply compaction's ``{old offset: new offset}``."""
+        """Apply compaction's ``{old offset: new offset}`` (C-level passes when every entry
+        is a bare offset); record sizes do not change (records are copied verbatim)."""
         slots = new_slots(self.content)
-        slots.update(
-            (k, mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:]))
-            for k, s in self.slots.items()
-        )
+        old = list(self.slots.values())
+        if set(map(type, old)) <= {int}:
+            bare = cast("list[int]", old)
+            slots.update(zip(self.slots.keys(), map(mapping.__getitem__, bare), strict=True))
+        else:
+            slots.update(
+                (k, mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:]))
+                for k, s in self.slots.items()
+            )
         self._install(slots)
 
     # ------------------------------------------------------------------ replay
@@ -245,12 +304,11 @@ class KeyMap:
                 self._replay_columns(*columns)
                 return
             scan = entries
-        slots = self.slots
-        get, pop = slots.get, slots.pop
+        slots, table = self.slots, self._sizes
+        get, pop = table.get, table.pop
         key_of = self.key_of
         content = self.content
         live = 0
-        size_of = self._size
         for offset, kind, seq, stamp, expires, text, corr, size in scan:
             # key_of inlined for the usual text (a content key's digits, no leading 0).
             if content and text.isdigit() and text.isascii() and len(text) < 20 and text[0] != "0":
@@ -259,14 +317,16 @@ class KeyMap:
                 key = key_of(text)
             old = get(key)
             if old is not None:
-                live -= size_of(old)
+                live -= old
             if kind == _PUT:
                 slots[key] = (
                     (offset, seq, stamp, expires, corr, size) if expires or corr else offset
                 )
+                table[key] = size
                 live += size
             elif old is not None:
                 pop(key)
+                slots.pop(key)
         self.live_bytes += live
 
     def replay_columns(self, entries: EntryList) -> None:
@@ -326,15 +386,13 @@ class KeyMap:
         between tombstones."""
         count = len(keys)
         slots = new_slots(self.content)
+        live_sizes = new_sizes(self.content)
         if not tombstones:
             slots.update(zip(keys, slot_of, strict=True))
-            if len(slots) == count:
-                live = sum(sizes)
-            else:
-                live = sum(dict(zip(keys, sizes, strict=True)).values())
+            live_sizes.update(zip(keys, sizes, strict=True))
+            live = sum(sizes) if len(slots) == count else sum(live_sizes.values())
         else:
             # Runs of PUTs applied with one update each; a tombstone pops its key.
-            live_sizes: dict[Key, int] = {}
             puts, put_sizes = zip(keys, slot_of, strict=True), zip(keys, sizes, strict=True)
             pos = 0
             for at in tombstones:
@@ -349,6 +407,7 @@ class KeyMap:
             live_sizes.update(put_sizes)
             live = sum(live_sizes.values())
         self._install(slots)
+        self._sizes = live_sizes
         self.live_bytes = live
 
     def _keys_of(self, texts: list[str]) -> list[Key] | None:
@@ -410,6 +469,7 @@ class KeyMap:
                 self.live_bytes,
                 _column("Q", bare_keys) if ints else bare_keys,  # type: ignore[arg-type]
                 _column("q", bare_offsets),
+                _column("q", map(self._sizes.__getitem__, bare_keys)),
                 [k for k, _ in full],
                 [list(s) for _, s in full],
             ]
@@ -419,16 +479,29 @@ class KeyMap:
     def load_blob(self, blob: bytes) -> bool:
         """Replace the content with :meth:`to_blob`'s bytes; False (unchanged) if unreadable."""
         try:
-            version, live, keys, offsets, full_keys, full = msgpack.unpackb(blob)
-            if version != _BLOB_VERSION:
+            version, live, keys, offsets, *rest = msgpack.unpackb(blob)
+            if version == _BLOB_VERSION:
+                sizes, full_keys, full = rest
+            elif version == _SIZELESS_VERSION:
+                sizes = None
+                full_keys, full = rest
+            else:
                 return False
             if _SWAP:  # the blob's columns are little-endian, the table's native
                 keys = _uncolumn("Q", keys) if isinstance(keys, bytes) else keys
                 offsets = array.array("q", _uncolumn("q", offsets)).tobytes()
+                sizes = None if sizes is None else array.array("q", _uncolumn("q", sizes))
             slots = slots_of_columns(self.content, keys, offsets)
-            slots.update(zip(full_keys, map(tuple, full), strict=True))
+            if sizes is None:  # an older checkpoint: each record's size read once, here
+                header = self._log.header
+                sizes = array.array("q", [header(off).size for off in _unpack_q(offsets)])
+            table = sizes_of_columns(self.content, keys, bytes(sizes))
+            full_slots = [tuple(slot) for slot in full]
+            slots.update(zip(full_keys, full_slots, strict=True))
+            table.update(zip(full_keys, [slot[5] for slot in full_slots], strict=True))
         except (ValueError, TypeError, msgpack.UnpackException):
             return False
         self._install(slots)
+        self._sizes = table
         self.live_bytes = int(live)
         return True

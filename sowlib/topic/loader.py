@@ -20,12 +20,13 @@ from sowlib.gcpause import paused_gc, release_free_memory
 from sowlib.index import IndexSet
 from sowlib.index.indexset import is_regular_key_value
 from sowlib.index.persist import dump_indexes, load_indexes
+from sowlib.index.saved_values import dump_values, load_values
 from sowlib.index.types import Key
 from sowlib.index.values import EXACT_LIMIT, KeyGroups
 from sowlib.topic.slots import position_finder
 from sowlib.topic.writer import Writer
 
-__all__ = ["Progress", "checkpoint_blob", "load", "rebuild_indexes"]
+__all__ = ["Progress", "checkpoint_blob", "fill_values", "load", "rebuild_indexes"]
 
 #: ``progress(done, total)``: called while a long operation runs.
 Progress = Callable[[int, int], object]
@@ -48,7 +49,8 @@ def checkpoint_blob(writer: Writer) -> bytes:
             blob: bytes = checkpoint[0]
             return blob
     keymap, keys = writer.keys.to_blob()
-    blob = msgpack.packb([_TAG, keymap, dump_indexes(writer.indexes, keys, position_finder)])
+    indexes = dump_indexes(writer.indexes, keys, position_finder)
+    blob = msgpack.packb([_TAG, keymap, indexes, dump_values(writer.indexes, keys)])
     return blob
 
 
@@ -86,7 +88,16 @@ def _load_entries(writer: Writer, progress: Progress | None) -> None:
         blob, end = checkpoint
         parts = _split(blob)
         if parts is not None and writer.keys.load_blob(parts[0]):
-            if load_indexes(writer.indexes, parts[1], writer.keys.keys()):
+            keys = writer.keys.keys()
+            if load_indexes(writer.indexes, parts[1], keys):
+                # The values the indexes read, kept per key: from the checkpoint, or
+                # (an older one) read out of the live records once.
+                if getattr(log, "readonly", False):
+                    # A reader holds them only once it applies a change (refresh).
+                    saved = parts[2]
+                    writer.indexes.defer_values(lambda: _restore_values(writer, saved))
+                else:
+                    _restore_values(writer, parts[2], keys)
                 # The indexes match the key map at the checkpoint: replay the tail
                 # through the write path's own upkeep.
                 replayed = False
@@ -103,14 +114,36 @@ def _load_entries(writer: Writer, progress: Progress | None) -> None:
     rebuild_indexes(writer, progress)
 
 
-def _split(blob: bytes) -> tuple[bytes, bytes] | None:
+def _split(blob: bytes) -> tuple[bytes, bytes, bytes | None] | None:
     try:
-        tag, keymap, indexes = msgpack.unpackb(blob)
+        tag, keymap, indexes, *rest = msgpack.unpackb(blob)
     except (ValueError, TypeError, msgpack.UnpackException):
         return None
     if tag != _TAG or not isinstance(keymap, bytes) or not isinstance(indexes, bytes):
         return None
-    return keymap, indexes
+    values = rest[0] if rest and isinstance(rest[0], bytes) else None
+    return keymap, indexes, values
+
+
+def _restore_values(writer: Writer, saved: bytes | None, keys: Sequence[Key] | None = None) -> None:
+    """The kept values from the checkpoint's part, else read out of the live records."""
+    if not load_values(writer.indexes, saved, writer.keys.keys() if keys is None else keys):
+        fill_values(writer)
+
+
+def fill_values(writer: Writer) -> None:
+    """Fill the index set's kept values from the live records (a checkpoint without
+    them): each record read once, its checksum checked (this open has not walked the
+    records the checkpoint vouched for); the indexes stay as they are."""
+    indexes = writer.indexes
+    indexes.forget_values()
+    if indexes.has_field_indexes:
+        keys = writer.keys.keys()
+        for start in range(0, len(keys), _BATCH):
+            chunk = keys[start : start + _BATCH]
+            docs = [doc for _key, doc in writer.views.docs(chunk)]
+            indexes.keep_columns(chunk, indexes.columns(docs))
+    indexes.values_filled()
 
 
 def rebuild_indexes(writer: Writer, progress: Progress | None = None) -> None:
@@ -147,7 +180,9 @@ def rebuild_indexes(writer: Writer, progress: Progress | None = None) -> None:
         # The indexed fields read out of the bytes where the codec can (equal to the
         # decoded documents' fields), else from the documents.
         got = None if top is None else top(payloads, names)
-        build.add(keys, done, columns(decode_many(payloads)) if got is None else got)
+        batch = columns(decode_many(payloads)) if got is None else got
+        build.add(keys, done, batch)
+        indexes.keep_columns(keys[done : done + len(payloads)], batch)
         done += len(payloads)
         if progress is not None:
             progress(done, total)

@@ -6,6 +6,7 @@ sibling modules; never the facade.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -28,6 +29,7 @@ from sowlib.topic.cache import DEFAULT_CACHE_BYTES, RecordCache
 from sowlib.topic.expiry import Expiry
 from sowlib.topic.keymap import KeyMap
 from sowlib.topic.logview import LogView
+from sowlib.topic.slots import new_table
 from sowlib.topic.source import TopicSource
 from sowlib.topic.views import Views
 from sowlib.topic.writer import Writer
@@ -81,7 +83,8 @@ def build_parts(
     keys = KeyMap(reads, content=content is not None)
     cache = RecordCache(budget)
     views = Views(config.name, config.message_type, codec, keys, reads, cache)
-    indexes = IndexSet(key_fields, config.hash_indexes, config.indexes)
+    table = functools.partial(new_table, content is not None)
+    indexes = IndexSet(key_fields, config.hash_indexes, config.indexes, table)
     subs = SubscriptionManager(config.name, config.message_type, codec.encode, keys=config.keys)
     expiry = Expiry(config.expiration_enabled)
     history = (

@@ -20,7 +20,7 @@ Imports only ``index.types`` and ``storage.native``.
 from __future__ import annotations
 
 import array
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from typing import Any, Protocol, TypeAlias, cast, overload
 
 from sowlib.index.types import Key
@@ -34,9 +34,13 @@ __all__ = [
     "Slot",
     "Slots",
     "key_reader",
+    "Sizes",
+    "new_sizes",
+    "new_table",
     "new_slots",
     "position_finder",
     "record_reader",
+    "sizes_of_columns",
     "slots_of_columns",
 ]
 
@@ -80,6 +84,24 @@ class Slots(Protocol):
     def __iter__(self) -> Iterator[Key]: ...
 
 
+class Sizes(Protocol):
+    """A table of ``key -> int`` (a KeyTable holds the ints unboxed), e.g. record sizes."""
+
+    def get(self, key: Key, /) -> int | None: ...
+
+    @overload
+    def pop(self, key: Key, /) -> int: ...
+    @overload
+    def pop(self, key: Key, default: None, /) -> int | None: ...
+
+    def clear(self) -> None: ...
+    def values(self) -> Iterable[int]: ...
+    def update(self, pairs: Iterable[tuple[Key, int]], /) -> None: ...
+    def __getitem__(self, key: Key, /) -> int: ...
+    def __setitem__(self, key: Key, value: int, /) -> None: ...
+    def __len__(self) -> int: ...
+
+
 _MODULE = optional_module("sowlib.topic.keytable")
 _KEY_TABLE: type[Any] | None = None if _MODULE is None else _MODULE.KeyTable
 _KEY_READER: type[Any] | None = None if _MODULE is None else _MODULE.KeyReader
@@ -93,6 +115,22 @@ def new_slots(content: bool) -> Slots:
     if content and _KEY_TABLE is not None:
         return cast("Slots", _KEY_TABLE())
     return cast("Slots", {})
+
+
+def new_table(content: bool) -> MutableMapping[Key, Any]:
+    """An empty ``key -> value`` table (the index set's kept values): a KeyTable for
+    content keys where built (ints unboxed, other values held as they are), else a dict."""
+    return cast("MutableMapping[Key, Any]", new_slots(content))
+
+
+def new_sizes(content: bool) -> Sizes:
+    """An empty ``key -> int`` table: a KeyTable for content keys where built, else a dict."""
+    return cast("Sizes", new_slots(content))
+
+
+def sizes_of_columns(content: bool, keys: Iterable[Key] | bytes, sizes: bytes) -> Sizes:
+    """A table of ``keys[i] -> sizes[i]`` (see :func:`slots_of_columns`)."""
+    return cast("Sizes", slots_of_columns(content, keys, sizes))
 
 
 def record_reader(slots: Slots) -> RecordReader | None:

@@ -126,19 +126,40 @@ class Writer:
         delta_doc: Any = None,
     ) -> PublishResult:
         """Append one PUT and install it."""
+        self.indexes.ensure_values()
         now = self.clock()
         expires = self.expires_at(expiration, now)
+        text = self.keys.text_of(key)
         rec = self.log.log.append(
-            _PUT,
-            self.keys.text_of(key),
-            payload,
-            timestamp=now,
-            expiration=expires,
-            correlation_id=corr,
+            _PUT, text, payload, timestamp=now, expiration=expires, correlation_id=corr
         )
-        inserted = self._install(key, self.log.header_of(rec), payload, doc, delta_doc)
+        if expires or corr or self.subs.active or self.history is not None:
+            inserted = self._install(key, self.log.header_of(rec), payload, doc, delta_doc)
+        else:
+            inserted = self._install_plain(key, rec.offset, self.log.size_of(rec), doc)
         self.maybe_compact()
-        return PublishResult(self.keys.text_of(key), rec.seq, inserted)
+        return PublishResult(text, rec.seq, inserted)
+
+    def _install_plain(self, key: Key, offset: int, size: int, doc: Any) -> bool:
+        """:meth:`_install` of a record with no header field to keep (no expiration, no
+        correlation id) on a topic with no history and no subscriber: the common publish."""
+        indexes = self.indexes
+        fields = indexes.has_field_indexes
+        old_doc = None
+        if fields and not indexes.values_known and key in self.keys:
+            old_doc = self.views.doc(key)
+        self.views.cache.drop(key)
+        inserted = self.keys.put_offset(key, offset, size)
+        if not fields:
+            indexes.on_put_keys(key, [g(doc) for g in self._key_getters], inserted)
+        elif old_doc is None and indexes.values_known:
+            indexes.put_values(key, indexes.values(doc), inserted)
+        else:
+            indexes.on_put(key, None if inserted else old_doc, doc)
+        counts = self.counts
+        counts["inserts" if inserted else "updates"] += 1
+        counts["publishes"] += 1
+        return inserted
 
     def write_many(
         self,
@@ -148,13 +169,17 @@ class Writer:
     ) -> PublishResults:
         """Validate a whole batch, append it with one log call, install each in order
         (the cyclic collector paused meanwhile)."""
+        self.indexes.ensure_values()
         now = self.clock()
         expires = self.expires_at(expiration, now)
         # A batch allocates containers per message and per new index value, none cyclic:
         # with the collector on, full collections would rescan every index set meanwhile.
         with paused_gc():
             batch = prepare_batch(self, messages, key_values)
-            texts = list(map(self.keys.text_of, batch.keys))
+            if self.content is not None:  # every key an int: C-level
+                texts = list(map(str, batch.keys))
+            else:
+                texts = list(map(self.keys.text_of, batch.keys))
             log = self.log.log
             if self.content is not None and self.log.persistent:
                 # Times as the log stores them (microseconds), so a reopen reads the same.
@@ -162,36 +187,49 @@ class Writer:
                 expires = round(expires * 1_000_000) / 1_000_000 if expires else 0.0
                 ints = cast("list[int]", batch.keys)
                 offsets, sizes, first = log.append_puts(texts, batch.payloads, stamp, expires, ints)
-                heads = [
-                    Header(off, first + i, stamp, expires, b"", size)
-                    for i, (off, size) in enumerate(zip(offsets, sizes, strict=True))
-                ]
+
+                def heads() -> list[Header]:
+                    return [
+                        Header(off, first + i, stamp, expires, b"", size)
+                        for i, (off, size) in enumerate(zip(offsets, sizes, strict=True))
+                    ]
             else:
                 pairs = zip(texts, batch.payloads, strict=True)
                 items = [(_PUT, t, p, now, expires, b"") for t, p in pairs]
                 records: list[LogRecord] = log.append_many(items)
-                heads = [self.log.header_of(r) for r in records]
+                made = [self.log.header_of(r) for r in records]
+                offsets, sizes = [h.offset for h in made], [h.size for h in made]
                 first = records[0].seq if records else self.log.log.last_seq + 1
-            inserted = self._install_batch(batch, heads)
+
+                def heads() -> list[Header]:
+                    return made
+
+            inserted = self._install_batch(batch, offsets, sizes, heads, expires)
         self.maybe_compact()
         return PublishResults(texts, first, inserted)
 
-    def _install_batch(self, batch: Batch, heads: list[Header]) -> list[bool]:
+    def _install_batch(
+        self,
+        batch: Batch,
+        offsets: list[int],
+        sizes: list[int],
+        heads: Callable[[], list[Header]],
+        expires: float,
+    ) -> list[bool]:
         keys = batch.keys
-        plain = (
-            not self.subs.active and self.history is None and not (heads and heads[0].expiration)
-        )
-        if not plain:
-            return self._install_each(batch, heads)
+        if self.subs.active or self.history is not None or expires:
+            return self._install_each(batch, heads())
         indexes, views = self.indexes, self.views
+        fields = batch.docs is not None and indexes.has_field_indexes
         old_docs: dict[Key, Any] = {}
-        if batch.docs is not None and indexes.has_field_indexes:
+        if fields and not indexes.values_known:
             # The replaced versions' field values leave the indexes: read them first.
             old_docs = dict(views.docs([k for k in dict.fromkeys(keys) if k in self.keys]))
-        drop = views.cache.drop
-        for key in keys:
-            drop(key)
-        inserted = self.keys.put_bare(keys, [h.offset for h in heads], [h.size for h in heads])
+        if len(views.cache):
+            drop = views.cache.drop
+            for key in keys:
+                drop(key)
+        inserted = self.keys.put_bare(keys, offsets, sizes)
         if batch.docs is None or not indexes.has_field_indexes:
             on_keys = indexes.on_put_keys
             if batch.key_values is not None:
@@ -202,8 +240,8 @@ class Writer:
                 getters = self._key_getters
                 for key, doc, new in zip(keys, docs, inserted, strict=True):
                     on_keys(key, [g(doc) for g in getters], new)
-        elif not old_docs and len(set(keys)) == len(keys):
-            indexes.on_insert_many(keys, batch.docs)
+        elif indexes.values_known:
+            indexes.put_columns(keys, indexes.columns(batch.docs), inserted)
         else:
             on_put = indexes.on_put
             for key, doc, new in zip(keys, batch.docs, inserted, strict=True):
@@ -249,7 +287,7 @@ class Writer:
         subs = self.subs.active
         exists = key in self.keys
         old_rec = self.views.record(key) if subs and exists else None
-        old_doc = self.views.doc(key) if exists and self.indexes.has_field_indexes else None
+        old_doc = self._old_doc(key) if exists else None
         self.views.cache.drop(key)
         inserted = self.keys.put(key, head)
         self._index_put(key, inserted, old_doc, doc, values)
@@ -263,12 +301,24 @@ class Writer:
             self.subs.on_change("publish", self.keys.text_of(key), old_rec, new, delta_doc)
         return inserted
 
+    def _old_doc(self, key: Key) -> Any:
+        """The document of live ``key`` when index upkeep needs it (its kept values are
+        not known: only while a load fills them), else None: nothing is read."""
+        indexes = self.indexes
+        if indexes.has_field_indexes and not indexes.values_known:
+            return self.views.doc(key)
+        return None
+
     def _index_put(
         self, key: Key, inserted: bool, old_doc: Any, doc: Any, values: Sequence[Any] | None = None
     ) -> None:
         """Index upkeep of a put; ``values`` are the key-field values when ``doc`` is MISSING."""
-        if self.indexes.has_field_indexes:
-            self.indexes.on_put(key, None if inserted else old_doc, doc)
+        indexes = self.indexes
+        if indexes.has_field_indexes:
+            if indexes.values_known:
+                indexes.put_values(key, indexes.values(doc), inserted)
+            else:
+                indexes.on_put(key, None if inserted else old_doc, doc)
         else:
             if values is None:
                 values = [g(doc) for g in self._key_getters]
@@ -278,6 +328,7 @@ class Writer:
 
     def remove(self, key: Key, kind: RecordKind) -> None:
         """Append a tombstone for live ``key`` and forget it (delete or expire)."""
+        self.indexes.ensure_values()
         old = self.views.record(key) if self.subs.active else None
         rec = self.log.log.append(kind, self.keys.text_of(key), b"", timestamp=self.clock())
         self.forget(key)
@@ -290,7 +341,8 @@ class Writer:
 
     def forget(self, key: Key) -> None:
         """Drop live ``key`` from memory: key map, indexes, cache (no log record)."""
-        old_doc = self.views.doc(key) if self.indexes.has_field_indexes else None
+        self.indexes.ensure_values()
+        old_doc = self._old_doc(key)
         self.keys.remove(key)
         self.views.cache.drop(key)
         self.indexes.on_delete(key, old_doc)
@@ -313,10 +365,10 @@ class Writer:
 
     def apply(self, rec: LogRecord) -> None:
         """Replay one log record into memory (a reader's refresh, a history topic's open)."""
+        self.indexes.ensure_values()
         key = self.keys.key_of(rec.key)
         if rec.kind == _PUT:
-            exists = key in self.keys
-            old_doc = self.views.doc(key) if exists and self.indexes.has_field_indexes else None
+            old_doc = self._old_doc(key) if key in self.keys else None
             self.views.cache.drop(key)
             head = self.log.header_of(rec)
             inserted = self.keys.put(key, head)
@@ -329,6 +381,56 @@ class Writer:
             offset = None
         if self.history is not None:
             self.history.add(key, Version(rec.seq, rec.timestamp, offset))
+
+    def apply_many(self, records: Sequence[LogRecord]) -> None:
+        """:meth:`apply` of each record in order (a reader's refresh); runs of plain PUTs
+        (no expiration, no correlation id) are installed a batch at a time, as
+        ``publish_many`` installs them: one key-map update, one decode, index upkeep a
+        column at a time."""
+        self.indexes.ensure_values()
+        if self.history is not None or (
+            self.indexes.has_field_indexes and not self.indexes.values_known
+        ):
+            for rec in records:
+                self.apply(rec)
+            return
+        run: list[LogRecord] = []
+        # As in write_many: nothing allocated here is cyclic, and a full collection
+        # meanwhile would walk every index set.
+        with paused_gc():
+            for rec in records:
+                if rec.kind == _PUT and not rec.expiration and not rec.correlation_id:
+                    run.append(rec)
+                    continue
+                self._apply_puts(run)
+                run = []
+                self.apply(rec)
+            self._apply_puts(run)
+
+    def _apply_puts(self, records: list[LogRecord]) -> None:
+        if not records:
+            return
+        keys = self.keys.keys_of([rec.key for rec in records])
+        if len(self.views.cache):
+            drop = self.views.cache.drop
+            for key in keys:
+                drop(key)
+        size_of = self.log.size_of
+        inserted = self.keys.put_bare(
+            keys, [rec.offset for rec in records], [size_of(rec) for rec in records]
+        )
+        indexes = self.indexes
+        if not indexes.has_field_indexes and not self._key_getters:
+            for key, new in zip(keys, inserted, strict=True):
+                indexes.on_put_keys(key, (), new)
+            return
+        docs = self.views.decode_many([rec.payload for rec in records])
+        if indexes.has_field_indexes:
+            indexes.put_columns(keys, indexes.columns(docs), inserted)
+            return
+        getters = self._key_getters
+        for key, doc, new in zip(keys, docs, inserted, strict=True):
+            indexes.on_put_keys(key, [g(doc) for g in getters], new)
 
     # ------------------------------------------------------------------ compaction
 
@@ -357,8 +459,7 @@ class Writer:
 
             mapping: dict[int, int] = log.compact(keep, progress=progress)
         else:
-            live = [off for _k, off in self.keys.offsets()]
-            mapping = log.compact(live, progress=progress)
+            mapping = log.compact(self.keys.live_offsets(), progress=progress)
         self.keys.remap(mapping)
         if history is not None:
             history.remap(mapping)

@@ -1,0 +1,95 @@
+"""An index set's kept values in the checkpoint (see ``index.upkeep``), and back.
+
+Per path, the distinct values once and a column of u32 codes in the topic's key order,
+so a load shares one object per distinct value. Imports only ``document`` and
+``index.*``.
+"""
+
+from __future__ import annotations
+
+import array
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import msgpack
+
+from sowlib.document import MISSING
+from sowlib.index.indexset import IndexSet
+from sowlib.index.types import Key
+from sowlib.index.upkeep import interned
+
+__all__ = ["dump_values", "load_values"]
+
+_VERSION = 1
+# A missing field (MISSING) as msgpack stores it.
+_MISSING_EXT = msgpack.ExtType(0, b"")
+_SWAP = sys.byteorder != "little"
+
+
+def _codes(data: bytes) -> array.array[int]:
+    column = array.array("I")
+    column.frombytes(data)
+    if _SWAP:
+        column.byteswap()
+    return column
+
+
+def _ext(code: int, data: bytes) -> Any:
+    if code == _MISSING_EXT.code and data == _MISSING_EXT.data:
+        return MISSING
+    raise ValueError("unknown msgpack extension")
+
+
+def dump_values(indexes: IndexSet, keys: Sequence[Key]) -> bytes | None:
+    """The kept values of ``keys`` (every live key, in the order a load passes them), or
+    None when they cannot be saved (not known, a value msgpack does not hold, or one that
+    is not hashable); O(keys)."""
+    if not indexes.values_known:
+        return None
+    paths = []
+    try:
+        for path, table in indexes.kept_tables():
+            column = list(map(table.__getitem__, keys))
+            if len(set(map(type, column))) <= 1:
+                tagged: list[Any] = column
+                distinct: list[Any] = list(dict.fromkeys(column))
+            else:
+                # 1, 1.0 and True are equal but index differently: grouped with their type.
+                tagged = list(zip(map(type, column), column, strict=True))
+                distinct = [value for _kind, value in dict.fromkeys(tagged)]
+            where = dict(zip(dict.fromkeys(tagged), range(len(distinct)), strict=True))
+            codes = array.array("I", map(where.__getitem__, tagged))
+            if _SWAP:
+                codes.byteswap()
+            values = [_MISSING_EXT if value is MISSING else value for value in distinct]
+            paths.append([path.to_text(), values, codes.tobytes()])
+        blob: bytes = msgpack.packb([_VERSION, len(keys), paths])
+    except (TypeError, ValueError, KeyError, OverflowError):
+        return None
+    return blob
+
+
+def load_values(indexes: IndexSet, blob: bytes | None, keys: Sequence[Key]) -> bool:
+    """Fill ``indexes``' kept values from :func:`dump_values`'s bytes; False (the values
+    left unknown) when there are none or they do not fit these indexes and keys."""
+    indexes.forget_values()
+    if blob is None:
+        return False
+    try:
+        version, count, paths = msgpack.unpackb(blob, ext_hook=_ext)
+        kept = indexes.kept_tables()
+        if version != _VERSION or count != len(keys) or len(paths) != len(kept):
+            return False
+        columns: list[list[Any]] = []
+        for (text, values, codes), (path, _table) in zip(paths, kept, strict=True):
+            column = list(map(interned(values).__getitem__, _codes(codes)))
+            if text != path.to_text() or len(column) != len(keys):
+                return False
+            columns.append(column)
+    except (ValueError, TypeError, IndexError, msgpack.UnpackException):
+        return False
+    for (path, _table), column in zip(kept, columns, strict=True):
+        indexes.keep_path_values(path, keys, column)
+    indexes.values_filled()
+    return True

@@ -1,0 +1,86 @@
+"""A reader's refresh installs runs of plain PUTs a batch at a time (``Writer.apply_many``);
+its state must equal the writer's and pass ``check`` (indexes = a rebuild from records),
+whatever mix of inserts, updates, deletes and records with header fields it follows."""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sowlib import SowStore
+
+_DOC = st.fixed_dictionaries(
+    {"id": st.integers(0, 9)},
+    optional={
+        "sym": st.sampled_from(["A", "B", "05", "", 5, 2.5, None]),
+        "px": st.one_of(st.integers(-2, 2), st.floats(allow_nan=True, width=16)),
+    },
+)
+_OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("many"), st.lists(_DOC, min_size=1, max_size=8)),
+        st.tuples(st.just("corr"), _DOC),
+        st.tuples(st.just("delete"), st.integers(0, 9)),
+        st.tuples(st.just("refresh"), st.none()),
+    ),
+    max_size=12,
+)
+
+
+def _state(topic: Any) -> list[tuple[str, bytes, int]]:
+    return sorted((r.sow_key, r.data, r.seq) for r in topic.sow())
+
+
+def _queried(topic: Any) -> list[list[str]]:
+    filters = ["/sym = 'A'", "/sym = 5", "/px > 0", "/px BETWEEN -1 AND 1", "/sym IS NULL"]
+    return [sorted(r.sow_key for r in topic.sow(f)) for f in filters]
+
+
+def _topic(store: SowStore) -> Any:
+    return store.create_topic(
+        "t", keys=["/id"], hash_indexes=[["/sym"]], indexes=["/px"], auto_compact=None
+    )
+
+
+@pytest.mark.parametrize("checkpoint", [False, True])
+@settings(max_examples=30, deadline=None)
+@given(ops=_OPS)
+def test_refresh_follows_the_writer(
+    tmp_path_factory: Any, checkpoint: bool, ops: list[tuple[str, Any]]
+) -> None:
+    directory: Path = tmp_path_factory.mktemp("refresh")
+    with contextlib.ExitStack() as stack:
+        if checkpoint:  # the reader opens from a checkpoint: saved buckets, values filled late
+            with SowStore(directory) as first:
+                docs = [{"id": i, "sym": "AB"[i % 2], "px": i} for i in range(8)]
+                _topic(first).publish_many([orjson.dumps(doc) for doc in docs])
+            reader = stack.enter_context(SowStore(directory, readonly=True))
+            follower = reader.topic("t")
+            assert not follower._p.indexes.values_known
+        store = stack.enter_context(SowStore(directory))
+        topic = store.topic("t") if checkpoint else _topic(store)
+        topic.publish('{"id": 0, "sym": "A", "px": 1}')
+        store.flush()
+        if not checkpoint:
+            reader = stack.enter_context(SowStore(directory, readonly=True))
+            follower = reader.topic("t")
+        for op, arg in ops:
+            if op == "many":
+                topic.publish_many([orjson.dumps(doc) for doc in arg])
+            elif op == "corr":
+                topic.publish(orjson.dumps(arg), correlation_id=b"c")
+            elif op == "delete":
+                topic.sow_delete_by_keys([topic.key_for({"id": arg})])
+            else:
+                reader.refresh()
+        store.flush()
+        reader.refresh()
+        assert _state(follower) == _state(topic)
+        assert _queried(follower) == _queried(topic)
+        follower.check()
