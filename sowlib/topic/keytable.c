@@ -102,12 +102,6 @@ big_free(void *p, size_t size)
 
 /* ------------------------------------------------------------------ the table */
 
-static inline size_t
-slot_of(uint64_t key, int bits)
-{
-    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
-}
-
 /* The entry number of `key`, or -1; `*where` gets its index slot (or the first
  * free slot on its probe path, for an insert). */
 Py_ssize_t
@@ -797,19 +791,6 @@ KeyTable_sorted_values(KeyTable *t, PyObject *keys)
     return result;
 }
 
-/* The decimal text of `v` (str(v)), built without Python's general int formatting. */
-static PyObject *
-decimal_text(uint64_t v)
-{
-    char digits[20];
-    Py_ssize_t n = decimal_digits(v, digits);
-    PyObject *text = PyUnicode_New(n, 127);
-    if (text != NULL) {
-        memcpy(PyUnicode_1BYTE_DATA(text), digits, (size_t)n);
-    }
-    return text;
-}
-
 PyObject *
 keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log, PyTypeObject *record_type,
                     PyObject *topic, PyObject *message_type, PyObject *doc)
@@ -834,37 +815,7 @@ keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log, PyTypeObject *rec
     int found = records->common_put(view.buf, e->off, view.len, &put);
     PyObject *rec = NULL;
     if (found > 0) {
-        PyObject *items[5] = {
-            decimal_text(e->key),
-            PyBytes_FromStringAndSize((const char *)put.payload, put.payload_len),
-            PyLong_FromUnsignedLongLong(put.seq),
-            PyFloat_FromDouble(put.timestamp),
-            PyBytes_FromStringAndSize(NULL, 0),
-        };
-        rec = record_type->tp_alloc(record_type, 9);
-        for (int i = 0; i < 5; i++) {
-            if (items[i] == NULL) {
-                Py_CLEAR(rec);
-            }
-        }
-        if (rec == NULL) {
-            for (int i = 0; i < 5; i++) {
-                Py_XDECREF(items[i]);
-            }
-        }
-        else {
-            /* (sow_key, data, seq, timestamp, expiration, topic, message_type,
-             *  correlation_id, doc): a common record has no expiration */
-            PyTuple_SET_ITEM(rec, 0, items[0]);
-            PyTuple_SET_ITEM(rec, 1, items[1]);
-            PyTuple_SET_ITEM(rec, 2, items[2]);
-            PyTuple_SET_ITEM(rec, 3, items[3]);
-            PyTuple_SET_ITEM(rec, 4, Py_NewRef(Py_None));
-            PyTuple_SET_ITEM(rec, 5, Py_NewRef(topic));
-            PyTuple_SET_ITEM(rec, 6, Py_NewRef(message_type));
-            PyTuple_SET_ITEM(rec, 7, items[4]);
-            PyTuple_SET_ITEM(rec, 8, Py_NewRef(doc == Py_None ? items[1] : doc));
-        }
+        rec = rowread_record(record_type, e->key, &put, topic, message_type, doc);
     }
     PyBuffer_Release(&view);
     Py_DECREF(mm);
@@ -986,7 +937,7 @@ PyInit_keytable(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "KeyTable", (PyObject *)&KeyTableType) < 0 ||
-        keyread_add_type(m) < 0) {
+        keyread_add_type(m) < 0 || rowread_add_type(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -51,3 +51,13 @@ class KeyReader:
         doc: Any,
     ) -> None: ...
     def __call__(self, value: object, /) -> Any: ...
+
+class RowReader:
+    def __init__(
+        self,
+        record_type: type[tuple[Any, ...]],
+        topic: str,
+        message_type: str,
+        doc: Any,
+    ) -> None: ...
+    def __call__(self, table: Any, buf: Any, keys: list[Any], /) -> Any: ...

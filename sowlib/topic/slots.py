@@ -10,7 +10,9 @@ are not content keys) are listed after the ints, where a dict keeps one insertio
 order for all. Topics whose keys are not content keys always use a dict.
 
 The same extension has :data:`KeyReader` (``keyread.c``): ``Topic.lookup`` of a one-field
-content key in one C call, whose reference is the facade's Python path.
+content key in one C call, whose reference is the facade's Python path; and
+:data:`RowReader` (``rowread.c``): the records of many keys in one call, whose reference
+is ``Views.records``'s Python path.
 
 ``SOWLIB_PURE_PYTHON`` (see :func:`sowlib.storage.native.optional_module`) turns the C
 form off.
@@ -31,12 +33,14 @@ __all__ = [
     "Fields",
     "KeyReader",
     "RecordReader",
+    "RowReader",
     "Slot",
     "Slots",
     "key_reader",
     "new_slots",
     "position_finder",
     "record_reader",
+    "row_reader",
     "slots_of_columns",
 ]
 
@@ -56,6 +60,11 @@ KeyReader: TypeAlias = Callable[[Any], Any]
 """``reader(value)``: ``Topic.lookup(value)`` of a one-field content key in one C call (see
 ``keyread.c``): the Record, None for an absent key, NotImplemented where the Python path
 decides (another kind of value, an expiration pending, a closed log, ...)."""
+
+RowReader: TypeAlias = Callable[[Any, Any, list[Key]], Any]
+"""``reader(table, buf, keys)``: the records of many keys of a KeyTable in one C call (see
+``rowread.c``): ``(rows, pending)``, the keys it could not read left in place and counted,
+or NotImplemented where the Python path reads them all."""
 
 
 class Slots(Protocol):
@@ -83,6 +92,7 @@ class Slots(Protocol):
 _MODULE = optional_module("sowlib.topic.keytable")
 _KEY_TABLE: type[Any] | None = None if _MODULE is None else _MODULE.KeyTable
 _KEY_READER: type[Any] | None = None if _MODULE is None else _MODULE.KeyReader
+_ROW_READER: type[Any] | None = None if _MODULE is None else _MODULE.RowReader
 
 NATIVE_SLOTS: bool = _KEY_TABLE is not None
 """Whether content keys are held in the C KeyTable (else a dict)."""
@@ -106,6 +116,12 @@ def key_reader(**fields: Any) -> KeyReader | None:
     """A :data:`KeyReader` made of ``fields`` (the C type's keyword arguments, described in
     ``keyread.c`` and typed in ``keytable.pyi``), or None without the C module."""
     return None if _KEY_READER is None else cast("KeyReader", _KEY_READER(**fields))
+
+
+def row_reader(**fields: Any) -> RowReader | None:
+    """A :data:`RowReader` made of ``fields`` (the C type's keyword arguments, described in
+    ``rowread.c`` and typed in ``keytable.pyi``), or None without the C module."""
+    return None if _ROW_READER is None else cast("RowReader", _ROW_READER(**fields))
 
 
 def position_finder(keys: Sequence[Key]) -> Callable[[Iterable[Key]], bytes] | None:
