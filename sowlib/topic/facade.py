@@ -82,6 +82,10 @@ class Topic:
         self._int_key = int_key_format(parts.content)  # see lookup
         # lookup of one value in one C call (None: the Python path below is the only one)
         self._read_key = parts.views.key_reader(key_head(parts.content), parts.expiry, self._lock)
+        # get of a content key's text in one C call (None: the Python path only)
+        self._read_sow_key = parts.views.key_reader(
+            None if parts.content is None else b"", parts.expiry, self._lock, sow_keys=True
+        )
         # The log itself (tests and tools read its path and report).
         self._log = log
         load(parts.writer, progress)
@@ -225,6 +229,11 @@ class Topic:
 
     def get(self, sow_key: str) -> Record | None:
         """The record stored under ``sow_key``, or None; O(1), a dict lookup when cached."""
+        read_sow_key = self._read_sow_key
+        if read_sow_key is not None:
+            rec = read_sow_key(sow_key)  # the steps of _get in one C call
+            if rec is not NotImplemented:
+                return rec  # type: ignore[no-any-return]
         key = self._key_of(sow_key)
         return None if key is None else self._get(key)
 
@@ -553,7 +562,7 @@ class Topic:
         with self._lock:
             if self._closed:
                 return
-            self._read_key = None
+            self._read_key = self._read_sow_key = None
             self._closed = True
             blob = None
             if not self._readonly and self._p.history is None:

@@ -49,6 +49,7 @@ class KeyReader:
         topic: str,
         message_type: str,
         doc: Any,
+        sow_keys: bool = False,
     ) -> None: ...
     def __call__(self, value: object, /) -> Any: ...
 

@@ -184,11 +184,14 @@ class Views:
             )
         )
 
-    def key_reader(self, head: bytes | None, expiry: Expiry, lock: Any) -> KeyReader | None:
+    def key_reader(
+        self, head: bytes | None, expiry: Expiry, lock: Any, *, sow_keys: bool = False
+    ) -> KeyReader | None:
         """``Topic.lookup`` of one key value in one C call: :meth:`read` after the key's
         hash (``head`` + the value's text) and a cache probe, under ``lock`` (see
-        :func:`~sowlib.topic.slots.key_reader`); None for a memory log, keys other than
-        one content key field (``head`` None), or without the C module.
+        :func:`~sowlib.topic.slots.key_reader`); with ``sow_keys``, ``Topic.get`` of a SOW
+        key's text the same way (``head`` unused). None for a memory log, keys other than
+        content keys (``head`` None), or without the C module.
         """
         if head is None or self._file is None:
             return None
@@ -208,6 +211,7 @@ class Views:
             topic=self.name,
             message_type=self.message_type,
             doc=self._deferred,
+            sow_keys=sow_keys,
         )
 
     def records(self, keys: Iterable[Key]) -> list[Record]:
