@@ -20,11 +20,9 @@ from sowlib.storage import EntryList, RecordKind
 from sowlib.topic.logview import Header, LogView
 from sowlib.topic.slots import (
     Fields,
-    RecordReader,
     Slot,
     Slots,
     new_slots,
-    record_reader,
     slots_of_columns,
 )
 
@@ -75,7 +73,7 @@ class KeyMap:
         content: keys are content keys (decimal text of a 64-bit hash) held as ints.
     """
 
-    __slots__ = ("_log", "content", "live_bytes", "read_record", "slot_of", "slots")
+    __slots__ = ("_log", "content", "live_bytes", "slot_of", "slots")
 
     def __init__(self, log: LogView, *, content: bool) -> None:
         self._log = log
@@ -89,15 +87,11 @@ class KeyMap:
         #: as :meth:`header` orders them), or None; the table's own method (one C call
         #: where the C KeyTable holds the keys), for the by-key read.
         self.slot_of: Callable[[Key], Slot | None]
-        #: The C KeyTable's by-key read (see :data:`~sowlib.topic.slots.RecordReader`),
-        #: or None where a dict holds the keys.
-        self.read_record: RecordReader | None
         self._install(new_slots(content))
 
     def _install(self, slots: Slots) -> None:
         self.slots = slots
         self.slot_of = slots.get
-        self.read_record = record_reader(slots)
 
     # ------------------------------------------------------------------ keys
 

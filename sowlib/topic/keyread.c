@@ -17,8 +17,9 @@
  *   3. the record cache's `get(key)`, without the lock (writers drop a key from the
  *      cache under the lock before changing it);
  *   4. under the topic's lock: the entry in the key map's current table (its `slots`),
- *      read as KeyTable.read_record reads it (None: absent; NotImplemented: another
- *      entry, a closed log, no C record reader), and on one read in `admit_mask + 1`
+ *      read by keytable_read_entry (the common record at its offset in `log.mm`, built
+ *      by rowread.c's rowread_record; None: absent; NotImplemented: another entry, a
+ *      closed log, no C record reader), and on one read in `admit_mask + 1`
  *      on average, `cache_put(key, record, cost_base + len(payload) * cost_factor)`.
  *
  * The admission draws come from a xorshift generator of its own (the Python path

@@ -14,13 +14,8 @@
  * in [0, 2**63) is held unboxed (get gives an equal int, not the same object); any
  * other value is held by reference.
  *
- * `read_record(key, log, record_type, topic, message_type, doc)` is the by-key read
- * of a key whose entry is a bare offset: the record at that offset in `log.mm`, read
- * and checked by sowlib.storage.recordread's C interface (the `common_put` of its
- * `c_api` capsule, what its `read_put` reads), as a `record_type` (a tuple
- * type with Record's fields). It gives None for an absent key and NotImplemented
- * where the Python path must decide (another entry, another record shape, a closed
- * log, no C reader): the Python path is its reference (tests/test_keytable.py).
+ * `keytable_read_entry` (keytable.h) reads the record of an entry that is a bare offset,
+ * for the by-key read of keyread.c (its reference is the facade's Python path).
  *
  * The key map stores only ints and tuples of ints, floats and bytes, which cannot
  * form a reference cycle, so the type is not tracked by the cyclic collector (a
@@ -826,34 +821,6 @@ keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log, PyTypeObject *rec
 }
 
 static PyObject *
-KeyTable_read_record(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (arity("read_record", nargs, 6, 6) < 0) {
-        return NULL;
-    }
-    PyObject *key = args[0];
-    PyTypeObject *record_type = (PyTypeObject *)args[2];
-    if (!PyType_Check(args[2]) || !PyType_IsSubtype(record_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "read_record: record_type must be a tuple type");
-        return NULL;
-    }
-    uint64_t k;
-    int is_key = table_key(key, &k);
-    if (is_key < 0) {
-        return NULL;
-    }
-    if (!is_key) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    size_t where;
-    Py_ssize_t ix = keytable_find(t, k, &where);
-    if (ix < 0) {
-        Py_RETURN_NONE;
-    }
-    return keytable_read_entry(t, ix, args[1], record_type, args[3], args[4], args[5]);
-}
-
-static PyObject *
 KeyTable_sizeof(KeyTable *t, PyObject *Py_UNUSED(ignored))
 {
     size_t size = sizeof(KeyTable) + (sizeof(uint32_t) << t->bits) +
@@ -879,9 +846,6 @@ static PyMethodDef KeyTable_methods[] = {
     {"sorted_values", (PyCFunction)KeyTable_sorted_values, METH_O,
      "sorted_values(keys, /): the values of keys (each an int in [0, 2**32)) as a column "
      "of native u32, ascending; KeyError for an absent key, ValueError for another value."},
-    {"read_record", (PyCFunction)(void (*)(void))KeyTable_read_record, METH_FASTCALL,
-     "read_record(key, log, record_type, topic, message_type, doc, /): the record of a "
-     "key held as a bare offset, None when absent, NotImplemented for the Python path."},
     {"__sizeof__", (PyCFunction)KeyTable_sizeof, METH_NOARGS, "Bytes held."},
     {NULL, NULL, 0, NULL},
 };

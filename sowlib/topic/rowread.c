@@ -1,6 +1,6 @@
 /* RowReader: the records of many content keys in one C call (`Views.records`, the rows
  * of a query), and the one function that builds the Record of a common record, which
- * the by-key reads (KeyTable.read_record, KeyReader) use too.
+ * the by-key read (KeyReader, through keytable_read_entry) uses too.
  *
  * `RowReader(record_type=, topic=, message_type=, doc=)(table, buf, keys)` gives
  * `(rows, pending)`:

@@ -32,14 +32,12 @@ __all__ = [
     "NATIVE_SLOTS",
     "Fields",
     "KeyReader",
-    "RecordReader",
     "RowReader",
     "Slot",
     "Slots",
     "key_reader",
     "new_slots",
     "position_finder",
-    "record_reader",
     "row_reader",
     "slots_of_columns",
 ]
@@ -50,11 +48,6 @@ Fields: TypeAlias = tuple[int, int, float, float, bytes, int]
 Slot: TypeAlias = int | Fields
 """A key's entry: its record's bare log offset, or its :data:`Fields`."""
 
-
-RecordReader: TypeAlias = Callable[[Key, Any, type[tuple[Any, ...]], str, str, Any], Any]
-"""``read_record(key, log, record_type, topic, message_type, doc)``, the C KeyTable's by-key
-read (see ``keytable.c``): the record of a key held as a bare offset, read from
-``log.mm``; None for an absent key; NotImplemented where the Python path decides."""
 
 KeyReader: TypeAlias = Callable[[Any], Any]
 """``reader(value)``: ``Topic.lookup(value)`` of a one-field content key in one C call (see
@@ -103,13 +96,6 @@ def new_slots(content: bool) -> Slots:
     if content and _KEY_TABLE is not None:
         return cast("Slots", _KEY_TABLE())
     return cast("Slots", {})
-
-
-def record_reader(slots: Slots) -> RecordReader | None:
-    """The C by-key read of ``slots`` (a KeyTable), or None (a dict)."""
-    if _KEY_TABLE is not None and isinstance(slots, _KEY_TABLE):
-        return cast("RecordReader", slots.read_record)
-    return None
 
 
 def key_reader(**fields: Any) -> KeyReader | None:

@@ -83,7 +83,7 @@ class Views:
                 message_type=message_type,
                 doc=self._deferred,
             )
-            if keys.read_record is not None and log.file is not None
+            if keys.content and log.file is not None
             else None
         )
 
@@ -142,15 +142,18 @@ class Views:
         """:meth:`record` of a key the cache does not hold (read, and admitted to the
         cache as :meth:`RecordCache.offer` admits).
 
-        The by-key read of ``get``/``lookup``: where the C KeyTable holds the keys, one
-        call finds, reads and checks the record and builds its Record; else one C call
-        finds the entry and one reads the record. No other Python function is called
-        unless the record is admitted to the cache.
+        The by-key read of ``get``/``lookup`` when their one C call hands over: where
+        the C KeyTable holds the keys, the row reader of :meth:`records` finds, reads and
+        checks the record and builds its Record in one call; else one C call finds the
+        entry and one reads the record.
         """
-        read_record = self.keys.read_record
         rec: Record | None = NotImplemented
-        if read_record is not None and self._file is not None:
-            rec = read_record(key, self._file, Record, self.name, self.message_type, self._deferred)
+        rows_of, file = self._rows, self._file
+        if rows_of is not None and file is not None:
+            got = rows_of(self.keys.slots, file.mm, [key])
+            if got is not NotImplemented:
+                rows, pending = got
+                rec = NotImplemented if pending else rows[0] if rows else None
         if rec is NotImplemented:
             rec = self._read_entry(key)
         # RecordCache.offer, inlined; the key is not cached (the caller just missed it).
@@ -191,13 +194,14 @@ class Views:
         hash (``head`` + the value's text) and a cache probe, under ``lock`` (see
         :func:`~sowlib.topic.slots.key_reader`); with ``sow_keys``, ``Topic.get`` of a SOW
         key's text the same way (``head`` unused). None for a memory log, keys other than
-        content keys (``head`` None), or without the C module.
+        one content key field (``head`` None; with ``sow_keys``: other than content keys),
+        or without the C module.
         """
-        if head is None or self._file is None:
+        if self._file is None or (not self.keys.content if sow_keys else head is None):
             return None
         return key_reader(
             keys=self.keys,
-            head=head,
+            head=b"" if head is None else head,
             digest=xxh64_intdigest,  # the content key generator's
             cache_get=self.cache.get,
             cache_put=self.cache.put if self._caching else None,
