@@ -104,7 +104,7 @@ def _walk(
     out: list[Key] = []
     for group in memo.groups(descending=first.descending):
         keys = group if allowed is None else [k for k in group if k in allowed]
-        out.extend(_matching(source, flt, keys))
+        out.extend(keys if flt is None else _matching(source, flt, keys))
         if len(out) >= need:
             break
     return out
