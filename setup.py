@@ -21,7 +21,7 @@ setup(
         ),
         Extension(
             "sowlib.topic.keytable",
-            sources=["sowlib/topic/keytable.c", "sowlib/topic/keyread.c"],
+            sources=["sowlib/topic/keytable.c", "sowlib/topic/keyread.c", "sowlib/topic/rowread.c"],
             depends=["sowlib/topic/keytable.h", "sowlib/storage/recordread.h"],
             optional=True,
         ),

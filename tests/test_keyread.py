@@ -274,3 +274,54 @@ def test_the_reader_checks_how_it_is_called(tmp_path: Path) -> None:
                 ]
             )
         )
+
+
+# SOW keys a caller may pass to get: content keys' texts, texts that are not (leading
+# zeros, past 2**64, other digits, signs, spaces) and values of other types.
+SOW_KEYS = st.one_of(
+    st.text(alphabet="0123456789", max_size=21),
+    st.sampled_from(["0", "00", "18446744073709551615", "18446744073709551616", "-1", " 1"]),
+    st.sampled_from(["\uff11\uff12", "\u00b2"]),  # digits str.isdigit takes, not ASCII
+    st.integers(0, 10),
+    st.none(),
+)
+
+
+def gets(path: Path, keys: list[Any]) -> list[Any]:
+    with SowStore(str(path), cache_bytes=0) as store:
+        t = store.topic("t")
+        return [t.get(k) for k in keys]
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(published=st.lists(st.integers(0, 30), max_size=10), probes=st.lists(SOW_KEYS, max_size=10))
+def test_get_answers_as_the_python_path_for_any_sow_key(
+    tmp_path_factory: pytest.TempPathFactory, published: list[int], probes: list[Any]
+) -> None:
+    path = tmp_path_factory.mktemp("kg")
+    with SowStore(str(path)) as store:
+        t = store.create_topic("t", keys=["/k"])
+        keys = [t.publish({"k": v}).sow_key for v in published]
+        t.publish({"k": 99}, correlation_id="c")  # an entry the Python path reads
+        keys.append(t.key_for({"k": 99}))
+    values = keys + probes
+    with pytest.MonkeyPatch.context() as mp:
+        c_answers = gets(path, values)
+        python_path(mp)
+        assert c_answers == gets(path, values)
+
+
+def test_get_of_a_content_key_is_read_in_c(tmp_path: Path, counted: list[str]) -> None:
+    with SowStore(str(tmp_path)) as store:
+        t = store.create_topic("t", keys=["/k"])
+        key = t.publish({"k": 1}).sow_key
+    counted.clear()
+    assert [r.doc if r else r for r in gets(tmp_path, [key, "123", "0123", "x"])] == [
+        {"k": 1},
+        None,
+        None,
+        None,
+    ]
+    assert counted == ["c", "c", "py", "py"]  # not the text of a content key: Python path

@@ -19,7 +19,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from sowlib import SowStore
 from sowlib.errors import CorruptRecordError, StoreClosedError
-from sowlib.topic import keymap, slots, views
+from sowlib.topic import slots, views
 
 if os.environ.get("CI"):
     # CI machines have a compiler: there the C form must have been built.
@@ -183,12 +183,13 @@ def _reads(path: str) -> list[list[Any]]:
         return [[orders.lookup(i) for i in range(65)], [orders.get(k) for k in keys]]
 
 
-def test_a_topic_reads_the_same_without_the_c_record_reader(
+def test_a_topic_reads_the_same_without_the_c_row_reader(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """read_record (probe, checked read and Record in one C call) against the Python
-    path, on common records and on records with an expiration or a correlation id
-    (lookup takes the Python path both times: tests/test_keyread.py has its C form)."""
+    """The row reader of a single key (probe, checked read and Record in one C call: the
+    by-key read when lookup and get hand over) against the Python path, on common records
+    and on records with an expiration or a correlation id (lookup and get take the Python
+    path both times: tests/test_keyread.py has their C form)."""
     with SowStore(str(tmp_path)) as store:
         orders = store.create_topic("orders", keys=["/id"])
         for i in range(60):
@@ -199,32 +200,32 @@ def test_a_topic_reads_the_same_without_the_c_record_reader(
             )
         orders.publish({"id": 3, "px": -1})
     calls = []
-    real = keymap.record_reader
+    real = views.row_reader
 
-    def counted(table: Any) -> Any:
-        reader = real(table)
+    def counted(**fields: Any) -> Any:
+        reader = real(**fields)
         if reader is None:
             return None
 
         def read(*args: Any) -> Any:
-            calls.append(args[0])
+            calls.append(args[2])
             return reader(*args)
 
         return read
 
     monkeypatch.setattr(views, "key_reader", lambda *args, **kwargs: None)
-    monkeypatch.setattr(keymap, "record_reader", counted)
+    monkeypatch.setattr(views, "row_reader", counted)
     with_c = _reads(str(tmp_path))
     # With the C table, every lookup and every get went through the C read; without it
     # (SOWLIB_PURE_PYTHON), none.
     assert (len(calls) >= 60 + 60) == slots.NATIVE_SLOTS
-    monkeypatch.setattr(keymap, "record_reader", lambda slots: None)
+    monkeypatch.setattr(views, "row_reader", lambda **fields: None)
     without = _reads(str(tmp_path))
     assert with_c == without
     assert [r is None for r in with_c[0]] == [False] * 60 + [True] * 5
 
 
-def test_read_record_leaves_what_it_cannot_read_to_the_python_path(tmp_path: Path) -> None:
+def test_the_c_reads_leave_what_they_cannot_read_to_the_python_path(tmp_path: Path) -> None:
     """A damaged record and a closed log are the Python path's to report."""
     store = SowStore(str(tmp_path))
     orders = store.create_topic("orders", keys=["/id"])
@@ -246,17 +247,20 @@ def test_read_record_leaves_what_it_cannot_read_to_the_python_path(tmp_path: Pat
         orders.lookup(2)
 
 
-def test_read_record_checks_its_arguments() -> None:
+def test_the_row_reader_checks_its_arguments() -> None:
+    reader = keytable.RowReader(record_type=tuple, topic="t", message_type="json", doc=None)
+    with pytest.raises(TypeError):
+        keytable.RowReader(record_type=int, topic="t", message_type="json", doc=None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        reader(keytable.KeyTable(), b"", (1, 2))  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        reader(keytable.KeyTable())  # type: ignore[call-arg]
     table = keytable.KeyTable()
-    with pytest.raises(TypeError):
-        table.read_record(1, None, int, "t", "json", None)  # type: ignore[arg-type]
-    with pytest.raises(TypeError):
-        table.read_record(1)  # type: ignore[call-arg]
     table["text"] = 5
-    assert table.read_record("text", None, tuple, "t", "json", None) is NotImplemented
-    assert table.read_record(7, None, tuple, "t", "json", None) is None
     table[8] = (1, 2, 0.0, 5.0, b"", 9)
-    assert table.read_record(8, None, tuple, "t", "json", None) is NotImplemented
+    assert reader(table, b"", ["text", 7, 8, -1]) == (["text", 8, -1], 3)
+    assert reader({}, b"", [7]) is NotImplemented
+    assert reader(table, None, [7]) is NotImplemented
 
 
 def test_lookup_by_int_is_get_of_its_key_through_expirations_and_close(tmp_path: Path) -> None:

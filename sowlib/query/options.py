@@ -55,6 +55,9 @@ class QueryOptions:
         Raises:
             QueryOptionError: a value is invalid (negative, wrong type, bad text).
         """
+        unset = order_by is None and top_n is None and skip_n is None and select is None
+        if unset and type(batch_size) is int and batch_size == DEFAULT_OPTIONS.batch_size:
+            return DEFAULT_OPTIONS  # the common query sets none: nothing to check
         top = _count("top_n", top_n)
         skip = _count("skip_n", skip_n)
         if skip is not None and top is None:

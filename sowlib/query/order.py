@@ -5,6 +5,7 @@ Imports ``errors``, ``expr.runtime`` and ``paths``.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -52,7 +53,10 @@ class OrderKey:
         Native tuples only, so sorts compare them in C; a DESC term sorts on
         the same component with ``reverse=True``.
         """
-        value = self.path.getter(doc)
+        return self.plain_value(self.path.getter(doc))
+
+    def plain_value(self, value: Any) -> Any:
+        """:meth:`plain` of a document whose value at this term's path is ``value``."""
         kind = type(value)
         if self.text:
             if kind is str and value:
@@ -91,11 +95,18 @@ class OrderBy:
 
     @classmethod
     def parse(cls, text: str) -> OrderBy:
-        """Parse ``key [ASC|DESC] [TEXT], ...``.
+        """Parse ``key [ASC|DESC] [TEXT], ...``; the last texts parsed are kept (an
+        OrderBy is immutable), so a query repeated does not parse again.
 
         Raises:
             QueryOptionError: empty text, a bad field path or an unknown modifier.
         """
+        if type(text) is str:
+            return _parse_text(text)
+        return cls._parse(text)
+
+    @classmethod
+    def _parse(cls, text: str) -> OrderBy:
         if not isinstance(text, str) or not text.strip():
             raise QueryOptionError("order_by", text, "expected '/field [ASC|DESC] [TEXT], ...'")
         keys: list[OrderKey] = []
@@ -133,3 +144,8 @@ class OrderBy:
     def to_text(self) -> str:
         """Canonical text, e.g. ``/a ASC, /b DESC TEXT``."""
         return ", ".join(k.to_text() for k in self.keys)
+
+
+@functools.lru_cache(maxsize=256)
+def _parse_text(text: str) -> OrderBy:
+    return OrderBy._parse(text)

@@ -19,6 +19,7 @@ from sowlib.query.options import DEFAULT_OPTIONS, QueryOptions
 from sowlib.query.order import OrderBy
 from sowlib.query.resultset import ResultSet
 from sowlib.query.select import SelectList
+from sowlib.record import Record
 
 __all__ = ["WALK_RATIO", "QueryFilter", "explain", "run_query"]
 
@@ -103,60 +104,91 @@ def _walk(
     out: list[Key] = []
     for group in memo.groups(descending=first.descending):
         keys = group if allowed is None else [k for k in group if k in allowed]
-        out.extend(_matching(source, flt, keys))
+        out.extend(keys if flt is None else _matching(source, flt, keys))
         if len(out) >= need:
             break
     return out
 
 
-def _ordered(source: QuerySource, keys: list[Key], order: OrderBy, need: int | None) -> list[Key]:
-    """``keys`` in ``order`` (ties by SOW key ascending), the first ``need`` of them.
+#: Rows whose documents are decoded at once to compute their sort components.
+_SORT_CHUNK = 2048
 
-    Sorts on native component tuples: by SOW key first, then one stable sort
-    per run of same-direction terms, last run first (``reverse=True`` for DESC
-    keeps ties in key order). With ``need`` only the records whose first term
-    is at least as good as the ``need``-th best are sorted.
+
+def _rows(source: QuerySource, keys: Iterable[Key]) -> list[Record]:
+    """The live records of ``keys``, in order (absent keys left out); one batch read."""
+    many = getattr(source, "records_of", None)
+    if many is not None:
+        return many(keys)  # type: ignore[no-any-return]
+    record = source.record
+    return [rec for k in keys if (rec := record(k)) is not None]
+
+
+def _components(source: QuerySource, rows: list[Record], order: OrderBy) -> list[list[Any]]:
+    """Each sort term's component for each row (a column per term).
+
+    The values are read a batch at a time through the source's ``field_columns`` (which
+    may read top-level fields without decoding the documents), else from each row's
+    document; the rows keep their documents undecoded.
+    """
+    columns_of = getattr(source, "field_columns", None)
+    paths = [term.path for term in order.keys]
+    columns: list[list[Any]] = [[] for _ in order.keys]
+    for lo in range(0, len(rows), _SORT_CHUNK):
+        chunk = rows[lo : lo + _SORT_CHUNK]
+        if columns_of is not None:
+            values = columns_of([r.data for r in chunk], paths)
+        else:
+            docs = [r.doc for r in chunk]
+            values = [list(map(path.getter, docs)) for path in paths]
+        for column, term, got in zip(columns, order.keys, values, strict=True):
+            column.extend(map(term.plain_value, got))
+    return columns
+
+
+def _ordered(
+    source: QuerySource, keys: list[Key], order: OrderBy, need: int | None
+) -> list[Record]:
+    """The records of ``keys`` in ``order`` (ties by SOW key ascending), the first ``need``.
+
+    Each record is read once and its document decoded once, for the sort components.
+    Sorts positions on native component tuples: by SOW key first, then one stable sort
+    per run of same-direction terms, last run first (``reverse=True`` for DESC keeps
+    ties in key order). With ``need`` only the records whose first term is at least as
+    good as the ``need``-th best are sorted.
     Complexity: O(m log m) for m keys, O(m log need) when few tie at the cut.
     """
-    docs = dict(source.docs(keys))
-    keys = [k for k in keys if k in docs]
-    first = order.keys[0]
-    if need is not None and need < len(keys):
-        plain = first.plain
-        comps = {k: plain(d) for k, d in docs.items()}
-        if first.descending:
-            cut = heapq.nlargest(need, comps.values())[-1]
-            keys = [k for k, c in comps.items() if c >= cut]
+    rows = _rows(source, keys)
+    columns = _components(source, rows, order)
+    first = columns[0]
+    at: list[int] = list(range(len(rows)))
+    if need is not None and need < len(rows):
+        if order.keys[0].descending:
+            cut = heapq.nlargest(need, first)[-1]
+            at = [i for i in at if first[i] >= cut]
         else:
-            cut = heapq.nsmallest(need, comps.values())[-1]
-            keys = [k for k, c in comps.items() if c <= cut]
-    keys = sorted(keys, key=str)  # SOW key text order (content keys are ints)
-    runs = [(d, list(t)) for d, t in itertools.groupby(order.keys, lambda t: t.descending)]
+            cut = heapq.nsmallest(need, first)[-1]
+            at = [i for i in at if first[i] <= cut]
+    at.sort(key=lambda i: rows[i].sow_key)  # SOW key text order
+    term_columns = list(zip(order.keys, columns, strict=True))
+    runs = [(d, list(t)) for d, t in itertools.groupby(term_columns, lambda t: t[0].descending)]
     for descending, terms in reversed(runs):
         if len(terms) == 1:
-            plain = terms[0].plain
-            keys.sort(key=lambda k: plain(docs[k]), reverse=descending)
+            at.sort(key=terms[0][1].__getitem__, reverse=descending)
         else:
-            getters = [t.plain for t in terms]
-            keys.sort(key=lambda k: tuple(g(docs[k]) for g in getters), reverse=descending)
-    return keys if need is None else keys[:need]
+            cols = [c for _t, c in terms]
+            at.sort(key=lambda i: tuple(c[i] for c in cols), reverse=descending)
+    return [rows[i] for i in (at if need is None else at[:need])]
 
 
-def _results(source: QuerySource, keys: Iterable[Key], select: SelectList | None) -> ResultSet:
-    """The live records of ``keys``, projected by ``select``; O(1) per key."""
-    record = source.record
+def _results(source: QuerySource, rows: list[Record], select: SelectList | None) -> ResultSet:
+    """``rows`` projected by ``select``; O(1) per row."""
     if select is None:
-        many = getattr(source, "records_of", None)
-        if many is not None:
-            return ResultSet(many(keys))
-        return ResultSet([rec for k in keys if (rec := record(k)) is not None])
+        return ResultSet(rows)
     out = ResultSet()
     encode, apply = source.encode, select.apply
-    for key in keys:
-        rec = record(key)
-        if rec is not None:
-            projected = apply(rec.doc)
-            out.append(rec._replace(data=encode(projected), doc=projected))
+    for rec in rows:
+        projected = apply(rec.doc)
+        out.append(rec._replace(data=encode(projected), doc=projected))
     return out
 
 
@@ -191,17 +223,18 @@ def run_query(
     if top is not None and top == 0:
         return ResultSet()
     if order is None and not skip:
-        return _results(source, _candidates(source, flt, found, top), options.select)
+        rows = _rows(source, _candidates(source, flt, found, top))
+        return _results(source, rows, options.select)
     need = None if top is None else skip + top
     keys = None if need is None or order is None else _walk(source, flt, found, order, need)
     if keys is None:
         keys = _candidates(source, flt, found)
     if order is None:
         keys.sort(key=str)
-        keys = keys[skip:] if need is None else keys[skip:need]
+        rows = _rows(source, keys[skip:] if need is None else keys[skip:need])
     else:
-        keys = _ordered(source, keys, order, need)[skip:]
-    return _results(source, keys, options.select)
+        rows = _ordered(source, keys, order, need)[skip:]
+    return _results(source, rows, options.select)
 
 
 def explain(

@@ -80,8 +80,10 @@ class Topic:
         self.key_fields = parts.key_fields
         self.indexes = parts.indexes
         self._int_key = int_key_format(parts.content)  # see lookup
-        # lookup of one value in one C call (None: the Python path below is the only one)
-        self._read_key = parts.views.key_reader(key_head(parts.content), parts.expiry, self._lock)
+        # lookup of one value, get of a SOW key: one C call each (None: the Python path only)
+        views, expiry = parts.views, parts.expiry
+        self._read_key = views.key_reader(key_head(parts.content), expiry, self._lock)
+        self._read_sow_key = views.key_reader(None, expiry, self._lock, sow_keys=True)
         # The log itself (tests and tools read its path and report).
         self._log = log
         load(parts.writer, progress)
@@ -225,6 +227,9 @@ class Topic:
 
     def get(self, sow_key: str) -> Record | None:
         """The record stored under ``sow_key``, or None; O(1), a dict lookup when cached."""
+        rec = NotImplemented if (read := self._read_sow_key) is None else read(sow_key)  # in C
+        if rec is not NotImplemented:
+            return rec  # type: ignore[no-any-return]
         key = self._key_of(sow_key)
         return None if key is None else self._get(key)
 
@@ -252,11 +257,10 @@ class Topic:
             UnsupportedOperationError: the topic's keys are not content keys.
             QueryOptionError: not one value per key field.
         """
-        read_key = self._read_key
-        if read_key is not None and len(key_values) == 1:
-            rec = read_key(key_values[0])  # the steps below in one C call
-            if rec is not NotImplemented:
-                return rec  # type: ignore[no-any-return]
+        read = self._read_key if len(key_values) == 1 else None  # the steps below in one call
+        rec = NotImplemented if read is None else read(key_values[0])
+        if rec is not NotImplemented:
+            return rec  # type: ignore[no-any-return]
         int_key = self._int_key
         if int_key is not None and len(key_values) == 1 and type(key_values[0]) is int:
             return self._get(xxh64_intdigest(int_key % key_values[0]))
@@ -276,12 +280,11 @@ class Topic:
         """
         if isinstance(rows, str | bytes) or not isinstance(rows, Iterable):
             raise ArgumentError("rows", rows, "an iterable of key-value tuples")
-        out: list[Record | None] = []
+        rows = list(rows)
         for row in rows:
             if not isinstance(row, tuple | list):
                 raise ArgumentError("rows", row, "a tuple of key values per row")
-            out.append(self.lookup(*row))
-        return out
+        return [self.lookup(*row) for row in rows]
 
     def key_for(self, message: str | bytes | dict[str, Any] | Any) -> str:
         """The SOW key ``message`` would be stored under (without storing it)."""
@@ -351,9 +354,8 @@ class Topic:
             if bookmark is not None and self._p.history is not None:
                 source = as_of(self._p, bookmark, self._clock())
             elif flt is None and keys is None and options.order_by is None:
-                top = options.top_n
+                top = options.top_n  # the first top_n records, unordered: only those are read
                 if not options.skip_n and top is not None:
-                    # The first top_n records, unordered: only those are read.
                     keys = list(islice(self._p.keys.keys(), top))
             with regex_budget():
                 return run_query(source, flt, options, keys)
@@ -552,7 +554,7 @@ class Topic:
         with self._lock:
             if self._closed:
                 return
-            self._read_key = None
+            self._read_key = self._read_sow_key = None
             self._closed = True
             blob = None
             try:

@@ -21,13 +21,11 @@ from sowlib.storage import EntryList, RecordKind
 from sowlib.topic.logview import Header, LogView
 from sowlib.topic.slots import (
     Fields,
-    RecordReader,
     Sizes,
     Slot,
     Slots,
     new_sizes,
     new_slots,
-    record_reader,
     sizes_of_columns,
     slots_of_columns,
 )
@@ -90,7 +88,7 @@ class KeyMap:
         content: keys are content keys (decimal text of a 64-bit hash) held as ints.
     """
 
-    __slots__ = ("_log", "_sizes", "content", "live_bytes", "read_record", "slot_of", "slots")
+    __slots__ = ("_log", "_sizes", "content", "live_bytes", "slot_of", "slots")
 
     def __init__(self, log: LogView, *, content: bool) -> None:
         self._log = log
@@ -104,9 +102,6 @@ class KeyMap:
         #: as :meth:`header` orders them), or None; the table's own method (one C call
         #: where the C KeyTable holds the keys), for the by-key read.
         self.slot_of: Callable[[Key], Slot | None]
-        #: The C KeyTable's by-key read (see :data:`~sowlib.topic.slots.RecordReader`),
-        #: or None where a dict holds the keys.
-        self.read_record: RecordReader | None
         # key -> the size in the log of its live record (same keys as ``slots``).
         self._sizes: Sizes = new_sizes(content)
         self._install(new_slots(content))
@@ -114,7 +109,6 @@ class KeyMap:
     def _install(self, slots: Slots) -> None:
         self.slots = slots
         self.slot_of = slots.get
-        self.read_record = record_reader(slots)
 
     # ------------------------------------------------------------------ keys
 

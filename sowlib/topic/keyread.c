@@ -1,4 +1,5 @@
-/* KeyReader: `Topic.lookup(value)` of a one-field content key in one C call.
+/* KeyReader: `Topic.lookup(value)` of a one-field content key in one C call; made with
+ * `sow_keys=True`, `Topic.get(sow_key)` of a content key in one C call.
  *
  * The facade's Python path is the reference (tests/test_keyread.py checks that both
  * agree); this is the same sequence of steps without a Python frame between them,
@@ -6,7 +7,9 @@
  *
  *   1. an expiration pending (the expiry queue's `heap` is not empty): NotImplemented,
  *      the Python path asks the clock and expires first;
- *   2. the key: `digest(head + text)`, the digest the content key generator uses, of
+ *   2. the key: for a SOW key (`sow_keys`), the int its text is the decimal text of, as
+ *      KeyMap.key_of reads it (any other text: NotImplemented, the Python path);
+ *      else `digest(head + text)`, the digest the content key generator uses, of
  *      the value's text (an int in the int64 range as decimal, or a non-empty str as
  *      UTF-8); any other value: NotImplemented. The digest is the xxhash package's
  *      XXH64 when sowlib.storage.recordread found it (and checked that it agrees with
@@ -14,8 +17,9 @@
  *   3. the record cache's `get(key)`, without the lock (writers drop a key from the
  *      cache under the lock before changing it);
  *   4. under the topic's lock: the entry in the key map's current table (its `slots`),
- *      read as KeyTable.read_record reads it (None: absent; NotImplemented: another
- *      entry, a closed log, no C record reader), and on one read in `admit_mask + 1`
+ *      read by keytable_read_entry (the common record at its offset in `log.mm`, built
+ *      by rowread.c's rowread_record; None: absent; NotImplemented: another entry, a
+ *      closed log, no C record reader), and on one read in `admit_mask + 1`
  *      on average, `cache_put(key, record, cost_base + len(payload) * cost_factor)`.
  *
  * The admission draws come from a xorshift generator of its own (the Python path
@@ -50,6 +54,7 @@ typedef struct {
     PyObject *topic;
     PyObject *message_type;
     PyObject *doc;       /* a Record's doc until first touched (None: the payload) */
+    int sow_keys;        /* values are SOW key texts, not key field values */
     char scratch[256];   /* the bytes of a key being hashed */
 } KeyReader;
 
@@ -68,12 +73,41 @@ decimal(long long v, char *out)
     return 1 + decimal_digits(0ULL - (unsigned long long)v, out + 1);
 }
 
+/* The content key a SOW key's text stands for, as KeyMap.key_of reads it (the decimal
+ * text of an int in [0, 2**64), no leading zero): 1 and `*key` set (a new int); 0 for
+ * anything else (the Python path: a key that is not a content key, another type). */
+static int
+key_of_text(PyObject *value, PyObject **key)
+{
+    if (!PyUnicode_CheckExact(value) || !PyUnicode_IS_ASCII(value)) {
+        return 0;
+    }
+    Py_ssize_t len = PyUnicode_GET_LENGTH(value);
+    const Py_UCS1 *text = PyUnicode_1BYTE_DATA(value);
+    if (len == 0 || len > 20 || (text[0] == '0' && len > 1)) {
+        return 0;
+    }
+    uint64_t v = 0;
+    for (Py_ssize_t i = 0; i < len; i++) {
+        unsigned d = (unsigned)text[i] - '0';
+        if (d > 9 || v > (UINT64_MAX - d) / 10) {
+            return 0;
+        }
+        v = v * 10 + d;
+    }
+    *key = PyLong_FromUnsignedLongLong(v);
+    return *key == NULL ? -1 : 1;
+}
+
 /* The key of `value`: 1 and `*key` set (a new int); 0 for a value the Python path
  * hashes (another type, an int past int64, empty text, unencodable text); -1 with
  * an error set. */
 static int
 key_of(KeyReader *r, PyObject *value, PyObject **key)
 {
+    if (r->sow_keys) {
+        return key_of_text(value, key);
+    }
     char number[24];
     const char *text;
     Py_ssize_t len;
@@ -279,17 +313,18 @@ KeyReader_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     static char *names[] = {
         "keys", "head", "digest", "cache_get", "cache_put", "cost_base", "cost_factor",
         "admit_mask", "expiry", "lock", "log", "record_type", "topic", "message_type", "doc",
-        NULL,
+        "sow_keys", NULL,
     };
     PyObject *keys, *head, *digest, *cache_get, *cache_put, *expiry, *lock, *log;
     PyObject *record_type, *topic, *message_type, *doc;
     Py_ssize_t cost_base, cost_factor;
     unsigned long long admit_mask;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OOOnnKOOOO!UUO:KeyReader", names, &keys,
+    int sow_keys = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!OOOnnKOOOO!UUO|p:KeyReader", names, &keys,
                                      &PyBytes_Type, &head, &digest, &cache_get, &cache_put,
                                      &cost_base, &cost_factor, &admit_mask, &expiry, &lock,
                                      &log, &PyType_Type, &record_type, &topic, &message_type,
-                                     &doc)) {
+                                     &doc, &sow_keys)) {
         return NULL;
     }
     if (!PyType_IsSubtype((PyTypeObject *)record_type, &PyTuple_Type)) {
@@ -333,6 +368,7 @@ KeyReader_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     r->topic = Py_NewRef(topic);
     r->message_type = Py_NewRef(message_type);
     r->doc = Py_NewRef(doc);
+    r->sow_keys = sow_keys;
     return (PyObject *)r;
 }
 

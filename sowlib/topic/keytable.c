@@ -14,13 +14,8 @@
  * in [0, 2**63) is held unboxed (get gives an equal int, not the same object); any
  * other value is held by reference.
  *
- * `read_record(key, log, record_type, topic, message_type, doc)` is the by-key read
- * of a key whose entry is a bare offset: the record at that offset in `log.mm`, read
- * and checked by sowlib.storage.recordread's C interface (the `common_put` of its
- * `c_api` capsule, what its `read_put` reads), as a `record_type` (a tuple
- * type with Record's fields). It gives None for an absent key and NotImplemented
- * where the Python path must decide (another entry, another record shape, a closed
- * log, no C reader): the Python path is its reference (tests/test_keytable.py).
+ * `keytable_read_entry` (keytable.h) reads the record of an entry that is a bare offset,
+ * for the by-key read of keyread.c (its reference is the facade's Python path).
  *
  * The key map stores only ints and tuples of ints, floats and bytes, which cannot
  * form a reference cycle, so the type is not tracked by the cyclic collector (a
@@ -101,12 +96,6 @@ big_free(void *p, size_t size)
 }
 
 /* ------------------------------------------------------------------ the table */
-
-static inline size_t
-slot_of(uint64_t key, int bits)
-{
-    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
-}
 
 /* The entry number of `key`, or -1; `*where` gets its index slot (or the first
  * free slot on its probe path, for an insert). */
@@ -797,19 +786,6 @@ KeyTable_sorted_values(KeyTable *t, PyObject *keys)
     return result;
 }
 
-/* The decimal text of `v` (str(v)), built without Python's general int formatting. */
-static PyObject *
-decimal_text(uint64_t v)
-{
-    char digits[20];
-    Py_ssize_t n = decimal_digits(v, digits);
-    PyObject *text = PyUnicode_New(n, 127);
-    if (text != NULL) {
-        memcpy(PyUnicode_1BYTE_DATA(text), digits, (size_t)n);
-    }
-    return text;
-}
-
 PyObject *
 keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log, PyTypeObject *record_type,
                     PyObject *topic, PyObject *message_type, PyObject *doc)
@@ -834,37 +810,7 @@ keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log, PyTypeObject *rec
     int found = records->common_put(view.buf, e->off, view.len, &put);
     PyObject *rec = NULL;
     if (found > 0) {
-        PyObject *items[5] = {
-            decimal_text(e->key),
-            PyBytes_FromStringAndSize((const char *)put.payload, put.payload_len),
-            PyLong_FromUnsignedLongLong(put.seq),
-            PyFloat_FromDouble(put.timestamp),
-            PyBytes_FromStringAndSize(NULL, 0),
-        };
-        rec = record_type->tp_alloc(record_type, 9);
-        for (int i = 0; i < 5; i++) {
-            if (items[i] == NULL) {
-                Py_CLEAR(rec);
-            }
-        }
-        if (rec == NULL) {
-            for (int i = 0; i < 5; i++) {
-                Py_XDECREF(items[i]);
-            }
-        }
-        else {
-            /* (sow_key, data, seq, timestamp, expiration, topic, message_type,
-             *  correlation_id, doc): a common record has no expiration */
-            PyTuple_SET_ITEM(rec, 0, items[0]);
-            PyTuple_SET_ITEM(rec, 1, items[1]);
-            PyTuple_SET_ITEM(rec, 2, items[2]);
-            PyTuple_SET_ITEM(rec, 3, items[3]);
-            PyTuple_SET_ITEM(rec, 4, Py_NewRef(Py_None));
-            PyTuple_SET_ITEM(rec, 5, Py_NewRef(topic));
-            PyTuple_SET_ITEM(rec, 6, Py_NewRef(message_type));
-            PyTuple_SET_ITEM(rec, 7, items[4]);
-            PyTuple_SET_ITEM(rec, 8, Py_NewRef(doc == Py_None ? items[1] : doc));
-        }
+        rec = rowread_record(record_type, e->key, &put, topic, message_type, doc);
     }
     PyBuffer_Release(&view);
     Py_DECREF(mm);
@@ -872,34 +818,6 @@ keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log, PyTypeObject *rec
         Py_RETURN_NOTIMPLEMENTED; /* not the common record: the Python path decides */
     }
     return rec;
-}
-
-static PyObject *
-KeyTable_read_record(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (arity("read_record", nargs, 6, 6) < 0) {
-        return NULL;
-    }
-    PyObject *key = args[0];
-    PyTypeObject *record_type = (PyTypeObject *)args[2];
-    if (!PyType_Check(args[2]) || !PyType_IsSubtype(record_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "read_record: record_type must be a tuple type");
-        return NULL;
-    }
-    uint64_t k;
-    int is_key = table_key(key, &k);
-    if (is_key < 0) {
-        return NULL;
-    }
-    if (!is_key) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    size_t where;
-    Py_ssize_t ix = keytable_find(t, k, &where);
-    if (ix < 0) {
-        Py_RETURN_NONE;
-    }
-    return keytable_read_entry(t, ix, args[1], record_type, args[3], args[4], args[5]);
 }
 
 static PyObject *
@@ -928,9 +846,6 @@ static PyMethodDef KeyTable_methods[] = {
     {"sorted_values", (PyCFunction)KeyTable_sorted_values, METH_O,
      "sorted_values(keys, /): the values of keys (each an int in [0, 2**32)) as a column "
      "of native u32, ascending; KeyError for an absent key, ValueError for another value."},
-    {"read_record", (PyCFunction)(void (*)(void))KeyTable_read_record, METH_FASTCALL,
-     "read_record(key, log, record_type, topic, message_type, doc, /): the record of a "
-     "key held as a bare offset, None when absent, NotImplemented for the Python path."},
     {"__sizeof__", (PyCFunction)KeyTable_sizeof, METH_NOARGS, "Bytes held."},
     {NULL, NULL, 0, NULL},
 };
@@ -986,7 +901,7 @@ PyInit_keytable(void)
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "KeyTable", (PyObject *)&KeyTableType) < 0 ||
-        keyread_add_type(m) < 0) {
+        keyread_add_type(m) < 0 || rowread_add_type(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -6,6 +6,8 @@
 #include <Python.h>
 #include <stdint.h>
 
+#include "../storage/recordread.h"
+
 #define EMPTY UINT32_MAX
 #define DUMMY (UINT32_MAX - 1)
 #define MAX_ENTRIES (UINT32_MAX - 2)
@@ -31,6 +33,13 @@ typedef struct {
 } KeyTable;
 
 extern PyTypeObject KeyTableType;
+
+/* The index slot where the probe for `key` starts, in an index of 1 << bits slots. */
+static inline size_t
+slot_of(uint64_t key, int bits)
+{
+    return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+}
 
 /* The decimal digits of `v` written to `out` (room for 20); their count. */
 static inline Py_ssize_t
@@ -60,5 +69,15 @@ PyObject *keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log,
 
 /* Add the KeyReader type to the module (keyread.c); -1 on an error. */
 int keyread_add_type(PyObject *module);
+
+/* Add the RowReader type to the module (rowread.c); -1 on an error. */
+int rowread_add_type(PyObject *module);
+
+/* The Record (a `record_type`, a tuple type with Record's fields) of the common record
+ * `put` read under content key `key`; its doc `doc` (the payload when None). New
+ * reference, or NULL with an error set (rowread.c: every reader of a record builds it
+ * here). */
+PyObject *rowread_record(PyTypeObject *record_type, uint64_t key, const CommonPut *put,
+                         PyObject *topic, PyObject *message_type, PyObject *doc);
 
 #endif

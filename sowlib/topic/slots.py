@@ -10,7 +10,9 @@ are not content keys) are listed after the ints, where a dict keeps one insertio
 order for all. Topics whose keys are not content keys always use a dict.
 
 The same extension has :data:`KeyReader` (``keyread.c``): ``Topic.lookup`` of a one-field
-content key in one C call, whose reference is the facade's Python path.
+content key in one C call, whose reference is the facade's Python path; and
+:data:`RowReader` (``rowread.c``): the records of many keys in one call, whose reference
+is ``Views.records``'s Python path.
 
 ``SOWLIB_PURE_PYTHON`` (see :func:`sowlib.storage.native.optional_module`) turns the C
 form off.
@@ -30,7 +32,7 @@ __all__ = [
     "NATIVE_SLOTS",
     "Fields",
     "KeyReader",
-    "RecordReader",
+    "RowReader",
     "Slot",
     "Slots",
     "key_reader",
@@ -39,7 +41,7 @@ __all__ = [
     "new_table",
     "new_slots",
     "position_finder",
-    "record_reader",
+    "row_reader",
     "sizes_of_columns",
     "slots_of_columns",
 ]
@@ -51,15 +53,15 @@ Slot: TypeAlias = int | Fields
 """A key's entry: its record's bare log offset, or its :data:`Fields`."""
 
 
-RecordReader: TypeAlias = Callable[[Key, Any, type[tuple[Any, ...]], str, str, Any], Any]
-"""``read_record(key, log, record_type, topic, message_type, doc)``, the C KeyTable's by-key
-read (see ``keytable.c``): the record of a key held as a bare offset, read from
-``log.mm``; None for an absent key; NotImplemented where the Python path decides."""
-
 KeyReader: TypeAlias = Callable[[Any], Any]
 """``reader(value)``: ``Topic.lookup(value)`` of a one-field content key in one C call (see
 ``keyread.c``): the Record, None for an absent key, NotImplemented where the Python path
 decides (another kind of value, an expiration pending, a closed log, ...)."""
+
+RowReader: TypeAlias = Callable[[Any, Any, list[Key]], Any]
+"""``reader(table, buf, keys)``: the records of many keys of a KeyTable in one C call (see
+``rowread.c``): ``(rows, pending)``, the keys it could not read left in place and counted,
+or NotImplemented where the Python path reads them all."""
 
 
 class Slots(Protocol):
@@ -105,6 +107,7 @@ class Sizes(Protocol):
 _MODULE = optional_module("sowlib.topic.keytable")
 _KEY_TABLE: type[Any] | None = None if _MODULE is None else _MODULE.KeyTable
 _KEY_READER: type[Any] | None = None if _MODULE is None else _MODULE.KeyReader
+_ROW_READER: type[Any] | None = None if _MODULE is None else _MODULE.RowReader
 
 NATIVE_SLOTS: bool = _KEY_TABLE is not None
 """Whether content keys are held in the C KeyTable (else a dict)."""
@@ -133,17 +136,16 @@ def sizes_of_columns(content: bool, keys: Iterable[Key] | bytes, sizes: bytes) -
     return cast("Sizes", slots_of_columns(content, keys, sizes))
 
 
-def record_reader(slots: Slots) -> RecordReader | None:
-    """The C by-key read of ``slots`` (a KeyTable), or None (a dict)."""
-    if _KEY_TABLE is not None and isinstance(slots, _KEY_TABLE):
-        return cast("RecordReader", slots.read_record)
-    return None
-
-
 def key_reader(**fields: Any) -> KeyReader | None:
     """A :data:`KeyReader` made of ``fields`` (the C type's keyword arguments, described in
     ``keyread.c`` and typed in ``keytable.pyi``), or None without the C module."""
     return None if _KEY_READER is None else cast("KeyReader", _KEY_READER(**fields))
+
+
+def row_reader(**fields: Any) -> RowReader | None:
+    """A :data:`RowReader` made of ``fields`` (the C type's keyword arguments, described in
+    ``rowread.c`` and typed in ``keytable.pyi``), or None without the C module."""
+    return None if _ROW_READER is None else cast("RowReader", _ROW_READER(**fields))
 
 
 def position_finder(keys: Sequence[Key]) -> Callable[[Iterable[Key]], bytes] | None:

@@ -68,6 +68,23 @@ class TopicSource:
         """The live records of ``keys``, in order, absent keys left out."""
         return self._views.records(keys)
 
+    def field_columns(self, payloads: list[bytes], paths: Sequence[FieldPath]) -> list[list[Any]]:
+        """The value of each of ``paths`` in each payload (a column per path), as
+        ``path.getter`` of the decoded document gives it; no document is kept.
+
+        Top-level fields of a codec that reads them out of the bytes (``top_columns``:
+        JSON through the optional C module) are read without decoding; anything else,
+        or a payload outside what that reads, decodes the batch.
+        """
+        views = self._views
+        top = getattr(views.codec, "top_columns", None) if views.filterable else None
+        if top is not None and all(len(p.steps) == 1 and p.steps[0].index is None for p in paths):
+            got: list[list[Any]] | None = top(payloads, [p.steps[0].name for p in paths])
+            if got is not None:
+                return got
+        docs = views.decode_many(payloads)
+        return [list(map(p.getter, docs)) for p in paths]
+
     def doc(self, key: Key) -> Any:
         """The document of a live key."""
         return self._views.doc(key)

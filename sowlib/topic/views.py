@@ -7,7 +7,7 @@ The one place a :class:`~sowlib.record.Record` of a live key is built. Imports
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from functools import partial
 from operator import itemgetter
 from typing import Any
@@ -24,7 +24,7 @@ from sowlib.topic.cache import ADMIT, ADMIT_BITS, RecordCache, record_cost
 from sowlib.topic.expiry import Expiry
 from sowlib.topic.keymap import KeyMap
 from sowlib.topic.logview import Header, LogView
-from sowlib.topic.slots import KeyReader, key_reader
+from sowlib.topic.slots import KeyReader, key_reader, row_reader
 
 __all__ = ["Views"]
 
@@ -75,6 +75,17 @@ class Views:
         self._read_put = None if log.file is None else log.file.read_put
         self._caching = cache.budget > 0
         self._file = log.file
+        # The C reader of many records (None: without the C module, or no C key table).
+        self._rows = (
+            row_reader(
+                record_type=Record,
+                topic=name,
+                message_type=message_type,
+                doc=self._deferred,
+            )
+            if keys.content and log.file is not None
+            else None
+        )
 
     def decode(self, payload: bytes) -> Any:
         """The document of a payload (the bytes themselves for binary message types)."""
@@ -118,11 +129,6 @@ class Views:
             self.decode(rec.payload) if rec.kind == RecordKind.PUT else None,
         )
 
-    def keep(self, key: Key, rec: Record) -> None:
-        """Offer ``rec`` to the cache (the caller holds the topic's lock)."""
-        if self.cache.budget:
-            self.cache.put(key, rec, record_cost(len(rec.data), self.filterable))
-
     def record(self, key: Key) -> Record | None:
         """The live Record of ``key`` or None; from the cache, else read and cached.
 
@@ -136,55 +142,66 @@ class Views:
         """:meth:`record` of a key the cache does not hold (read, and admitted to the
         cache as :meth:`RecordCache.offer` admits).
 
-        The by-key read of ``get``/``lookup``: where the C KeyTable holds the keys, one
-        call finds, reads and checks the record and builds its Record; else one C call
-        finds the entry and one reads the record. No other Python function is called
-        unless the record is admitted to the cache.
+        The by-key read of ``get``/``lookup`` when their one C call hands over: where
+        the C KeyTable holds the keys, the row reader of :meth:`records` finds, reads and
+        checks the record and builds its Record in one call; else one C call finds the
+        entry and one reads the record.
         """
-        read_record = self.keys.read_record
         rec: Record | None = NotImplemented
-        if read_record is not None and self._file is not None:
-            rec = read_record(key, self._file, Record, self.name, self.message_type, self._deferred)
+        rows_of, file = self._rows, self._file
+        if rows_of is not None and file is not None:
+            got = rows_of(self.keys.slots, file.mm, [key])
+            if got is not NotImplemented:
+                rows, pending = got
+                rec = NotImplemented if pending else rows[0] if rows else None
         if rec is NotImplemented:
-            slot = self.keys.slot_of(key)
-            if slot is None:
-                return None
-            offset = slot if type(slot) is int else slot[0]  # type: ignore[index]
-            read_put = self._read_put
-            if read_put is not None:
-                seq, stamp, expires, corr, _size, payload = read_put(offset)
-            else:
-                seq, stamp, expires, corr, payload = self.log.put_fields(offset)
-            deferred = self._deferred
-            rec = _new_record(
-                (
-                    key if type(key) is str else str(key),
-                    payload,
-                    seq,
-                    stamp,
-                    expires or None,
-                    self.name,
-                    self.message_type,
-                    corr,
-                    payload if deferred is None else deferred,
-                )
-            )
+            rec = self._read_entry(key)
         # RecordCache.offer, inlined; the key is not cached (the caller just missed it).
         if rec is not None and self._caching and not _getrandbits(ADMIT_BITS):
             self.cache.put(key, rec, self._cost_base + len(rec[1]) * self._cost_factor)
         return rec
 
-    def key_reader(self, head: bytes | None, expiry: Expiry, lock: Any) -> KeyReader | None:
+    def _read_entry(self, key: Key) -> Record | None:
+        """The live Record of ``key`` read from the log (the Python path), or None."""
+        slot = self.keys.slot_of(key)
+        if slot is None:
+            return None
+        offset = slot if type(slot) is int else slot[0]  # type: ignore[index]
+        read_put = self._read_put
+        if read_put is not None:
+            seq, stamp, expires, corr, _size, payload = read_put(offset)
+        else:
+            seq, stamp, expires, corr, payload = self.log.put_fields(offset)
+        deferred = self._deferred
+        return _new_record(
+            (
+                key if type(key) is str else str(key),
+                payload,
+                seq,
+                stamp,
+                expires or None,
+                self.name,
+                self.message_type,
+                corr,
+                payload if deferred is None else deferred,
+            )
+        )
+
+    def key_reader(
+        self, head: bytes | None, expiry: Expiry, lock: Any, *, sow_keys: bool = False
+    ) -> KeyReader | None:
         """``Topic.lookup`` of one key value in one C call: :meth:`read` after the key's
         hash (``head`` + the value's text) and a cache probe, under ``lock`` (see
-        :func:`~sowlib.topic.slots.key_reader`); None for a memory log, keys other than
-        one content key field (``head`` None), or without the C module.
+        :func:`~sowlib.topic.slots.key_reader`); with ``sow_keys``, ``Topic.get`` of a SOW
+        key's text the same way (``head`` unused). None for a memory log, keys other than
+        one content key field (``head`` None; with ``sow_keys``: other than content keys),
+        or without the C module.
         """
-        if head is None or self._file is None:
+        if self._file is None or (not self.keys.content if sow_keys else head is None):
             return None
         return key_reader(
             keys=self.keys,
-            head=head,
+            head=b"" if head is None else head,
             digest=xxh64_intdigest,  # the content key generator's
             cache_get=self.cache.get,
             cache_put=self.cache.put if self._caching else None,
@@ -198,27 +215,48 @@ class Views:
             topic=self.name,
             message_type=self.message_type,
             doc=self._deferred,
+            sow_keys=sow_keys,
         )
 
     def records(self, keys: Iterable[Key]) -> list[Record]:
-        """The live Records of ``keys`` in order, absent keys left out.
+        """The live Records of ``keys`` in order, absent keys left out; O(1) per key.
 
-        Records not in the cache are read in one batch, in file order (the map is
-        read front to back, not hopping between pages).
+        Read in one batch, in file order (the map is read front to back, not hopping
+        between pages), their documents left to decode on first access; nothing is
+        added to the cache (it keeps the records read by key). Where the C KeyTable
+        holds the keys, one C call does all of it (``rowread.c``), leaving to
+        :meth:`records_of_log` only the keys it cannot read.
         """
-        keys = list(keys)
+        keys = keys if type(keys) is list else list(keys)
+        rows_of, file = self._rows, self._file
+        if rows_of is not None and file is not None:
+            got = rows_of(self.keys.slots, file.mm, keys)
+            if got is not NotImplemented:
+                rows, pending = got
+                if not pending:
+                    return rows  # type: ignore[no-any-return]
+                return self.records_of_log(rows)
+        return self.records_of_log(keys)
+
+    def records_of_log(self, keys: Sequence[Key | Record]) -> list[Record]:
+        """:meth:`records`, the Python path (the C reader's reference): ``keys`` may hold
+        Records already read, which are kept in their place. Cached records are taken
+        as they are (the same fields as a read of the log)."""
         get_cached = self.cache.get
-        found = dict(zip(keys, map(get_cached, keys), strict=True))
-        missing = [
-            (k, off)
-            for k, rec in found.items()
-            if rec is None and (off := self.keys.offset(k)) is not None
-        ]
+        found: dict[Key, Record | None] = {}
+        missing: list[tuple[Key, int]] = []
+        offset = self.keys.offset
+        for k in keys:
+            if isinstance(k, tuple):
+                continue  # a Record
+            rec = found[k] = get_cached(k)
+            if rec is None and (off := offset(k)) is not None:
+                missing.append((k, off))
         if missing:
             missing.sort(key=_second)
             fields = self.log.many_put_fields([off for _k, off in missing])
             deferred = self._deferred
-            text_of, name, mtype, keep = self.keys.text_of, self.name, self.message_type, self.keep
+            text_of, name, mtype = self.keys.text_of, self.name, self.message_type
             for (key, _off), (seq, stamp, expires, corr, payload) in zip(
                 missing, fields, strict=True
             ):
@@ -236,8 +274,7 @@ class Views:
                     )
                 )
                 found[key] = rec
-                keep(key, rec)
-        return [r for k in keys if (r := found[k]) is not None]
+        return [r for k in keys if (r := k if isinstance(k, tuple) else found[k]) is not None]
 
     def doc(self, key: Key) -> Any:
         """The document of a live key (KeyError when absent)."""
@@ -311,5 +348,10 @@ class Views:
             yield from zip(keys, values, strict=True)
 
     def _decoded(self, keys: list[Key], offsets: list[int]) -> Iterator[tuple[Key, Any]]:
-        payloads = list(self.log.payloads(offsets))
+        """``(key, document)`` of live ``keys`` at ``offsets``: read as :meth:`records`
+        reads rows (one C call where built: a row per key, since every key is live)."""
+        if self._rows is not None:
+            payloads = [rec[1] for rec in self.records(keys)]
+        else:
+            payloads = list(self.log.payloads(offsets))
         return zip(keys, self.decode_many(payloads), strict=True)

@@ -1,0 +1,108 @@
+"""The C row reader (``RowReader``, rowread.c) against its reference, the Python path of
+``Views.records``: the same Records, in the same order, for any list of keys (absent,
+repeated, deleted, with expirations and correlation ids, text keys), and the keys it
+hands back are read the Python way.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sowlib import SowStore
+from sowlib.errors import CorruptRecordError
+from sowlib.record import Record
+from sowlib.topic import slots
+
+pytestmark = pytest.mark.skipif(not slots.NATIVE_SLOTS, reason="the C key table is not built")
+
+
+def fields(rec: Record) -> tuple[Any, ...]:
+    return (*rec[:8], rec.doc)
+
+
+def views_of(topic: Any) -> Any:
+    return topic._p.views  # the topic's parts: what the query engine reads through
+
+
+# One operation on key i: publish (plain, with an expiration, with a correlation id) or delete.
+OPS = st.lists(
+    st.tuples(st.sampled_from(["put", "expiring", "correlated", "delete"]), st.integers(0, 30)),
+    max_size=60,
+)
+PICKS = st.lists(st.integers(0, 40), max_size=50)
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS, picks=PICKS)
+def test_rows_read_in_c_equal_the_python_path(tmp_path: Path, ops: Any, picks: list[int]) -> None:
+    with SowStore(str(tmp_path / "s"), clock=lambda: 1000.0) as store:
+        t = store.create_topic(f"t{len(store.topics())}", keys=["/id"], expiration="enabled")
+        for op, i in ops:
+            if op == "delete":
+                t.sow_delete(f"/id = {i}")
+            else:
+                t.publish(
+                    {"id": i, "v": [op, i]},
+                    expiration=3600 if op == "expiring" else None,
+                    correlation_id="c" if op == "correlated" else None,
+                )
+        views = views_of(t)
+        known = [views.keys.key_of(t.key_for({"id": i})) for i in range(41)]
+        keys = [known[i] for i in picks] + ["not-a-content-key", -1, 2**64]
+        got = views.records(keys)
+        expected = views.records_of_log(keys)
+        assert [fields(r) for r in got] == [fields(r) for r in expected]
+        assert all(type(r) is Record for r in got)
+
+
+def test_rows_are_read_in_c_unless_the_python_path_must_decide(tmp_path: Path) -> None:
+    with SowStore(str(tmp_path / "s")) as store:
+        t = store.create_topic("t", keys=["/id"])
+        t.publish_many([{"id": i} for i in range(10)])
+        t.publish({"id": 3}, correlation_id="c")  # an entry with header fields
+        views = views_of(t)
+        keys = [views.keys.key_of(t.key_for({"id": i})) for i in range(10)]
+        rows, pending = views._rows(views.keys.slots, store_map(t), keys)
+        assert pending == 1
+        assert rows[3] == keys[3]  # handed back in its place
+        assert [r.doc for i, r in enumerate(rows) if i != 3] == [
+            {"id": i} for i in range(10) if i != 3
+        ]
+        assert [r.correlation_id for r in views.records(keys)][3] == b"c"
+        assert views._rows({}, store_map(t), keys) is NotImplemented  # a dict, not a KeyTable
+        assert views._rows(views.keys.slots, None, keys) is NotImplemented  # a closed map
+
+
+def test_a_damaged_record_is_left_to_the_python_path_which_raises(tmp_path: Path) -> None:
+    with SowStore(str(tmp_path / "s")) as store:
+        t = store.create_topic("t", keys=["/id"])
+        t.publish_many([{"id": i, "pad": "x" * 40} for i in range(4)])
+        views = views_of(t)
+        keys = [views.keys.key_of(t.key_for({"id": i})) for i in range(4)]
+        offset = views.keys.offset(keys[2])
+        store.flush()
+        path = t._p.log.path
+    with open(path, "r+b") as fh:  # flip a payload byte of key 2's record
+        fh.seek(offset + 40)
+        byte = fh.read(1)
+        fh.seek(offset + 40)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    with SowStore(str(tmp_path / "s"), readonly=True) as store:
+        t = store.topic("t")
+        views = views_of(t)
+        rows, pending = views._rows(views.keys.slots, store_map(t), keys)
+        assert pending == 1
+        assert rows[2] == keys[2]
+        with pytest.raises(CorruptRecordError):
+            views.records(keys)
+
+
+def store_map(topic: Any) -> Any:
+    return topic._p.log.mm
