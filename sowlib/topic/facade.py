@@ -84,7 +84,6 @@ class Topic:
         views, expiry = parts.views, parts.expiry
         self._read_key = views.key_reader(key_head(parts.content), expiry, self._lock)
         self._read_sow_key = views.key_reader(None, expiry, self._lock, sow_keys=True)
-        # The log itself (tests and tools read its path and report).
         self._log = log
         load(parts.writer, progress)
         self._tick()
