@@ -28,7 +28,7 @@ _Q = "queries"
 
 def eval_rows(sizes: Sizes, tmp: str) -> list[Row]:
     """Compiled evaluation of the target predicate on already-parsed documents."""
-    docs = orders(sizes.messages)
+    docs = orders(sizes.each)
     flt = compile_filter(PREDICATE)
     bare, method = flt.matcher, flt.matches
     batches = chunks(docs, BATCH)

@@ -40,7 +40,7 @@ def publish_rows(sizes: Sizes, tmp: str) -> list[Row]:
     Three interleaved groups (targets, per-message, context peers), each with its own
     fresh sowlib topic: fewer contenders per group keep caches from being shared by many.
     """
-    batches = chunks(json_messages(sizes.messages), BATCH)
+    batches = chunks(json_messages(sizes.each), BATCH)
     opened: list[Any] = []
 
     def topic(name: str) -> Any:
@@ -107,13 +107,13 @@ def publish_rows(sizes: Sizes, tmp: str) -> list[Row]:
 
 def get_rows(sizes: Sizes, tmp: str) -> list[Row]:
     """Point ``get`` of stored keys vs sqlite3's primary-key SELECT."""
-    msgs = json_messages(sizes.messages)
+    msgs = json_messages(sizes.each)
     store, topic = open_topic(os.path.join(tmp, "get"))
     sqlite = SqlitePeer(os.path.join(tmp, "get.sqlite"))
     topic.publish_many(msgs)
     sqlite.publish_many(msgs)
     rng = random.Random(SEED + 10)
-    picks = [msgs[rng.randrange(len(msgs))] for _ in range(min(100 * BATCH, sizes.messages))]
+    picks = [msgs[rng.randrange(len(msgs))] for _ in range(min(100 * BATCH, sizes.each))]
     sow_keys = [topic.key_for(m) for m in picks]
     ids = [orjson.loads(m)["orderId"] for m in picks]
     get, peer_get = topic.get, sqlite.get
@@ -196,7 +196,7 @@ def compaction_rows(sizes: Sizes, tmp: str) -> list[Row]:
 
 
 def _compaction_rows(sizes: Sizes, tmp: str, ratio: float | None) -> list[Row]:
-    msgs = json_messages(sizes.messages)
+    msgs = json_messages(sizes.each)
     options: dict[str, Any] = {} if ratio is None else {"auto_compact": ratio}
     label = "default policy" if ratio is None else f"auto_compact={ratio}"
     store, topic = open_topic(os.path.join(tmp, f"compact-{label}"), **options)
