@@ -14,6 +14,7 @@ import argparse
 import datetime
 import os
 import platform
+import shutil
 import sys
 import tempfile
 import time
@@ -33,6 +34,7 @@ import scen_read  # noqa: E402
 import scen_refresh  # noqa: E402
 import scen_store  # noqa: E402
 import scen_write  # noqa: E402
+import workload  # noqa: E402
 from rows import Row, markdown  # noqa: E402
 from workload import SEED, Sizes  # noqa: E402
 
@@ -75,6 +77,8 @@ def run(names: list[str], sizes: Sizes) -> tuple[list[Row], dict[str, float]]:
             t0 = time.perf_counter()
             rows.extend(SCENARIOS[name](sizes, os.path.join(tmp, name)))
             seconds[name] = time.perf_counter() - t0
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)  # disk for the next
+            workload.forget()  # and memory: the generated messages of a million records
             print(f"  {name}: {seconds[name]:.1f} s", file=sys.stderr, flush=True)
     return rows, seconds
 

@@ -25,6 +25,7 @@ __all__ = [
     "Sizes",
     "json_messages",
     "json_orders",
+    "forget",
     "orders",
     "render",
     "to_fix",
@@ -229,6 +230,12 @@ def json_orders(
     if order_ids is None:
         return tuple(dumps(_order(rng, first_id + i, i, symbols)) for i in range(n))
     return tuple(dumps(_order(rng, rng.randrange(order_ids), i, symbols)) for i in range(n))
+
+
+def forget() -> None:
+    """Drop every cached workload (the report calls it between scenarios)."""
+    for fn in (orders, unique_orders, render, json_orders):
+        fn.cache_clear()
 
 
 def json_messages(n: int = MESSAGES, *, symbols: int = SYMBOLS) -> tuple[bytes, ...]:
