@@ -174,9 +174,10 @@ class DuckdbPeer:
 
     The document stays VARCHAR (what queries return, fetched into Python); ``columns``
     are the fields a DuckDB user would extract at load time to filter on, typed.
-    Without columns, filters go through ``json_extract``. Loaded from Arrow with
-    ``INSERT OR REPLACE`` (DuckDB's ``executemany`` runs one statement per row: many
-    times slower), keeping the last message per key within a batch.
+    Without columns, filters go through ``json_extract``. Written from Arrow tables:
+    ``INSERT OR REPLACE`` keeping the last message per key within a batch, or a plain
+    ``INSERT`` for a bulk load of new keys (DuckDB's ``executemany`` runs one statement
+    per row: about 60 times slower here).
     """
 
     def __init__(self, path: str, columns: Sequence[tuple[str, str]] = ()) -> None:
@@ -193,13 +194,22 @@ class DuckdbPeer:
         latest = {}
         for m in messages:
             latest[orjson.loads(m)["orderId"]] = m
-        docs = [m.decode() for m in latest.values()]
-        parsed = [orjson.loads(m) for m in latest.values()]
-        data: dict[str, list[Any]] = {"k": list(latest), "doc": docs}
+        self._insert(list(latest.values()), "INSERT OR REPLACE")
+
+    def load(self, messages: Sequence[bytes]) -> None:
+        """Insert messages of distinct new keys (a bulk load: no conflict handling)."""
+        self._insert(messages, "INSERT")
+
+    def _insert(self, messages: Sequence[bytes], verb: str) -> None:
+        parsed = [orjson.loads(m) for m in messages]
+        data: dict[str, list[Any]] = {
+            "k": [d["orderId"] for d in parsed],
+            "doc": [m.decode() for m in messages],
+        }
         for name, _ in self.columns:
             data[name] = [d.get(name) for d in parsed]
         batch = pa.table(data)  # noqa: F841  (read by name in the statement below)
-        self.conn.execute("INSERT OR REPLACE INTO orders SELECT * FROM batch")
+        self.conn.execute(f"{verb} INTO orders SELECT * FROM batch")
 
     def query(self, where: str, params: Sequence[Any] = (), *, tail: str = "") -> list[Any]:
         """``SELECT doc FROM orders WHERE <where> <tail>``; every row fetched."""

@@ -64,8 +64,9 @@ def read_rows(sizes: Sizes, tmp: str) -> list[Row]:
     duck = DuckdbPeer(os.path.join(tmp, "reads.duckdb"), DUCKDB_COLUMNS)
     duck_json = DuckdbPeer(os.path.join(tmp, "reads_json.duckdb"))
     for batch in chunks(msgs, 10 * BATCH):
-        for peer in (topic, sql, lmdb, duck, duck_json):
-            peer.publish_many(batch)
+        for publish in (topic.publish_many, sql.publish_many, lmdb.publish_many, duck.load,
+                        duck_json.load):  # fmt: skip
+            publish(batch)
     sql.conn.execute("ANALYZE")
     rows = _key_rows(sizes, msgs, topic, sql, lmdb)
     lmdb.close()
