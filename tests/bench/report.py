@@ -18,6 +18,7 @@ import shutil
 import sys
 import tempfile
 import time
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 
@@ -75,7 +76,11 @@ def run(names: list[str], sizes: Sizes) -> tuple[list[Row], dict[str, float]]:
     with tempfile.TemporaryDirectory(prefix="sowlib-bench-") as tmp:
         for name in names:
             t0 = time.perf_counter()
-            rows.extend(SCENARIOS[name](sizes, os.path.join(tmp, name)))
+            try:
+                rows.extend(SCENARIOS[name](sizes, os.path.join(tmp, name)))
+            except Exception as exc:  # one broken scenario must not lose the others' rows
+                traceback.print_exc()
+                rows.append(Row(name, "the scenario failed", repr(exc)[:200], status="MISS"))
             seconds[name] = time.perf_counter() - t0
             shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)  # disk for the next
             workload.forget()  # and memory: the generated messages of a million records

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
 from cases import SCAN_FILTER, SCAN_SQL, price_ranges, symbol_values
 from peers import DuckdbPeer, LmdbPeer, SqlitePeer
 from rows import Row, compare
@@ -47,6 +48,11 @@ _TOP_SQL = "ORDER BY json_extract(doc, '$.price') DESC LIMIT 10"
 def read_messages(sizes: Sizes) -> tuple[bytes, ...]:
     """The read data: distinct orderIds 0..records-1, about 100 records per symbol."""
     return json_orders(sizes.records, symbols=sizes.symbols, seed=SEED + 30)
+
+
+def _prices(docs: Iterable[bytes | str]) -> list[float]:
+    """The prices of ``docs`` in order (records of equal price may come in any order)."""
+    return [orjson.loads(d)["price"] for d in docs]
 
 
 def _single(seconds: float) -> Stats:
@@ -166,7 +172,7 @@ def _query_rows(
     counts = {
         "eq": (len(sow(eq_texts[0])), len(sql.query(_EQ_SQL, (syms[0],)))),
         "range": (len(sow(range_texts[0])), len(sql.query(_RANGE_SQL, ranges[0]))),
-        "top": (top(), [r[0].encode() for r in sql.query("1", tail=_TOP_SQL)]),
+        "top": (_prices(top()), _prices(r[0] for r in sql.query("1", tail=_TOP_SQL))),
         "scan": (len(sow(SCAN_FILTER)), len(sql.query(SCAN_SQL))),
         "duck": (len(duck.query(duck_where)), len(duck_json.query(duck_json_where))),
     }
