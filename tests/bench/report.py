@@ -82,10 +82,12 @@ def run(names: list[str], sizes: Sizes) -> tuple[list[Row], dict[str, float]]:
         for name in names:
             t0 = time.perf_counter()
             try:
-                rows.extend(SCENARIOS[name](sizes, os.path.join(tmp, name)))
+                got = SCENARIOS[name](sizes, os.path.join(tmp, name))
             except Exception as exc:  # one broken scenario must not lose the others' rows
                 traceback.print_exc()
-                rows.append(Row(name, "the scenario failed", repr(exc)[:200], status="MISS"))
+                got = [Row(name, "the scenario failed", repr(exc)[:200], status="MISS")]
+            rows.extend(got)
+            print(markdown(got), file=sys.stderr, flush=True)  # a cut-short run keeps these
             seconds[name] = time.perf_counter() - t0
             shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)  # disk for the next
             workload.forget()  # and memory: the generated messages of a million records
