@@ -42,7 +42,7 @@ class Row:
 
 
 def _rate(stats: Stats, unit: str) -> str:
-    return f"{1e6 / stats.median_us:,.0f} {unit}"
+    return f"{_num(1e6 / stats.median_us)} {unit}"
 
 
 def speed_ratio(mine: Stats, theirs: Stats) -> float:
@@ -101,9 +101,9 @@ def compare_rates(
     return Row(
         group,
         operation,
-        f"{mine:,.0f} {unit}",
+        f"{_num(mine)} {unit}",
         peer=peer,
-        peer_measured=f"{theirs:,.0f} {unit}" + (f" ({note})" if note else ""),
+        peer_measured=f"{_num(theirs)} {unit}" + (f" ({note})" if note else ""),
         ratio=ratio,
         target=f"≥ {need:g}x" if need is not None else "",
         status=verdict(ratio, need),

@@ -59,3 +59,9 @@ def test_sizes() -> None:
     assert Sizes.full().quick().records == 5_000
     with pytest.raises(ValueError):
         Sizes.named("2m")
+
+
+def test_slow_rates_keep_their_digits() -> None:
+    row = compare("g", "scan", _stats(12.9e6), "peer", _stats(2.0e6), 3.0, unit="queries/s")
+    assert row.measured == "0.0775 queries/s"
+    assert row.peer_measured.startswith("0.5 queries/s")
