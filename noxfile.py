@@ -189,6 +189,22 @@ def bench(session: nox.Session) -> None:
 
 
 @nox.session(python=PYTHON)
+def report(session: nox.Session) -> None:
+    """Every target against the peers in one run (rewrites docs/performance.md); not run by
+    default. ``nox -s report -- --size 1m`` for the 1,000,000-record sizes."""
+    session.install("-e", ".[bench]")
+    session.run("python", "tests/bench/report.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
+def readers(session: nox.Session) -> None:
+    """P read-only processes doing lookups beside a writer, sowlib vs sqlite3 (default
+    1,000,000 records, P = 1 2 4 8); not run by default."""
+    session.install("-e", ".[bench]")
+    session.run("python", "tests/bench/readers_report.py", *session.posargs)
+
+
+@nox.session(python=PYTHON)
 def scale(session: nox.Session) -> None:
     """The scale benchmark against sqlite3 (default 1,000,000 records); not run by default."""
     session.install("-e", ".")

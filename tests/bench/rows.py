@@ -1,8 +1,9 @@
 """Result rows of ``report.py``: one measured target each, and their markdown table.
 
-A comparison row's ratio is the peer's median time per operation divided by
-sowlib's (so 2.0 means sowlib is twice as fast); medians resist the noise of
-other processes better than totals. Imports nothing from sowlib.
+Every ratio on the page has one direction: sowlib's rate / the peer's rate, so 2.0x
+means sowlib is twice as fast. Rates come from the median time per operation (medians
+resist the noise of other processes better than totals), except where a figure is a
+total over a fixed time (the concurrent readers). Imports nothing from sowlib.
 """
 
 from __future__ import annotations
@@ -12,7 +13,16 @@ from collections.abc import Sequence
 import attrs
 from timing import Stats
 
-__all__ = ["Row", "bound", "compare", "info", "markdown"]
+__all__ = [
+    "Row",
+    "bound",
+    "compare",
+    "compare_rates",
+    "info",
+    "markdown",
+    "speed_ratio",
+    "verdict",
+]
 
 
 @attrs.frozen
@@ -32,7 +42,21 @@ class Row:
 
 
 def _rate(stats: Stats, unit: str) -> str:
-    return f"{1e6 / stats.median_us:,.0f} {unit}"
+    return f"{_num(1e6 / stats.median_us)} {unit}"
+
+
+def speed_ratio(mine: Stats, theirs: Stats) -> float:
+    """sowlib's rate / the peer's rate, both from the median time per operation."""
+    return theirs.median_us / mine.median_us
+
+
+def verdict(value: float, need: float | None, *, at_most: bool = False) -> str:
+    """``"PASS"`` when ``value`` meets ``need`` (``>=``, or ``<=`` with ``at_most``);
+    ``"info"`` when there is no target."""
+    if need is None:
+        return "info"
+    ok = value <= need if at_most else value >= need
+    return "PASS" if ok else "MISS"
 
 
 def compare(
@@ -46,7 +70,7 @@ def compare(
     unit: str = "ops/s",
 ) -> Row:
     """sowlib vs a peer; PASS when the speed ratio is at least ``need`` (None: info only)."""
-    ratio = theirs.median_us / mine.median_us
+    ratio = speed_ratio(mine, theirs)
     return Row(
         group,
         operation,
@@ -57,7 +81,32 @@ def compare(
         f"{_rate(theirs, unit)} (p50 {theirs.median_us:.2f} / p99 {theirs.p99_us:.2f} µs)",
         ratio,
         f"≥ {need:g}x" if need is not None else "",
-        ("PASS" if ratio >= need else "MISS") if need is not None else "info",
+        verdict(ratio, need),
+    )
+
+
+def compare_rates(
+    group: str,
+    operation: str,
+    mine: float,
+    peer: str,
+    theirs: float,
+    need: float | None,
+    *,
+    unit: str = "ops/s",
+    note: str = "",
+) -> Row:
+    """Two rates measured as totals (no per-operation samples); ratio = mine / theirs."""
+    ratio = mine / theirs if theirs > 0 else float("inf")
+    return Row(
+        group,
+        operation,
+        f"{_num(mine)} {unit}",
+        peer=peer,
+        peer_measured=f"{_num(theirs)} {unit}" + (f" ({note})" if note else ""),
+        ratio=ratio,
+        target=f"≥ {need:g}x" if need is not None else "",
+        status=verdict(ratio, need),
     )
 
 
@@ -74,12 +123,8 @@ def bound(
     peer_measured: str = "",
 ) -> Row:
     """An absolute target: ``value <= limit`` (or ``>=`` with ``at_most=False``)."""
-    if limit is None:
-        status, target = "info", ""
-    else:
-        ok = value <= limit if at_most else value >= limit
-        status = "PASS" if ok else "MISS"
-        target = f"{'≤' if at_most else '≥'} {_num(limit)} {unit}"
+    status = verdict(value, limit, at_most=at_most)
+    target = "" if limit is None else f"{'≤' if at_most else '≥'} {_num(limit)} {unit}"
     return Row(
         group,
         operation,

@@ -1,4 +1,4 @@
-"""Foundation targets for ``report.py``: publish, get, reopen and file size.
+"""Foundation targets for ``report.py``: reopen and file size.
 
 Every function takes the run's :class:`~workload.Sizes` and a scratch directory and
 returns report rows; peers get byte-identical input.
@@ -8,19 +8,18 @@ from __future__ import annotations
 
 import glob
 import os
-import random
 import statistics
 from typing import Any
 
-import orjson
-from peers import DictFloor, DiskcachePeer, LmdbPeer, SqlitePeer
-from rows import Row, bound, compare
-from timing import chunks, interleaved, timed
-from workload import SEED, Sizes, json_messages, render
+from memory_probe import opener_memory
+from rows import Row, bound
+from scale_data import rss_anon
+from timing import chunks, timed
+from workload import Sizes, json_messages, json_orders
 
 from sowlib import SowStore
 
-__all__ = ["BATCH", "compaction_rows", "get_rows", "open_topic", "publish_rows", "reopen_rows"]
+__all__ = ["BATCH", "compaction_rows", "open_topic", "reopen_rows"]
 
 #: Operations per timed sample.
 BATCH = 1000
@@ -34,115 +33,23 @@ def open_topic(directory: str, **options: Any) -> tuple[SowStore, Any]:
     return store, store.create_topic("orders", **options)
 
 
-def publish_rows(sizes: Sizes, tmp: str) -> list[Row]:
-    """publish_many and per-message publish vs sqlite3, the dict floors, diskcache, lmdb.
-
-    Three interleaved groups (targets, per-message, context peers), each with its own
-    fresh sowlib topic: fewer contenders per group keep caches from being shared by many.
-    """
-    batches = chunks(json_messages(sizes.messages), BATCH)
-    opened: list[Any] = []
-
-    def topic(name: str) -> Any:
-        store, made = open_topic(os.path.join(tmp, name))
-        opened.append(store)
-        return made
-
-    def sqlite(name: str) -> SqlitePeer:
-        made = SqlitePeer(os.path.join(tmp, name))
-        opened.append(made)
-        return made
-
-    main, peer, floor, orjson_floor = (
-        topic("pub"),
-        sqlite("pub.sqlite"),
-        DictFloor(),
-        DictFloor(orjson.loads),
-    )
-    targets = interleaved(
-        {
-            "sowlib": (main.publish_many, batches),
-            "sqlite": (peer.publish_many, batches),
-            "dict": (floor.publish_many, batches),
-            "dict_orjson": (orjson_floor.publish_many, batches),
-        },
-        BATCH,
-    )
-    assert len(main) == peer.count() == len(floor.data)
-    each, peer_each = topic("pub_each"), sqlite("pub_each.sqlite")
-
-    def publish_each(batch: Any) -> None:
-        publish = each.publish
-        for m in batch:
-            publish(m)
-
-    per_message = interleaved(
-        {"sowlib": (publish_each, batches), "sqlite": (peer_each.publish_each, batches)}, BATCH
-    )
-    ctx_topic = topic("pub_ctx")
-    dcache = DiskcachePeer(os.path.join(tmp, "pub.diskcache"))
-    lmdb = LmdbPeer(os.path.join(tmp, "pub.lmdb"))
-    opened += [dcache, lmdb]
-    context = interleaved(
-        {
-            "sowlib": (ctx_topic.publish_many, batches),
-            "diskcache": (dcache.publish_many, batches),
-            "lmdb": (lmdb.publish_many, batches),
-        },
-        BATCH,
-    )
-    for thing in opened:
-        thing.close()
-    mine, op = targets["sowlib"], "publish_many (1000/batch)"
-    return [
-        compare(_G, op, mine, "sqlite3 executemany", targets["sqlite"], 2.5),
-        compare(_G, op, mine, "dict + json.loads", targets["dict"], 1.0),
-        compare(_G, op, mine, "dict + orjson.loads", targets["dict_orjson"], None),
-        compare(_G, op, context["sowlib"], "diskcache", context["diskcache"], None),
-        compare(_G, op, context["sowlib"], "lmdb putmulti", context["lmdb"], None),
-        compare(_G, "publish per message", per_message["sowlib"], "sqlite3 execute",
-                per_message["sqlite"], None),
-    ]  # fmt: skip
-
-
-def get_rows(sizes: Sizes, tmp: str) -> list[Row]:
-    """Point ``get`` of stored keys vs sqlite3's primary-key SELECT."""
-    msgs = json_messages(sizes.messages)
-    store, topic = open_topic(os.path.join(tmp, "get"))
-    sqlite = SqlitePeer(os.path.join(tmp, "get.sqlite"))
-    topic.publish_many(msgs)
-    sqlite.publish_many(msgs)
-    rng = random.Random(SEED + 10)
-    picks = [msgs[rng.randrange(len(msgs))] for _ in range(min(100 * BATCH, sizes.messages))]
-    sow_keys = [topic.key_for(m) for m in picks]
-    ids = [orjson.loads(m)["orderId"] for m in picks]
-    get, peer_get = topic.get, sqlite.get
-
-    def mine(keys: Any) -> None:
-        for k in keys:
-            get(k)
-
-    def theirs(keys: Any) -> None:
-        for k in keys:
-            peer_get(k)
-
-    res = interleaved(
-        {"sowlib": (mine, chunks(sow_keys, BATCH)), "sqlite": (theirs, chunks(ids, BATCH))}, BATCH
-    )
-    assert topic.get(sow_keys[0]) is not None
-    assert sqlite.get(ids[0]) is not None
-    store.close()
-    sqlite.close()
-    return [compare(_G, "get(sow_key)", res["sowlib"], "sqlite3 SELECT by key", res["sqlite"], 5.0)]
-
-
 def reopen_rows(sizes: Sizes, tmp: str, repeats: int = 3) -> list[Row]:
-    """Open a topic of ``sizes.reopen`` live records after a clean close and after a crash."""
+    """Open a topic of ``sizes.reopen`` live records after a clean close and after a crash.
+
+    The topic keeps the declared indexes (hash /symbol, memo /price). Also reported: the
+    writer's anonymous memory per record after building (grown in this process, the
+    messages generated beforehand) and a read-only opener's (in a fresh process).
+    """
     directory = os.path.join(tmp, "reopen")
-    store, topic = open_topic(directory)
-    for batch in chunks(render("json", sizes.reopen, unique=True), 10 * BATCH):
+    messages = json_orders(sizes.reopen)
+    base = rss_anon()
+    store, topic = open_topic(directory, hash_indexes=[["/symbol"]], indexes=["/price"])
+    for batch in chunks(messages, 10 * BATCH):
         topic.publish_many(batch)
+    writer_bytes = rss_anon() - base
     store.close()
+    del messages
+    opener_bytes = opener_memory(directory)
 
     def reopen() -> int:
         opened = SowStore(directory)
@@ -166,7 +73,22 @@ def reopen_rows(sizes: Sizes, tmp: str, repeats: int = 3) -> list[Row]:
         crash.append(seconds)
         reopened.pop().close()
     n = f"{sizes.reopen:,}"
+    full = sizes.reopen >= 1_000_000
     return [
+        bound(
+            _G,
+            f"writer: anonymous memory after building {n} records (this process)",
+            writer_bytes / sizes.reopen,
+            "B/record",
+            500 if full else None,
+        ),
+        bound(
+            _G,
+            f"read-only opener of {n} records: anonymous memory (fresh process)",
+            opener_bytes / sizes.reopen,
+            "B/record",
+            300 if full else None,
+        ),
         bound(
             _G,
             f"reopen {n} records, clean close (median of {repeats})",
@@ -196,7 +118,7 @@ def compaction_rows(sizes: Sizes, tmp: str) -> list[Row]:
 
 
 def _compaction_rows(sizes: Sizes, tmp: str, ratio: float | None) -> list[Row]:
-    msgs = json_messages(sizes.messages)
+    msgs = json_messages(sizes.each)
     options: dict[str, Any] = {} if ratio is None else {"auto_compact": ratio}
     label = "default policy" if ratio is None else f"auto_compact={ratio}"
     store, topic = open_topic(os.path.join(tmp, f"compact-{label}"), **options)

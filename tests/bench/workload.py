@@ -24,6 +24,8 @@ __all__ = [
     "SYMBOLS",
     "Sizes",
     "json_messages",
+    "json_orders",
+    "forget",
     "orders",
     "render",
     "to_fix",
@@ -75,22 +77,55 @@ KEYS = {
 
 @attrs.frozen
 class Sizes:
-    """How much work one report run does (``quick`` is a tenth of ``full``)."""
+    """How much work one report run does: ``standard`` (200k), ``million`` (1m), or a tenth."""
 
-    messages: int = MESSAGES  # publish, get, codecs, compaction
+    name: str = "200k"
+    messages: int = MESSAGES  # the publish stream: updates of ``order_ids`` existing keys
+    order_ids: int = ORDER_IDS
+    records: int = 50_000  # distinct records for reads, queries and refresh
+    each: int = MESSAGES  # per-message publish, codecs, delta, compaction
     reopen: int = 1_000_000  # live records for the reopen targets
-    scan: int = 50_000  # live records for the query targets
+    readers: int = 1_000_000  # live records for the concurrent readers
     samples: int = 50  # queries or repeats per query-like target
+    seconds: float = 5.0  # per configuration of the concurrent readers
+
+    @property
+    def symbols(self) -> int:
+        """Distinct symbols in the read data: about 100 records per symbol."""
+        return max(1, self.records // 100)
 
     @classmethod
     def full(cls) -> Sizes:
-        """The sizes the targets are stated for."""
+        """The standard sizes: 200,000 messages over 50,000 orderIds."""
         return cls()
 
     @classmethod
-    def quick(cls) -> Sizes:
-        """1/10 sizes for a smoke run."""
-        return cls(MESSAGES // 10, 100_000, 5_000, 10)
+    def million(cls) -> Sizes:
+        """1,000,000 messages over 250,000 orderIds; 1,000,000 records for reads."""
+        return cls("1m", 1_000_000, 250_000, 1_000_000, MESSAGES, 1_000_000, 1_000_000, 10)
+
+    @classmethod
+    def named(cls, name: str) -> Sizes:
+        """``"200k"`` or ``"1m"``."""
+        sizes = {"200k": cls.full, "1m": cls.million}
+        if name not in sizes:
+            raise ValueError(f"unknown size {name!r}: expected one of {sorted(sizes)}")
+        return sizes[name]()
+
+    def quick(self) -> Sizes:
+        """A tenth of these sizes (a smoke run); readers run 1 s per configuration."""
+        return attrs.evolve(
+            self,
+            name=f"{self.name} --quick",
+            messages=self.messages // 10,
+            order_ids=self.order_ids // 10,
+            records=self.records // 10,
+            each=self.each // 10,
+            reopen=self.reopen // 10,
+            readers=self.readers // 10,
+            samples=max(5, self.samples // 5),
+            seconds=1.0,
+        )
 
 
 def _order(rng: random.Random, order_id: int, index: int, symbols: int) -> dict[str, Any]:
@@ -132,8 +167,12 @@ def unique_orders(
 
 
 def to_json(order: dict[str, Any]) -> bytes:
-    """Compact JSON (about 200 bytes per order); the same bytes as ``json.dumps``."""
-    return bytes(orjson.dumps(order))
+    """Compact JSON (about 200 bytes per order); the same bytes as ``json.dumps``.
+
+    Copied: a bytes object made by orjson keeps about 4 KiB of the process's memory
+    resident (its allocation), so a million of them held at once would take 4 GiB.
+    """
+    return bytes(memoryview(orjson.dumps(order)))
 
 
 def to_xml(order: dict[str, Any]) -> bytes:
@@ -174,6 +213,33 @@ def render(
     fn = _RENDERERS[message_type]
     source = unique_orders(n, symbols=symbols) if unique else orders(n, symbols=symbols)
     return tuple(fn(o) for o in source)
+
+
+@functools.lru_cache(maxsize=4)
+def json_orders(
+    n: int,
+    *,
+    order_ids: int | None = None,
+    symbols: int = SYMBOLS,
+    first_id: int = 0,
+    seed: int = SEED,
+) -> tuple[bytes, ...]:
+    """``n`` compact JSON orders, keeping no dicts (for the million-record sizes).
+
+    With ``order_ids`` the orderId is drawn from ``0..order_ids-1`` (keys repeat: updates);
+    without, the orders have the distinct orderIds ``first_id..first_id+n-1``.
+    """
+    rng = random.Random(seed)
+    dumps = to_json
+    if order_ids is None:
+        return tuple(dumps(_order(rng, first_id + i, i, symbols)) for i in range(n))
+    return tuple(dumps(_order(rng, rng.randrange(order_ids), i, symbols)) for i in range(n))
+
+
+def forget() -> None:
+    """Drop every cached workload (the report calls it between scenarios)."""
+    for fn in (orders, unique_orders, render, json_orders):
+        fn.cache_clear()
 
 
 def json_messages(n: int = MESSAGES, *, symbols: int = SYMBOLS) -> tuple[bytes, ...]:
