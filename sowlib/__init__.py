@@ -11,6 +11,7 @@ Example:
 """
 
 from sowlib import errors
+from sowlib.buildinfo import build_info as _build_info
 from sowlib.codecs import Codec, get_codec, register_codec
 from sowlib.config import TopicConfig
 from sowlib.document import MISSING, Element
@@ -27,6 +28,17 @@ from sowlib.subscriptions import Message, Subscription
 from sowlib.topic import Topic
 
 __version__ = "0.1.0"
+
+
+def build_info() -> dict[str, object]:
+    """This build's version, Python and compiled modules (True when in use).
+
+    Example:
+        >>> sorted(build_info())
+        ['compiled', 'pure_python', 'python', 'version']
+    """
+    return _build_info(__version__)
+
 
 __all__ = [
     "MISSING",
@@ -54,6 +66,7 @@ __all__ = [
     "Topic",
     "TopicConfig",
     "__version__",
+    "build_info",
     "compile_filter",
     "errors",
     "get_codec",
