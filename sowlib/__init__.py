@@ -11,6 +11,7 @@ Example:
 """
 
 from sowlib import errors
+from sowlib.buildinfo import VERSION
 from sowlib.buildinfo import build_info as _build_info
 from sowlib.codecs import Codec, get_codec, register_codec
 from sowlib.config import TopicConfig
@@ -27,7 +28,7 @@ from sowlib.store import SowStore
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic import Topic
 
-__version__ = "0.1.0"
+__version__ = VERSION
 
 
 def build_info() -> dict[str, object]:

@@ -9,7 +9,10 @@ import importlib.util
 import os
 import platform
 
-__all__ = ["COMPILED_MODULES", "build_info"]
+__all__ = ["COMPILED_MODULES", "VERSION", "build_info"]
+
+#: The package version (``sowlib.__version__``).
+VERSION = "0.1.0"
 
 #: The optional C modules; each has a pure-Python fallback.
 COMPILED_MODULES = (
