@@ -11,6 +11,8 @@ Example:
 """
 
 from sowlib import errors
+from sowlib.buildinfo import VERSION
+from sowlib.buildinfo import build_info as _build_info
 from sowlib.codecs import Codec, get_codec, register_codec
 from sowlib.config import TopicConfig
 from sowlib.document import MISSING, Element
@@ -26,7 +28,18 @@ from sowlib.store import SowStore
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic import Topic
 
-__version__ = "0.1.0"
+__version__ = VERSION
+
+
+def build_info() -> dict[str, object]:
+    """This build's version, Python and compiled modules (True when in use).
+
+    Example:
+        >>> sorted(build_info())
+        ['compiled', 'pure_python', 'python', 'version']
+    """
+    return _build_info(__version__)
+
 
 __all__ = [
     "MISSING",
@@ -54,6 +67,7 @@ __all__ = [
     "Topic",
     "TopicConfig",
     "__version__",
+    "build_info",
     "compile_filter",
     "errors",
     "get_codec",

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import TextIO
 
+from sowlib.buildinfo import VERSION
 from sowlib.cli_data import add_commands, add_progress_option
 from sowlib.journal.repair import is_journal_dir, is_journal_file, verify_journal
 from sowlib.progress import reporter
@@ -166,6 +167,7 @@ def _cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="sowlib", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"sowlib {VERSION}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("verify", help="check every record of a store, journal or file")

@@ -43,6 +43,7 @@ LAYERS = {
     "sowlib.errors": 0,
     "sowlib.document": 0,
     "sowlib.gcpause": 0,
+    "sowlib.buildinfo": 0,
     "sowlib.units": 1,
     "sowlib.paths": 1,
     "sowlib.projection": 1,

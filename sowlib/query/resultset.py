@@ -15,6 +15,10 @@ from sowlib.record import Record
 __all__ = ["ResultSet"]
 
 
+#: Records shown at each end of a long result's ``repr``.
+_REPR_EDGE = 5
+
+
 class ResultSet(list[Record]):
     """A list of :class:`Record` with helpers for batches and data frames."""
 
@@ -64,6 +68,14 @@ class ResultSet(list[Record]):
             QueryOptionError: a bad expression (:mod:`sowlib.projection`).
         """
         return projection.project((rec.doc for rec in self), expression)
+
+    def __repr__(self) -> str:
+        """The first and last few records and the count, like pandas; never every row."""
+        if len(self) <= 2 * _REPR_EDGE:
+            return f"ResultSet({list.__repr__(self)})"
+        head = ", ".join(repr(r) for r in self[:_REPR_EDGE])
+        tail = ", ".join(repr(r) for r in self[-_REPR_EDGE:])
+        return f"ResultSet([{head}, ..., {tail}], {len(self)} records)"
 
     def _repr_html_(self) -> str:
         return display.results_html(self)
