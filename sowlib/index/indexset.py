@@ -27,7 +27,7 @@ _BUILD_CHUNK = 4096
 # Below this many keys a build frees too little to be worth a pass over the C heap.
 _TRIM_MIN_KEYS = 100_000
 
-__all__ = ["DocSource", "Index", "IndexSet", "is_regular_key_value"]
+__all__ = ["DocSource", "Index", "IndexSet", "WriteListener", "is_regular_key_value"]
 
 
 class Index(Protocol):
@@ -42,6 +42,22 @@ class Index(Protocol):
     def add(self, key: Key, doc: Any) -> None: ...
 
     def remove(self, key: Key, doc: Any) -> None: ...
+
+    def clear(self) -> None: ...
+
+
+class WriteListener(Protocol):
+    """Something that follows every write with the values of its own paths (the
+    in-memory columns of ``sowlib.columns``); attached with :meth:`IndexSet.attach`."""
+
+    @property
+    def paths(self) -> tuple[FieldPath, ...]: ...
+
+    def put(self, key: Key, values: Sequence[Any]) -> None: ...
+
+    def put_many(self, keys: Sequence[Key], columns: Sequence[Sequence[Any]]) -> None: ...
+
+    def delete(self, key: Key) -> None: ...
 
     def clear(self) -> None: ...
 
@@ -117,6 +133,9 @@ class IndexSet:
     _key_at: range
     _hash_at: list[tuple[HashIndex, tuple[int, ...]]]
     _memo_at: list[tuple[MemoIndex, int]]
+    #: Follows every write (see :meth:`attach`), or None.
+    listener: WriteListener | None
+    _listen_at: tuple[int, ...]
 
     def __init__(
         self,
@@ -130,6 +149,7 @@ class IndexSet:
         self.irregular = set()
         self._live = 0
         self._scanned = set()
+        self.listener = None
         # Pre-created memo indexes are maintained from the topic's first write
         # on; on-demand ones are built by ensure_memo.
         for path in memo:
@@ -147,6 +167,10 @@ class IndexSet:
                 paths.setdefault(path, len(paths))
         for path in self.memos:
             paths.setdefault(path, len(paths))
+        listened = () if self.listener is None else self.listener.paths
+        for path in listened:
+            paths.setdefault(path, len(paths))
+        self._listen_at = tuple(paths[path] for path in listened)
         self._paths = tuple(paths)
         self._getters = tuple(path.getter for path in paths)
         self._items = tuple(
@@ -210,6 +234,8 @@ class IndexSet:
                     continue
                 memo.update(key, was, False)
             memo.update(key, value, True)
+        if self.listener is not None:
+            self.listener.put(key, [new[i] for i in self._listen_at])
 
     def on_insert_many(self, keys: Sequence[Key], docs: Sequence[Any]) -> None:
         """:meth:`on_put` of new keys (none indexed yet, no repeats), a column at a time."""
@@ -277,6 +303,8 @@ class IndexSet:
                     add_entries(key, entries(row))
         for memo, i in self._memo_at:
             memo.add_many(keys, columns[i])
+        if self.listener is not None:
+            self.listener.put_many(keys, [columns[i] for i in self._listen_at])
 
     def on_delete(self, key: Key, old_doc: Any) -> None:
         """Remove ``key`` (which held ``old_doc``) from every index; same costs as on_put."""
@@ -287,6 +315,8 @@ class IndexSet:
             index.remove_entries(key, index.entries(tuple(old[i] for i in at)))
         for memo, i in self._memo_at:
             memo.update(key, old[i], False)
+        if self.listener is not None:
+            self.listener.delete(key)
 
     def maintained(self, live: int) -> bool:
         """True when every one of the source's ``live`` records went through :meth:`on_put`.
@@ -346,10 +376,17 @@ class IndexSet:
         for index in self._all():
             index.compact()
 
+    def attach(self, listener: WriteListener | None) -> None:
+        """Call ``listener`` on every write from now on (None: stop); after its
+        :attr:`~WriteListener.paths` change, attach it again. It gets the values of its
+        paths, resolved once per document with the indexes' own."""
+        self.listener = listener
+        self._layout()
+
     @property
     def has_field_indexes(self) -> bool:
-        """True when a hash or memo index needs each document's field values."""
-        return bool(self.hashes or self.memos)
+        """True when a hash or memo index (or the listener) needs each document's field values."""
+        return bool(self.hashes or self.memos or self.listener)
 
     def on_put_keys(self, key: Key, values: Sequence[Any], inserted: bool) -> None:
         """:meth:`on_put` for a set without field indexes, from the key-field values; O(1)."""
@@ -366,6 +403,8 @@ class IndexSet:
         self.irregular.clear()
         for index in self._all():
             index.clear()
+        if self.listener is not None:
+            self.listener.clear()
 
     @property
     def live(self) -> int:

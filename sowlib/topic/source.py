@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
+from sowlib.columns import ColumnPlan, column_plan
 from sowlib.expr import EvalContext
 from sowlib.expr.nodes import Node
 from sowlib.index import IndexSet
@@ -91,6 +92,13 @@ class TopicSource:
             return None
         patterns = json_patterns(node)
         return byte_plan(self._views.log, self._keys, patterns) if patterns else None
+
+    def column_plan(self, node: Node, scanned: Callable[[FieldPath], bool]) -> ColumnPlan | None:
+        """The live keys matching ``node`` read off in-memory columns of its fields (JSON
+        topics; see :mod:`sowlib.columns`), or None."""
+        if self.message_type != "json":
+            return None
+        return column_plan(self.indexes, self, node, scanned)
 
     def key_for_values(self, values: Sequence[Any]) -> Key | None:
         """The key content-keyed messages with these key-field values get."""
