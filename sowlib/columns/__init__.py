@@ -8,6 +8,6 @@ column plan is ever made. Imports only ``expr``, ``paths``, ``errors`` and
 
 from __future__ import annotations
 
-from sowlib.columns.plan import ColumnPlan, column_plan, vector_filter
+from sowlib.columns.plan import ColumnPlan, column_plan, select_docs, vector_filter
 
-__all__ = ["ColumnPlan", "column_plan", "vector_filter"]
+__all__ = ["ColumnPlan", "column_plan", "select_docs", "vector_filter"]

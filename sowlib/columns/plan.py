@@ -23,12 +23,14 @@ from sowlib.paths import FieldPath
 if TYPE_CHECKING:
     from sowlib.columns.store import ColumnStore
 
-__all__ = ["ColumnPlan", "Followed", "Rows", "column_plan", "vector_filter"]
+__all__ = ["ColumnPlan", "Followed", "Rows", "column_plan", "select_docs", "vector_filter"]
 
 Key = Hashable
 # Compiled vector programs kept (their per-value answers are cached in them).
 _PROGRAMS = 256
 _programs: OrderedDict[Node, VectorFilter | None] = OrderedDict()
+# The rows of a filter that names no field come from a column of this (never read) path.
+_NO_FIELD = FieldPath.parse("/__rows")
 
 
 class Followed(Protocol):
@@ -139,3 +141,25 @@ def column_plan(
             return [k for k, d in rows.scan() if truthy(match(d, None))]
 
     return ColumnPlan(flt.fields, built, detail, fetch)
+
+
+def select_docs(node: Node, docs: Iterable[Any]) -> list[int] | None:
+    """Positions of the ``docs`` that ``node`` matches, found over columns built from
+    them (not from a topic), or None when ``node`` has no vector program.
+
+    The column evaluator applied to plain documents: what agreement tests compare
+    with the closures. O(len(docs) x fields) to build, then as :meth:`ColumnStore.select`.
+    """
+    from sowlib.columns.store import ColumnStore
+
+    flt = vector_filter(node)
+    if flt is None:
+        return None
+    store = ColumnStore()
+    docs = list(docs)
+    keys = range(len(docs))
+    if not flt.fields:
+        store.add_column(_NO_FIELD, ((k, None) for k in keys))
+    for path in flt.fields:
+        store.add_column(path, zip(keys, map(path.getter, docs), strict=True))
+    return [int(k) for k in store.select(flt)]
