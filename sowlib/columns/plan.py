@@ -162,4 +162,4 @@ def select_docs(node: Node, docs: Iterable[Any]) -> list[int] | None:
         store.add_column(_NO_FIELD, ((k, None) for k in keys))
     for path in flt.fields:
         store.add_column(path, zip(keys, map(path.getter, docs), strict=True))
-    return [int(k) for k in store.select(flt)]
+    return [k for k in store.select(flt) if isinstance(k, int)]
