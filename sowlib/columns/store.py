@@ -162,7 +162,8 @@ class ColumnStore:
     def select(self, flt: VectorFilter) -> list[Key]:
         """The keys whose row ``flt`` matches, in row order; O(rows) numpy work."""
         mask = flt.run(self) & self._alive[: self._rows]
-        return list(self._keys[: self._rows][mask].tolist())
+        keys: list[Key] = self._keys[: self._rows][mask].tolist()
+        return keys
 
     def keys_in_rows(self) -> list[Key]:
         """Every live key, in row order."""

@@ -202,43 +202,52 @@ class _Leaf:
         fn, self.boolean = compile_tree(rebind(node, path, _VALUE))
         self.fn: Compiled = fn
         self.numeric = _numeric(node)
-        # per column: (generation, answers for values[0:len]) -- extended as values grow
-        self.tables: weakref.WeakKeyDictionary[Any, tuple[int, Any]] = weakref.WeakKeyDictionary()
+        # per column: (generation, answers per value, padded TRUE and NULL masks), extended
+        # as values are added
+        self.tables: weakref.WeakKeyDictionary[Any, tuple[int, Any, Any, Any]] = (
+            weakref.WeakKeyDictionary()
+        )
 
     def answer(self, value: Any) -> int:
         doc = {} if value is MISSING else {"v": value}
         return _encode(self.fn(doc, None), self.boolean)
 
-    def table(self, col: ColumnData) -> Any:
+    def table(self, col: ColumnData) -> tuple[Any, Any]:
+        """``(true, null)``: bool arrays over ``col.values`` plus two False entries, so
+        a number row's negative code indexes them harmlessly."""
         values = col.values
         got = self.tables.get(col)
         if got is not None and got[0] == col.generation:
-            table = got[1]
-            if len(table) == len(values):
-                return table
-            more = np.fromiter(
-                (self.answer(v) for v in values[len(table) :]), np.int8, len(values) - len(table)
-            )
-            table = np.concatenate((table, more))
+            answers = got[1]
+            if len(answers) < len(values):
+                more = np.fromiter(
+                    map(self.answer, values[len(answers) :]), np.int8, len(values) - len(answers)
+                )
+                answers = np.concatenate((answers, more))
+                got = None
         else:
-            table = np.fromiter(map(self.answer, values), np.int8, len(values))
-        self.tables[col] = (col.generation, table)
-        return table
+            answers = np.fromiter(map(self.answer, values), np.int8, len(values))
+        if got is None:
+            padded = np.concatenate((answers, np.array([_FALSE, _FALSE], dtype=np.int8)))
+            got = (col.generation, answers, padded == _TRUE, padded == _NULL)
+            self.tables[col] = got
+        return got[2], got[3]
 
     def __call__(self, frame: Frame) -> _Tri:
         col = frame.column(self.path)
-        code, num = col.code, col.num
-        table = self.table(col)
+        code = col.code
         numbers = code < 0
-        out = table[np.where(numbers, 0, code)]
-        if numbers.any():
-            if self.numeric is not None:
-                got = self.numeric(num).view(np.int8)
-            else:
-                got = self._per_number(code, num)
-            out = np.where(numbers, got, out)
-        t = out == _TRUE
-        return _Tri(t, None if self.boolean else out == _NULL)
+        count = int(np.count_nonzero(numbers))
+        if count == len(code) and self.numeric is not None:
+            return _Tri(self.numeric(col.num), None)  # a column of numbers only
+        trues, nulls = self.table(col)
+        if count == 0:
+            return _Tri(trues[code], None if self.boolean else nulls[code])
+        if self.numeric is not None:
+            return _Tri(np.where(numbers, self.numeric(col.num), trues[code]), None)
+        got = self._per_number(code, col.num)
+        t = np.where(numbers, got == _TRUE, trues[code])
+        return _Tri(t, None if self.boolean else np.where(numbers, got == _NULL, nulls[code]))
 
     def _per_number(self, code: Any, num: Any) -> Any:
         """The leaf's answer for each number, computed once per distinct number."""
