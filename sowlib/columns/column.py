@@ -8,6 +8,7 @@ dictionary, so 12 bytes a row plus one entry per distinct value. Imports only
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -89,7 +90,8 @@ class Column:
         """``(number, code)`` for ``value``; adds it to the dictionary when new. O(1)."""
         t = type(value)
         if t is float:
-            if value == value:
+            # -0.0 equals 0.0 but writes as '-0': it stays a value of its own
+            if value == value and (value or math.copysign(1.0, value) > 0):
                 return value, FLOAT_CODE
         elif t is int and -SAFE_INT <= value <= SAFE_INT:
             return float(value), INT_CODE

@@ -7,6 +7,7 @@ date by every write. Imports only ``expr``, ``paths``, ``errors`` and ``columns`
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable
 from typing import TYPE_CHECKING, Any, Protocol
@@ -29,6 +30,7 @@ Key = Hashable
 # Compiled vector programs kept (their per-value answers are cached in them).
 _PROGRAMS = 256
 _programs: OrderedDict[Node, VectorFilter | None] = OrderedDict()
+_programs_lock = threading.Lock()
 # The rows of a filter that names no field come from a column of this (never read) path.
 _NO_FIELD = FieldPath.parse("/__rows")
 
@@ -70,13 +72,15 @@ class ColumnPlan:
 
 def vector_filter(node: Node) -> VectorFilter | None:
     """The vector program of ``node`` (cached, bounded), or None when it has none."""
-    try:
-        found = _programs.pop(node)
-    except KeyError:
+    with _programs_lock:  # shared by every topic; queries of two topics run at once
+        known = node in _programs
+        found = _programs.pop(node) if known else None
+    if not known:
         found = compile_vector(node)
-        if len(_programs) >= _PROGRAMS:
+    with _programs_lock:
+        _programs[node] = found
+        while len(_programs) > _PROGRAMS:
             _programs.popitem(last=False)
-    _programs[node] = found
     return found
 
 

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from sowlib.document import MISSING
+from sowlib.errors import SowError
 from sowlib.expr import runtime
 from sowlib.expr.functions import FUNCTIONS
 from sowlib.expr.nodes import (
@@ -227,6 +228,7 @@ class _Leaf:
                 got = None
         else:
             answers = np.fromiter(map(self.answer, values), np.int8, len(values))
+            got = None
         if got is None:
             padded = np.concatenate((answers, np.array([_FALSE, _FALSE], dtype=np.int8)))
             got = (col.generation, answers, padded == _TRUE, padded == _NULL)
@@ -396,7 +398,9 @@ def compile_vector(node: Node) -> VectorFilter | None:
     fields: set[FieldPath] = set()
     try:
         program = _compile(node, fields)
-    except (_Unsupported, RecursionError):
+    except (_Unsupported, RecursionError, SowError):
+        # SowError: a constant part raised when folded; the closures raise it (or not,
+        # past a short circuit) document by document
         return None
     ordered = tuple(sorted(fields, key=FieldPath.to_text))
     return VectorFilter(program, ordered, _count_leaves(node))

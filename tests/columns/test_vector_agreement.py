@@ -171,3 +171,23 @@ def test_common_shapes_compile_to_a_program() -> None:
 def test_two_fields_in_a_clause_or_context_functions_have_no_program() -> None:
     for text in ["/a > /b", "/a + /b = 1", "SOW_KEY() = '1'", "/a = 1 OR UNIX_TIMESTAMP() > 5"]:
         assert vector_filter(parse_filter(text)) is None, text
+
+
+def test_dictionary_drops_values_no_row_holds_and_answers_stay_right() -> None:
+    path = parse_path("/x")
+    store = ColumnStore()
+    store.add_column(path, [(0, "keep"), (1, 5)])
+    flt = vector_filter(parse_filter("/x LIKE 'e' OR /x = 5"))
+    assert flt is not None
+    assert sorted(store.select(flt)) == [0, 1]  # answers cached for this generation
+    for i in range(5000):
+        store.put(1, [f"v{i}"])  # every value new: the dictionary must be renumbered
+    column = store.column(path)
+    assert column.generation > 0
+    assert len(column.values) <= 2 * store.live + 1024
+    store.put(2, ["free"])
+    store.put(3, [-0.0])
+    assert sorted(store.select(flt)) == [0, 2]
+    minus = vector_filter(parse_filter("/x LIKE '^-'"))
+    assert minus is not None
+    assert store.select(minus) == [3]  # -0.0 writes as '-0', unlike 0.0
