@@ -90,7 +90,7 @@ class Column:
         """``(number, code)`` for ``value``; adds it to the dictionary when new. O(1)."""
         t = type(value)
         if t is float:
-            # -0.0 equals 0.0 but writes as '-0': it stays a value of its own
+            # -0.0 equals 0.0 but divides differently (1 / -0.0 is -inf): a value of its own
             if value == value and (value or math.copysign(1.0, value) > 0):
                 return value, FLOAT_CODE
         elif t is int and -SAFE_INT <= value <= SAFE_INT:
