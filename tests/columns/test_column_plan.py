@@ -22,6 +22,8 @@ FILTERS = [
 ]
 REGIONS = ["EU", "APAC", "US", "UK", "LATAM", ""]
 
+pytest.importorskip("numpy", reason="the column engine needs numpy")
+
 
 def _order(i: int, rng: random.Random) -> dict[str, Any]:
     doc: dict[str, Any] = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
@@ -55,6 +56,8 @@ literal_values = st.one_of(
 field = st.sampled_from(FIELDS).map(lambda p: Field(parse_path(p)))
 lit = literal_values.map(Literal)
 ops = st.sampled_from(["=", "!=", "<", "<=", ">", ">="])
+
+pytest.importorskip("numpy", reason="the column engine needs numpy")
 
 
 def _predicate() -> st.SearchStrategy[Node]:
