@@ -384,6 +384,13 @@ class IndexSet:
         self._layout()
 
     @property
+    def reads_old_docs(self) -> bool:
+        """True when :meth:`on_put` and :meth:`on_delete` need the replaced document (a
+        hash or memo index drops its values); otherwise the writer passes MISSING for it
+        and reads nothing back (the listener needs only the new values)."""
+        return bool(self.hashes or self.memos)
+
+    @property
     def has_field_indexes(self) -> bool:
         """True when a hash or memo index (or the listener) needs each document's field values."""
         return bool(self.hashes or self.memos or self.listener)

@@ -185,7 +185,7 @@ class Writer:
             return self._install_each(batch, heads)
         indexes, views = self.indexes, self.views
         old_docs: dict[Key, Any] = {}
-        if batch.docs is not None and indexes.has_field_indexes:
+        if batch.docs is not None and indexes.reads_old_docs:
             # The replaced versions' field values leave the indexes: read them first.
             old_docs = dict(views.docs([k for k in dict.fromkeys(keys) if k in self.keys]))
         drop = views.cache.drop
@@ -207,7 +207,7 @@ class Writer:
         else:
             on_put = indexes.on_put
             for key, doc, new in zip(keys, batch.docs, inserted, strict=True):
-                on_put(key, None if new else old_docs[key], doc)
+                on_put(key, None if new else old_docs.get(key, MISSING), doc)
                 old_docs[key] = doc
         self._count(inserted)
         return inserted
@@ -249,7 +249,7 @@ class Writer:
         subs = self.subs.active
         exists = key in self.keys
         old_rec = self.views.record(key) if subs and exists else None
-        old_doc = self.views.doc(key) if exists and self.indexes.has_field_indexes else None
+        old_doc = self.views.doc(key) if exists and self.indexes.reads_old_docs else MISSING
         self.views.cache.drop(key)
         inserted = self.keys.put(key, head)
         self._index_put(key, inserted, old_doc, doc, values)
@@ -290,7 +290,7 @@ class Writer:
 
     def forget(self, key: Key) -> None:
         """Drop live ``key`` from memory: key map, indexes, cache (no log record)."""
-        old_doc = self.views.doc(key) if self.indexes.has_field_indexes else None
+        old_doc = self.views.doc(key) if self.indexes.reads_old_docs else MISSING
         self.keys.remove(key)
         self.views.cache.drop(key)
         self.indexes.on_delete(key, old_doc)
@@ -316,7 +316,7 @@ class Writer:
         key = self.keys.key_of(rec.key)
         if rec.kind == _PUT:
             exists = key in self.keys
-            old_doc = self.views.doc(key) if exists and self.indexes.has_field_indexes else None
+            old_doc = self.views.doc(key) if exists and self.indexes.reads_old_docs else MISSING
             self.views.cache.drop(key)
             head = self.log.header_of(rec)
             inserted = self.keys.put(key, head)
