@@ -53,6 +53,7 @@ __all__ = [
     "FLOAT_CODE",
     "INT_CODE",
     "LEAF_NODES",
+    "NUMBER_ANSWERS",
     "ColumnData",
     "Frame",
     "VectorFilter",
@@ -66,6 +67,8 @@ INT_CODE = -1
 FLOAT_CODE = -2
 #: Largest leaf (in nodes) evaluated per distinct value; a bigger one is left to closures.
 LEAF_NODES = 256
+#: Most per-number answers a leaf remembers between queries.
+NUMBER_ANSWERS = 1 << 20
 # Leaf answers per value, as int8: FALSE, TRUE, NULL.
 _FALSE, _TRUE, _NULL = 0, 1, 2
 _UFUNCS = {"=": "equal", "!=": "not_equal", "<": "less", "<=": "less_equal"}
@@ -203,6 +206,8 @@ class _Leaf:
         fn, self.boolean = compile_tree(rebind(node, path, _VALUE))
         self.fn: Compiled = fn
         self.numeric = _numeric(node)
+        # (INT_CODE or FLOAT_CODE, number) -> answer, for leaves without a bulk form
+        self.numbers: dict[tuple[int, float], int] = {}
         # per column: (generation, answers per value, padded TRUE and NULL masks), extended
         # as values are added
         self.tables: weakref.WeakKeyDictionary[Any, tuple[int, Any, Any, Any]] = (
@@ -252,13 +257,23 @@ class _Leaf:
         return _Tri(t, None if self.boolean else np.where(numbers, got == _NULL, nulls[code]))
 
     def _per_number(self, code: Any, num: Any) -> Any:
-        """The leaf's answer for each number, computed once per distinct number."""
+        """The leaf's answer for each number, computed once per distinct number (and
+        remembered for the next query, up to :data:`NUMBER_ANSWERS` numbers)."""
         got = np.zeros(len(code), dtype=np.int8)
+        known = self.numbers
+        if len(known) > NUMBER_ANSWERS:
+            known.clear()
         for kind, convert in ((INT_CODE, int), (FLOAT_CODE, float)):
             rows = code == kind
             if rows.any():
                 distinct, inverse = np.unique(num[rows], return_inverse=True)
-                answers = [self.answer(convert(x)) for x in distinct.tolist()]
+                answers = []
+                for x in distinct.tolist():
+                    key = (kind, x)
+                    answer = known.get(key)
+                    if answer is None:
+                        answer = known[key] = self.answer(convert(x))
+                    answers.append(answer)
                 got[rows] = np.asarray(answers, dtype=np.int8)[inverse]
         return got
 
