@@ -24,7 +24,15 @@ from sowlib.paths import FieldPath
 if TYPE_CHECKING:
     from sowlib.columns.store import ColumnStore
 
-__all__ = ["ColumnPlan", "Followed", "Rows", "column_plan", "select_docs", "vector_filter"]
+__all__ = [
+    "ColumnPlan",
+    "Followed",
+    "Rows",
+    "StoreFactory",
+    "column_plan",
+    "select_docs",
+    "vector_filter",
+]
 
 Key = Hashable
 # Compiled vector programs kept (their per-value answers are cached in them).
@@ -52,6 +60,9 @@ class Rows(Protocol):
     def field_values(self, path: FieldPath) -> Iterable[tuple[Key, Any]]: ...
 
     def scan(self) -> Iterable[tuple[Key, Any]]: ...
+
+
+StoreFactory = Callable[[], "ColumnStore"]
 
 
 @attrs.frozen
@@ -84,6 +95,12 @@ def vector_filter(node: Node) -> VectorFilter | None:
     return found
 
 
+def _default_store() -> ColumnStore:
+    from sowlib.columns.store import ColumnStore
+
+    return ColumnStore()
+
+
 def _current(indexes: Followed, rows: Rows) -> ColumnStore | None:
     from sowlib.columns.store import ColumnStore  # numpy: only once a program exists
 
@@ -93,7 +110,9 @@ def _current(indexes: Followed, rows: Rows) -> ColumnStore | None:
     return None
 
 
-def _ensure(indexes: Followed, rows: Rows, fields: tuple[FieldPath, ...]) -> ColumnStore:
+def _ensure(
+    indexes: Followed, rows: Rows, fields: tuple[FieldPath, ...], new_store: StoreFactory
+) -> ColumnStore:
     """The attached store, holding ``fields`` (built from the records where missing)."""
     from sowlib.columns.store import ColumnStore
 
@@ -103,7 +122,7 @@ def _ensure(indexes: Followed, rows: Rows, fields: tuple[FieldPath, ...]) -> Col
         old = indexes.listener
         if isinstance(old, ColumnStore):  # keep what the stale store held
             wanted += [p for p in old.paths if p not in fields]
-        store = ColumnStore()
+        store = new_store()
     missing = [p for p in wanted if p not in store.columns]
     if missing:
         for path in missing:
@@ -113,7 +132,11 @@ def _ensure(indexes: Followed, rows: Rows, fields: tuple[FieldPath, ...]) -> Col
 
 
 def column_plan(
-    indexes: Followed, rows: Rows, node: Node, scanned: Callable[[FieldPath], bool]
+    indexes: Followed,
+    rows: Rows,
+    node: Node,
+    scanned: Callable[[FieldPath], bool],
+    new_store: StoreFactory | None = None,
 ) -> ColumnPlan | None:
     """A plan answering ``node`` from columns, or None.
 
@@ -121,7 +144,8 @@ def column_plan(
     that does not exist yet for a field no query scanned before (a one-off query does
     not pay for columns). ``fetch()`` builds what is missing (one pass over the
     records per field), then returns exactly the matching keys; if a value makes
-    the vector program raise, it evaluates the documents instead.
+    the vector program raise, it evaluates the documents instead. ``new_store`` makes
+    the store when one is needed (the topic gives it its own key table).
     """
     flt = vector_filter(node)
     if flt is None or not flt.fields:
@@ -136,7 +160,7 @@ def column_plan(
         detail += "; columns built now"
 
     def fetch() -> list[Key]:
-        store = _ensure(indexes, rows, flt.fields)
+        store = _ensure(indexes, rows, flt.fields, new_store or _default_store)
         try:
             return store.select(flt)
         except SowError:

@@ -11,7 +11,7 @@ the keys whose row matches. Imports only ``expr``, ``paths``, ``document`` and
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable, Sequence
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 
@@ -19,9 +19,25 @@ from sowlib.columns.column import Column
 from sowlib.expr.vector import VectorFilter
 from sowlib.paths import FieldPath
 
-__all__ = ["ColumnStore"]
+__all__ = ["ColumnStore", "RowMap"]
 
 Key = Hashable  # a topic's in-memory key: an int (content keys) or the key text
+
+
+class RowMap(Protocol):
+    """Key -> row: a dict, or the topic's C key table (about 40 bytes a key, not 100)."""
+
+    def get(self, key: Any, /) -> Any: ...
+
+    def pop(self, key: Any, default: None, /) -> Any: ...
+
+    def __setitem__(self, key: Any, value: Any, /) -> None: ...
+
+    def __len__(self) -> int: ...
+
+    def clear(self) -> None: ...
+
+
 _FIRST_CAPACITY = 1024
 
 
@@ -29,19 +45,25 @@ class ColumnStore:
     """Columns for some field paths over the live keys of one topic.
 
     Rows are reused after deletes (a free list), so memory follows the live count:
-    per row an 8-byte key slot, a flag, a dict entry key -> row, and 12 bytes per
-    column (:class:`~sowlib.columns.column.Column`).
+    per row an 8-byte key slot (content keys unboxed), a flag, an entry key -> row in
+    ``rows`` (a dict by default), and 12 bytes per column
+    (:class:`~sowlib.columns.column.Column`).
+
+    Args:
+        rows: the key -> row map to fill (empty); a dict when None.
+        int_keys: keys are u64 ints (content keys): held unboxed.
 
     Attributes:
         stale: True once the topic was reloaded behind the store's back
             (:meth:`clear`); the planner then builds a new store.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, rows: RowMap | None = None, int_keys: bool = False) -> None:
         self.columns: dict[FieldPath, Column] = {}
         self.stale = False
-        self._row: dict[Key, int] = {}
-        self._keys = np.empty(_FIRST_CAPACITY, dtype=object)
+        self._row: RowMap = cast("RowMap", {}) if rows is None else rows
+        # content keys (u64 ints) sit unboxed; anything else makes it an object array
+        self._keys = np.empty(_FIRST_CAPACITY, dtype=np.uint64 if int_keys else object)
         self._alive = np.zeros(_FIRST_CAPACITY, dtype=bool)
         self._free: list[int] = []
         self._rows = 0
@@ -84,7 +106,7 @@ class ColumnStore:
         row = self._row.pop(key, None)
         if row is None:
             return
-        self._keys[row] = None
+        self._keys[row] = None if self._keys.dtype == object else 0
         self._alive[row] = False
         self._free.append(row)
         for column in self.columns.values():
@@ -126,13 +148,17 @@ class ColumnStore:
             for column in self.columns.values():
                 column.rows = self._rows
         self._row[key] = row
-        self._keys[row] = key
+        try:
+            self._keys[row] = key
+        except (TypeError, ValueError, OverflowError):  # not a u64: hold key objects
+            self._keys = self._keys.astype(object)
+            self._keys[row] = key
         self._alive[row] = True
         return row
 
     def _grow(self, capacity: int) -> None:
         more = capacity - len(self._keys)
-        self._keys = np.concatenate((self._keys, np.empty(more, dtype=object)))
+        self._keys = np.concatenate((self._keys, np.zeros(more, dtype=self._keys.dtype)))
         self._alive = np.concatenate((self._alive, np.zeros(more, dtype=bool)))
         for column in self.columns.values():
             column.grow(capacity)

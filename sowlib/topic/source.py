@@ -6,7 +6,7 @@ Imports ``expr``, ``index``, ``paths``, ``record`` and sibling modules; never th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sowlib.columns import ColumnPlan, column_plan
 from sowlib.expr import EvalContext
@@ -19,7 +19,11 @@ from sowlib.paths import FieldPath
 from sowlib.record import Record
 from sowlib.topic.bytescan import byte_plan
 from sowlib.topic.keymap import KeyMap
+from sowlib.topic.slots import new_slots
 from sowlib.topic.views import Views
+
+if TYPE_CHECKING:
+    from sowlib.columns.store import ColumnStore
 
 __all__ = ["TopicSource"]
 
@@ -98,7 +102,14 @@ class TopicSource:
         topics; see :mod:`sowlib.columns`), or None."""
         if self.message_type != "json":
             return None
-        return column_plan(self.indexes, self, node, scanned)
+        return column_plan(self.indexes, self, node, scanned, self._column_store)
+
+    def _column_store(self) -> ColumnStore:
+        # content keys: rows found through a C key table where built, keys unboxed
+        from sowlib.columns.store import ColumnStore  # numpy: only once a plan needs it
+
+        content = self._content is not None
+        return ColumnStore(new_slots(content), int_keys=content)
 
     def key_for_values(self, values: Sequence[Any]) -> Key | None:
         """The key content-keyed messages with these key-field values get."""

@@ -195,3 +195,34 @@ def test_dictionary_drops_values_no_row_holds_and_answers_stay_right() -> None:
     minus = vector_filter(parse_filter("1 / /x < 0"))
     assert minus is not None
     assert store.select(minus) == [3]  # 1 / -0.0 is -inf: -0.0 is not one number with 0.0
+
+
+@settings(max_examples=60, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    node=logic,
+    steps=st.lists(
+        st.tuples(st.integers(0, 2**64 - 1), st.one_of(st.none(), flat_docs)), max_size=30
+    ),
+)
+def test_a_store_over_the_key_table_agrees_with_one_over_a_dict(
+    node: Node, steps: list[tuple[int, dict[str, Any] | None]]
+) -> None:
+    from sowlib.topic.slots import new_slots
+
+    flt = vector_filter(node)
+    assume(flt is not None)
+    assert flt is not None
+    paths = [parse_path(p) for p in FIELDS]
+    plain, table = ColumnStore(), ColumnStore(new_slots(True), int_keys=True)
+    for store in (plain, table):
+        for path in paths:
+            store.add_column(path, [])
+    keys = [k for k, _ in steps]
+    for key, doc in [*steps, *((k, {"x": k % 7}) for k in keys[::3])]:
+        for store in (plain, table):
+            if doc is None:
+                store.delete(key)
+            else:
+                store.put(key, [p.getter(doc) for p in paths])
+    assert table.live == plain.live
+    assert sorted(table.select(flt)) == sorted(plain.select(flt))
