@@ -182,7 +182,7 @@ def test_dictionary_drops_values_no_row_holds_and_answers_stay_right() -> None:
     store.add_column(path, [(0, "keep"), (1, 5)])
     flt = vector_filter(parse_filter("/x LIKE 'e' OR /x = 5"))
     assert flt is not None
-    assert sorted(store.select(flt)) == [0, 1]  # answers cached for this generation
+    assert set(store.select(flt)) == {0, 1}  # answers cached for this generation
     for i in range(5000):
         store.put(1, [f"v{i}"])  # every value new: the dictionary must be renumbered
     column = store.column(path)
@@ -191,7 +191,7 @@ def test_dictionary_drops_values_no_row_holds_and_answers_stay_right() -> None:
     store.put(2, ["free"])
     store.put(3, [-0.0])
     store.put(4, [0.0])
-    assert sorted(store.select(flt)) == [0, 2]
+    assert set(store.select(flt)) == {0, 2}
     minus = vector_filter(parse_filter("1 / /x < 0"))
     assert minus is not None
     assert store.select(minus) == [3]  # 1 / -0.0 is -inf: -0.0 is not one number with 0.0
@@ -225,4 +225,4 @@ def test_a_store_over_the_key_table_agrees_with_one_over_a_dict(
             else:
                 store.put(key, [p.getter(doc) for p in paths])
     assert table.live == plain.live
-    assert sorted(table.select(flt)) == sorted(plain.select(flt))
+    assert set(table.select(flt)) == set(plain.select(flt))
