@@ -115,6 +115,15 @@ class Column:
         self._num[rows] = nums
         self._code[rows] = codes
 
+    def value(self, row: int) -> Any:
+        """The value stored at ``row`` (an int or float back from :attr:`num`)."""
+        code = int(self._code[row])
+        if code == INT_CODE:
+            return int(self._num[row])
+        if code == FLOAT_CODE:
+            return float(self._num[row])
+        return self.values[code]
+
     def clear_row(self, row: int) -> None:
         """Forget ``row`` (a free row reads as missing)."""
         self._num[row] = 0.0

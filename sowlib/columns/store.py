@@ -10,12 +10,12 @@ the keys whose row matches. Imports only ``expr``, ``paths``, ``document`` and
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any, Protocol, cast
 
 import numpy as np
 
-from sowlib.columns.column import Column
+from sowlib.columns.column import MISSING_CODE, Column, entry_key
 from sowlib.expr.vector import VectorFilter
 from sowlib.paths import FieldPath
 
@@ -194,6 +194,27 @@ class ColumnStore:
     def keys_in_rows(self) -> list[Key]:
         """Every live key, in row order."""
         return list(self._keys[: self._rows][self._alive[: self._rows]].tolist())
+
+    def check(self, docs: Mapping[Key, Any]) -> None:
+        """Assert a row per live key holding each field's value, free rows missing.
+
+        ``docs`` maps every live key to its document. O(keys x columns).
+
+        Raises:
+            AssertionError: the columns disagree with the documents.
+        """
+        if self.stale:
+            return  # rebuilt before any query reads it
+        assert self.live == len(docs), f"columns hold {self.live} keys, the topic {len(docs)}"
+        dead = np.flatnonzero(~self._alive[: self._rows]).tolist()
+        for path, column in self.columns.items():
+            getter = path.getter
+            for key, doc in docs.items():
+                row = self._row.get(key)
+                assert row is not None, f"no column row for key {key!r}"
+                held, want = column.value(row), getter(doc)
+                assert entry_key(held) == entry_key(want), f"{path} of {key!r}: {held!r}"
+            assert all(column.code[r] == MISSING_CODE for r in dead), f"{path}: a free row"
 
     def nbytes(self) -> int:
         """Memory of the arrays (keys, flags, columns); dictionaries and the key map not counted."""

@@ -195,6 +195,7 @@ def test_any_sequence_of_writes_and_queries_agrees_with_a_scan(
         else:
             assert _got(t, FILTERS[n]) == _expected(t, FILTERS[n])
     _agree(t)
+    t.check()
     store.close()
 
 
@@ -227,3 +228,17 @@ def test_keeping_columns_reads_no_replaced_record(monkeypatch: pytest.MonkeyPatc
     for text in ors:
         assert _got(t, text) == _expected(t, text)
     store.close()
+
+
+def test_check_finds_a_column_that_disagrees_with_the_records(topic: sowlib.Topic) -> None:
+    from sowlib.columns.store import ColumnStore
+
+    for _ in range(2):
+        topic.sow(FILTERS[0])
+    topic.check()
+    store = topic._p.indexes.listener
+    assert isinstance(store, ColumnStore)
+    key = next(iter(topic._p.keys.keys()))
+    store.put(key, ["wrong"] * len(store.paths))
+    with pytest.raises(AssertionError):
+        topic.check()
