@@ -202,7 +202,7 @@ class Writer:
                 getters = self._key_getters
                 for key, doc, new in zip(keys, docs, inserted, strict=True):
                     on_keys(key, [g(doc) for g in getters], new)
-        elif not old_docs and len(set(keys)) == len(keys):
+        elif all(inserted) and len(set(keys)) == len(keys):
             indexes.on_insert_many(keys, batch.docs)
         else:
             on_put = indexes.on_put

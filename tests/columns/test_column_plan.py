@@ -227,6 +227,8 @@ def test_keeping_columns_reads_no_replaced_record(monkeypatch: pytest.MonkeyPatc
     monkeypatch.undo()
     for text in ors:
         assert _got(t, text) == _expected(t, text)
+    assert t._p.indexes.live == len(t)
+    t.check()
     store.close()
 
 
