@@ -13,8 +13,10 @@ reserved in the state file before they are written, so none is issued twice.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import logging
+import mmap
 import os
 import re
 import zlib
@@ -71,11 +73,22 @@ def segment_version(path: str, buf: bytes) -> int:
     )
 
 
-def _read(path: str) -> bytes:
+@contextlib.contextmanager
+def mapped_segment(path: str) -> Iterator[bytes | mmap.mmap]:
+    """A segment's bytes, mapped rather than read: a huge or sparse file planted under
+    a segment's name costs no memory, and its first bad frame ends the reading."""
     with os_errors(path, "read"):
         fd = open_regular(path, os.O_RDONLY, "read the journal file")
     with os.fdopen(fd, "rb") as fh:
-        return fh.read()
+        if os.fstat(fh.fileno()).st_size < mmap.PAGESIZE:
+            yield fh.read()
+            return
+        with os_errors(path, "map"):
+            view = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+        try:
+            yield view
+        finally:
+            view.close()
 
 
 class JournalLog:
@@ -168,13 +181,21 @@ class JournalLog:
 
     def _recover(self, path: str, first: int) -> None:
         """Check the newest segment against the committed end; cut a torn tail."""
-        buf = _read(path)
-        if len(buf) < len(MAGIC) and MAGIC.startswith(buf) and not self._committed(first):
+        with mapped_segment(path) as buf:
+            cut = self._check_newest(path, first, buf)
+        if cut is not None:
+            with os_errors(path, "truncate"), open(path, "r+b") as fh:
+                self.fs.truncate(fh.fileno(), cut)
+                self.fs.fsync(fh.fileno())
+
+    def _check_newest(self, path: str, first: int, buf: bytes | mmap.mmap) -> int | None:
+        """Read the newest segment; the offset to cut a torn tail at, if any."""
+        if len(buf) < len(MAGIC) and MAGIC.startswith(bytes(buf)) and not self._committed(first):
             # created by a roll that was cut short: start it again
             with os_errors(path, "write"), open(path, "wb") as fh:
                 fh.write(MAGIC)
             buf = MAGIC
-        version = segment_version(path, buf)
+        version = segment_version(path, bytes(buf[: len(MAGIC)]))
         offset, crc, sealed = len(MAGIC), zlib.crc32(buf[: len(MAGIC)]), False
         committed = self._committed(first)
         while offset < len(buf):
@@ -207,11 +228,12 @@ class JournalLog:
                 offset,
                 committed,
             )
-            with os_errors(path, "truncate"), open(path, "r+b") as fh:
-                self.fs.truncate(fh.fileno(), offset)
-                self.fs.fsync(fh.fileno())
+            cut: int | None = offset
+        else:
+            cut = None
         self._size, self._crc = offset, crc
         self._writable = version == 2 and not sealed
+        return cut
 
     def _committed(self, first: int) -> int:
         return self.state.committed if self.state.segment == first else 0
@@ -226,28 +248,28 @@ class JournalLog:
     # ------------------------------------------------------------------ reading
 
     def _scan(self, path: str, newest: bool) -> Iterator[Entry]:
-        buf = _read(path)
-        version = segment_version(path, buf)
-        offset, crc, sealed = len(MAGIC), zlib.crc32(buf[: len(MAGIC)]), False
-        while offset < len(buf):
-            got = decode(buf, offset, version)
-            if got is None:
-                if newest and incomplete(buf, offset):
-                    return  # an append still in progress when the file was read
-                raise CorruptRecordError(path, offset, "bad journal entry")
-            item, end = got
-            if sealed:
-                raise CorruptRecordError(path, offset, "data after a journal file's seal")
-            if isinstance(item, Mark):
-                if item.crc != crc:
-                    raise CorruptRecordError(path, offset, "journal mark does not match the data")
-                sealed = item.kind == SEAL
-            else:
-                yield item
-            crc = zlib.crc32(buf[offset:end], crc)
-            offset = end
-        if version == 2 and not newest and not sealed:
-            raise CorruptRecordError(path, offset, "sealed journal file is short")
+        with mapped_segment(path) as buf:
+            version = segment_version(path, bytes(buf[: len(MAGIC)]))
+            offset, crc, sealed = len(MAGIC), zlib.crc32(buf[: len(MAGIC)]), False
+            while offset < len(buf):
+                got = decode(buf, offset, version)
+                if got is None:
+                    if newest and incomplete(buf, offset):
+                        return  # an append still in progress when the file was read
+                    raise CorruptRecordError(path, offset, "bad journal entry")
+                item, end = got
+                if sealed:
+                    raise CorruptRecordError(path, offset, "data after a journal file's seal")
+                if isinstance(item, Mark):
+                    if item.crc != crc:
+                        raise CorruptRecordError(path, offset, "journal mark does not match the data")
+                    sealed = item.kind == SEAL
+                else:
+                    yield item
+                crc = zlib.crc32(buf[offset:end], crc)
+                offset = end
+            if version == 2 and not newest and not sealed:
+                raise CorruptRecordError(path, offset, "sealed journal file is short")
 
     def read(self, after: int = 0) -> Iterator[Entry]:
         """Every retained entry with a sequence number above ``after``, oldest first.
