@@ -262,7 +262,9 @@ class JournalLog:
                     raise CorruptRecordError(path, offset, "data after a journal file's seal")
                 if isinstance(item, Mark):
                     if item.crc != crc:
-                        raise CorruptRecordError(path, offset, "journal mark does not match the data")
+                        raise CorruptRecordError(
+                            path, offset, "journal mark does not match the data"
+                        )
                     sealed = item.kind == SEAL
                 else:
                     yield item

@@ -155,7 +155,7 @@ def test_fuzz_planted_store_file_opens_or_raises_a_sow_error(tmp_path: Path, cas
 def test_sparse_file_under_a_segment_name_is_refused_without_reading_it(
     tmp_path: Path, gib: int
 ) -> None:
-    directory, names = _store(tmp_path)
+    _directory, names = _store(tmp_path)
     segment = names["segment"]
     segment.unlink()
     with open(segment, "wb") as fh:
