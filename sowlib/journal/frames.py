@@ -11,6 +11,7 @@ every byte of the file before it.
 from __future__ import annotations
 
 import math
+import mmap
 import struct
 import zlib
 
@@ -100,7 +101,7 @@ def encode_mark(kind: str, seq: int, stamp: float, offset: int, crc: int) -> byt
 
 
 def decode(
-    buf: bytes | memoryview, offset: int, version: int = 2, base: int = 0
+    buf: bytes | memoryview | mmap.mmap, offset: int, version: int = 2, base: int = 0
 ) -> tuple[Entry | Mark, int] | None:
     """The entry or mark at ``offset`` and the next offset, or None if it is short or bad.
 
@@ -150,7 +151,7 @@ def decode(
     return entry, end
 
 
-def incomplete(buf: bytes | memoryview, offset: int) -> bool:
+def incomplete(buf: bytes | memoryview | mmap.mmap, offset: int) -> bool:
     """Whether the bad frame at ``offset`` reaches the end of ``buf`` (a torn or
     in-progress write) rather than being a damaged frame with more data after it."""
     if offset + _HEAD.size > len(buf):
