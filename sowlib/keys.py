@@ -6,13 +6,15 @@ A key generator is anything callable as ``generator(doc) -> str``. Imports
 
 from __future__ import annotations
 
+import errno
 import importlib
 import os
 import re
+import stat
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from operator import itemgetter, methodcaller
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TextIO, runtime_checkable
 
 import xxhash
 
@@ -253,9 +255,9 @@ class ChainingKeyGenerator:
         self._head: dict[str, str] = {}
         self._lock = threading.Lock()
         self._content = ContentKeyGenerator([primary], domain=domain, topic=topic)
-        if file_name and os.path.exists(file_name):
+        if file_name and os.path.lexists(file_name):
             try:
-                with open(file_name, encoding="utf-8") as fh:
+                with _chain_file(file_name, os.O_RDONLY, "r") as fh:
                     for line in fh:
                         member, _, head = line.rstrip("\n").partition("\t")
                         if member and head:
@@ -296,11 +298,32 @@ class ChainingKeyGenerator:
             for member in new:
                 self._head[member] = head
             if new and self.file_name:
-                with open(self.file_name, "a", encoding="utf-8") as fh:
-                    fh.writelines(f"{m}\t{head}\n" for m in new)
+                try:
+                    with _chain_file(
+                        self.file_name, os.O_WRONLY | os.O_APPEND | os.O_CREAT, "a"
+                    ) as fh:
+                        fh.writelines(f"{m}\t{head}\n" for m in new)
+                except OSError as exc:
+                    for member in new:
+                        del self._head[member]
+                    raise ConfigError(
+                        "KeyGenerator/FileName",
+                        f"cannot write the chain file {self.file_name!r}: {exc}",
+                    ) from None
         key = self._content.key_for_values([head])
         assert key is not None  # head is non-empty text
         return key
+
+
+def _chain_file(path: str, flags: int, mode: Literal["r", "a"]) -> TextIO:
+    """The chain file opened as a store file is: never through a symlink, never a FIFO
+    or device (``O_NONBLOCK`` keeps a FIFO from blocking, ``fstat`` refuses it)."""
+    fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(errno.EINVAL, "not a regular file", path)
+    os.set_blocking(fd, True)
+    return open(fd, mode, encoding="utf-8")
 
 
 def _chaining(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -115,6 +116,34 @@ def test_chaining_generator_persists_chains(tmp_path: Path) -> None:
     g({"Doc": 2, "Parent": 1})
     again = ChainingKeyGenerator("/Doc", ["/Parent"], domain="d", topic="d", file_name=file)
     assert again({"Doc": 2}) == head
+
+
+@pytest.mark.parametrize("plant", ["fifo", "symlink"])
+def test_chaining_generator_refuses_a_chain_file_that_is_not_a_regular_file(
+    tmp_path: Path, plant: str
+) -> None:
+    file = tmp_path / "chains.txt"
+    if plant == "fifo":
+        os.mkfifo(file)
+    else:
+        (tmp_path / "real.txt").write_text("1\t1\n")
+        file.symlink_to(tmp_path / "real.txt")
+    with pytest.raises(ConfigError, match="chain file"):
+        ChainingKeyGenerator("/Doc", ["/Parent"], domain="d", topic="d", file_name=str(file))
+
+
+def test_chaining_generator_that_cannot_write_its_chain_file_raises_and_forgets(
+    tmp_path: Path,
+) -> None:
+    file = tmp_path / "chains.txt"
+    g = ChainingKeyGenerator("/Doc", ["/Parent"], domain="d", topic="d", file_name=str(file))
+    g({"Doc": 1})
+    file.unlink()
+    file.mkdir()
+    with pytest.raises(ConfigError, match="chain file"):
+        g({"Doc": 2, "Parent": 1})
+    file.rmdir()
+    assert g({"Doc": 2}) != g({"Doc": 1})
 
 
 def test_generators_round_trip_through_their_description() -> None:
