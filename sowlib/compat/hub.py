@@ -100,12 +100,14 @@ class Hub:
 
     Args:
         store: the SOW store.
-        journal: an optional transaction log (it starts watching the store's topics).
+        journal: an optional transaction log (it starts watching the store's topics);
+            None: the journal the store owns (``SowStore.from_config``), if any.
     """
 
     def __init__(self, store: SowStore, journal: Journal | None = None) -> None:
         self.store = store
-        self.journal = journal
+        self.journal = journal if journal is not None else store.journal
+        journal = self.journal
         self._lock = threading.RLock()
         self._listeners: tuple[Listener, ...] = ()
         self._seq = itertools.count(1)
