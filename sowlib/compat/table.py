@@ -117,9 +117,21 @@ _BASE: list[Entry] = list(
         Entry("Client", "connect", DIFFERS, "opens nothing; binds the attached or shared store"),
         Entry("Client", "logon", DIFFERS, "accepted; nothing to authenticate"),
         *_many("Client", SUPPORTED, "disconnect close get_name set_name get_uri"),
-        *_many("Client", SUPPORTED, "publish delta_publish sow sow_delete"),
+        *_many("Client", SUPPORTED, "publish delta_publish sow_delete"),
+        Entry(
+            "Client",
+            "sow",
+            SUPPORTED,
+            "a handler's exception goes to the exception listener if set, else to the caller",
+        ),
         *_many("Client", SUPPORTED, "sow_delete_by_keys sow_delete_by_data"),
-        *_many("Client", SUPPORTED, "subscribe delta_subscribe"),
+        Entry("Client", "subscribe", SUPPORTED),
+        Entry(
+            "Client",
+            "delta_subscribe",
+            SUPPORTED,
+            "a record that matched before (even before the subscription): keys + changed fields",
+        ),
         Entry(
             "Client",
             "sow_and_delta_subscribe",
@@ -217,7 +229,10 @@ _BASE: list[Entry] = list(
             "accepted, never called: there are no raw frames in process",
         ),
         Entry(
-            "Client", "connect_and_logon", SUPPORTED, "HAClient only: connect to the chooser's URI"
+            "Client",
+            "connect_and_logon",
+            SUPPORTED,
+            "HAClient only: the chooser's URI; report_success / report_failure are called",
         ),
         *_many("Client", SUPPORTED, "set_server_chooser get_server_chooser", "HAClient only"),
         *_many(
@@ -289,7 +304,13 @@ _BASE: list[Entry] = list(
         *_many(
             "MessageStream",
             SUPPORTED,
-            "close conflate get_depth max_depth get_max_depth get_command_id",
+            "close conflate get_depth get_max_depth get_command_id",
+        ),
+        Entry(
+            "MessageStream",
+            "max_depth",
+            SUPPORTED,
+            "bounds from the start; a publisher on the reading thread is never held",
         ),
         Entry("MessageStream", "timeout", SUPPORTED, "yields None heartbeats on live streams"),
         Entry(
