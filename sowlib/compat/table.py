@@ -114,7 +114,12 @@ _BASE: list[Entry] = list(
         Entry("module", "attach", SUPPORTED, "sowlib only: bind a store (and journal) to a URI"),
         Entry("module", "install", SUPPORTED, "sowlib only: sys.modules['AMPS'] = sowlib.compat"),
         # ---------------------------------------------------------------- Client: data
-        Entry("Client", "connect", DIFFERS, "opens nothing; binds the attached or shared store"),
+        Entry(
+            "Client",
+            "connect",
+            DIFFERS,
+            "opens nothing; binds the attached or shared store; the URI's type picks the topics",
+        ),
         Entry("Client", "logon", DIFFERS, "accepted; nothing to authenticate"),
         *_many("Client", SUPPORTED, "disconnect close get_name set_name get_uri"),
         *_many("Client", SUPPORTED, "publish delta_publish sow_delete"),
