@@ -16,6 +16,7 @@ import attrs
 
 from sowlib.codecs import get_codec
 from sowlib.config import TopicConfig, check_file_name, expand_file_name
+from sowlib.config.message_types import register_message_types
 from sowlib.errors import (
     CloseError,
     ConfigError,
@@ -250,6 +251,7 @@ class SowStore:
         """
         from sowlib.config import load_config
 
+        register_message_types(source, env)  # <MessageTypes>: before any topic opens
         configs = [trusted_generator(c) for c in load_config(source, base_dir=base_dir, env=env)]
         store = cls(store_dir_for(source, base_dir, configs), **kwargs)
         try:

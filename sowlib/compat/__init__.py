@@ -22,6 +22,14 @@ from __future__ import annotations
 
 import sys
 
+from sowlib.compat.builders import (
+    CompositeMessageBuilder,
+    CompositeMessageParser,
+    FIXBuilder,
+    FIXShredder,
+    NVFIXBuilder,
+    NVFIXShredder,
+)
 from sowlib.compat.client import Client
 from sowlib.compat.command import Command
 from sowlib.compat.exceptions import *  # noqa: F403 - the AMPS module exposes them all
@@ -45,8 +53,12 @@ __all__ = [
     "BookmarkStore",
     "Client",
     "Command",
+    "CompositeMessageBuilder",
+    "CompositeMessageParser",
     "DefaultAuthenticator",
     "DefaultServerChooser",
+    "FIXBuilder",
+    "FIXShredder",
     "HAClient",
     "Journal",
     "LoggedBookmarkStore",
@@ -55,6 +67,8 @@ __all__ = [
     "MemoryPublishStore",
     "Message",
     "MessageStream",
+    "NVFIXBuilder",
+    "NVFIXShredder",
     "PublishStore",
     "attach",
     "detach",

@@ -111,6 +111,25 @@ _BASE: list[Entry] = list(
             "logon calls authenticate and completed; nothing checks the password",
         ),
         Entry("module", "CMessageHandler", ABSENT, "C handlers need the native client"),
+        *_many(
+            "module",
+            SUPPORTED,
+            "FIXBuilder NVFIXBuilder",
+            "append(tag, value), get_string, reset; a bad tag or value raises UsageException",
+        ),
+        *_many("module", SUPPORTED, "FIXShredder NVFIXShredder", "to_map(data or message)"),
+        Entry(
+            "module",
+            "CompositeMessageBuilder",
+            SUPPORTED,
+            "append(part), get_data() -> bytes; types from <MessageTypes> composite-local/global",
+        ),
+        Entry(
+            "module",
+            "CompositeMessageParser",
+            SUPPORTED,
+            "parse, size, get_part (text), get_part_raw / get_field_at (bytes)",
+        ),
         Entry("module", "attach", SUPPORTED, "sowlib only: bind a store (and journal) to a URI"),
         Entry("module", "install", SUPPORTED, "sowlib only: sys.modules['AMPS'] = sowlib.compat"),
         # ---------------------------------------------------------------- Client: data
