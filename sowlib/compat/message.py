@@ -55,7 +55,7 @@ class Message:
     ``get_expiration()`` is the absolute expiry time (epoch seconds) or None,
     where AMPS shows the lifetime; ``get_bookmark()`` is the transaction-log
     bookmark for bookmark subscriptions and the record's sequence number as
-    text otherwise. Every ``get_x_y`` getter also answers to ``getXY``.
+    text otherwise. Every ``get_x_y``/``set_x_y`` method also answers to ``getXY``/``setXY``.
 
     Example:
         >>> m = Message("publish", "orders", data=b'{"id": 1}', sow_key="42")
@@ -391,60 +391,8 @@ class Message:
         """An independent copy (the real client reuses message objects; sowlib does not)."""
         return Message(self._command, self._topic, **dict(self._fields))
 
-    # camelCase spellings of the real client's older API
-    getCommand = get_command
-    getTopic = get_topic
-    getData = get_data
-    getDataRaw = get_data_raw
-    getSowKey = get_sow_key
-    getSowKeys = get_sow_keys
-    getExpiration = get_expiration
-    getCorrelationId = get_correlation_id
-    getBookmark = get_bookmark
-    getTimestamp = get_timestamp
-    getReason = get_reason
-    getSubId = get_sub_id
-    getSubIds = get_sub_ids
-    getCommandId = get_command_id
-    getQueryId = get_query_id
-    getBatchSize = get_batch_size
-    getAckType = get_ack_type
-    getStatus = get_status
-    getMatches = get_matches
-    getTopicMatches = get_topic_matches
-    getRecordsDeleted = get_records_deleted
-    getRecordsReturned = get_records_returned
-    getRecordsInserted = get_records_inserted
-    getRecordsUpdated = get_records_updated
-    getSequence = get_sequence
-    getFilter = get_filter
-    getOptions = get_options
-    getMessageType = get_message_type
-    getUserId = get_user_id
-    getClientName = get_client_name
-    getLength = get_length
-    getSowDeleted = get_sow_deleted
-    setData = set_data
-    setTopic = set_topic
-    setCommand = set_command
-    setExpiration = set_expiration
-    setSowKey = set_sow_key
-    setSowKeys = set_sow_keys
-    setCorrelationId = set_correlation_id
-    setFilter = set_filter
-    setOptions = set_options
-    setSubId = set_sub_id
-    setCommandId = set_command_id
-    setQueryId = set_query_id
-    setBookmark = set_bookmark
-    setAckType = set_ack_type
-    setTopN = set_top_n
-    setOrderBy = set_order_by
-    setBatchSize = set_batch_size
-    getTopN = get_top_n
-    getOrderBy = get_order_by
-    getBookmarkSeqNo = get_bookmark_seq_no
-    isDelta = is_delta
-
     def __repr__(self) -> str:
         return f"Message({self._command!r}, topic={self._topic!r}, sow_key={self.get_sow_key()!r})"
+
+
+add_camel_case(Message)  # getSowKey, setData, ...: the real client's older spellings

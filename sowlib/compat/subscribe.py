@@ -317,9 +317,11 @@ class Subscriber(abc.ABC):
         sub_id, target, stream = self._open(handler, a.get("sub_id"), bool(opts.get("replace")))
         store = self.get_bookmark_store()
         bookmark = str(a["bookmark"])
-        if bookmark == MOST_RECENT:
-            recent = store.get_most_recent(sub_id) if store is not None else None
-            bookmark = recent or self._bookmarks.get(sub_id, EPOCH)
+        if bookmark == MOST_RECENT:  # the store's record, else this client's memory
+            if store is not None:
+                bookmark = store.get_most_recent(sub_id)
+            else:
+                bookmark = self._bookmarks.get(sub_id, EPOCH)
         live = self._register(sub_id, stream)
         if handler is not None and store is not None and self.get_auto_ack():
             target = self._acking(target)
