@@ -91,6 +91,7 @@ class Client(Settings, Subscriber, Sender):
     def __init__(self, name: str = "sowlib", store: SowStore | None = None) -> None:
         Subscriber.__init__(self)
         Settings.__init__(self)
+        Sender.__init__(self)
         self.name = name
         self.uri: str | None = None
         self.message_type: str | None = None

@@ -191,7 +191,7 @@ _BASE: list[Entry] = list(
             "Client",
             "send",
             DIFFERS,
-            "publish, delta_publish, sow_delete, flush, unsubscribe; queries need execute_async",
+            "queries and subscriptions need add_message_handler for their command id first",
         ),
         Entry("Client", "get_server_version", DIFFERS, "a fixed 5.3 number"),
         Entry("Client", "get_server_version_info", DIFFERS, "a fixed 5.3 string"),
@@ -261,9 +261,9 @@ _BASE: list[Entry] = list(
         *_many("Client", SUPPORTED, "set_server_chooser get_server_chooser", "HAClient only"),
         *_many(
             "Client",
-            ABSENT,
+            SUPPORTED,
             "add_message_handler remove_message_handler",
-            "routing raw messages by command id needs a wire protocol; use execute_async",
+            "route the messages of a command sent with that command id",
         ),
         # ---------------------------------------------------------------- Command
         *_many(

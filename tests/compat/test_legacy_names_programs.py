@@ -174,3 +174,26 @@ def test_transport_filter_is_accepted_and_changes_nothing(uri):
     client.publish("orders", '{"id": 1}')
     assert [m.get_command() for m in client.sow("orders")] == ["group_begin", "sow", "group_end"]
     assert frames == []  # no raw frames in process
+
+
+def test_send_a_subscription_with_a_routed_handler(uri):
+    client = AMPS.Client("raw-subscriber")
+    client.connect(uri)
+    client.logon()
+    client.publish("orders", '{"id": 1, "qty": 5}')
+    got = []
+    client.add_message_handler("orders-sub", lambda m: got.append(m.get_command()), "", True)
+    subscribe = client.allocate_message()
+    subscribe.set_command("sow_and_subscribe").set_topic("orders").set_filter("/qty > 1")
+    subscribe.set_command_id("orders-sub")
+    client.send(subscribe)
+    client.publish("orders", '{"id": 2, "qty": 9}')
+    client.publish("orders", '{"id": 3, "qty": 0}')
+    assert got == ["group_begin", "sow", "group_end", "publish"]
+    unsubscribe = client.allocate_message().set_command("unsubscribe").set_sub_id("orders-sub")
+    client.send(unsubscribe)
+    assert client.remove_message_handler("orders-sub")
+    client.publish("orders", '{"id": 4, "qty": 9}')
+    assert got[-1] == "publish"
+    assert len(got) == 4
+    assert not client.remove_message_handler("orders-sub")
