@@ -22,7 +22,7 @@ SUPPORTED, DIFFERS, ABSENT = "supported", "differs", "absent"
 class Entry:
     """One real-client name: where it lives, its status and a note (how it differs / why not)."""
 
-    owner: str  # "Client", "Command", "Message", "MessageStream", "module"
+    owner: str  # "module", "Client", "Command", "Message", "MessageStream" or a store
     name: str
     status: str
     note: str = ""
@@ -343,6 +343,29 @@ _BASE: list[Entry] = list(
             DIFFERS,
             "a query stream ends after its group_end; a subscription blocks until close",
         ),
+        # ---------------------------------------------------------------- the stores
+        *_many(
+            "BookmarkStore",
+            SUPPORTED,
+            "log discard discard_message get_most_recent is_discarded get_oldest_bookmark_seq"
+            " purge purge_sub_id",
+        ),
+        Entry("BookmarkStore", "persisted", DIFFERS, "accepted: the journal is the persistence"),
+        *_many(
+            "BookmarkStore",
+            DIFFERS,
+            "set_server_version set_resize_handler",
+            "recorded; one bookmark format, the store grows as needed",
+        ),
+        Entry("PublishStore", "store", DIFFERS, "counts the publish (stored); holds nothing"),
+        *_many(
+            "PublishStore",
+            DIFFERS,
+            "get_unpersisted_count get_lowest_unpersisted discard_up_to replay replay_single",
+            "nothing is ever unpersisted: 0, no-ops, nothing replayed",
+        ),
+        Entry("PublishStore", "get_last_persisted", SUPPORTED, "the last sequence stored"),
+        Entry("PublishStore", "set_resize_handler", DIFFERS, "accepted; never called"),
     ]
 )
 ENTRIES: tuple[Entry, ...] = (*_BASE, *_camel(_BASE))
@@ -362,7 +385,8 @@ def render_table() -> str:
         "difference noted. *absent*: not provided, and why.",
         "",
     ]
-    for owner in ("module", "Client", "Command", "Message", "MessageStream"):
+    owners = ("module", "Client", "Command", "Message", "MessageStream")
+    for owner in (*owners, "BookmarkStore", "PublishStore"):
         title = "Module `AMPS`" if owner == "module" else f"`{owner}`"
         out += [f"## {title}", "", "| name | status | note |", "| --- | --- | --- |"]
         for entry in sorted((e for e in ENTRIES if e.owner == owner), key=lambda e: e.name):
