@@ -3,7 +3,9 @@
 A ``<MessageType>`` names a type (``<Name>``) built by a ``<Module>``: a built-in
 one (``json``, ``xml``, ``fix``, ``nvfix``, ``msgpack``, ``binary``; ``fix`` and
 ``nvfix`` take a ``<FieldSeparator>`` byte code) or ``composite-local`` /
-``composite-global`` with one ``<MessageType>`` per part. :func:`register_message_types`
+``composite-global`` with one ``<MessageType>`` per part. Any other module
+(``protobuf``, ``struct``, a custom one) is declared but refused where it is
+used: a topic or client of that type gets a ConfigError saying so. :func:`register_message_types`
 makes each a message type of this process (:func:`sowlib.codecs.register_codec`),
 so topics, filters and client URIs (``/amps/composite-json-binary``) can use it.
 Imports ``errors``, ``codecs`` (the registry and the composite codec) and lxml.
@@ -53,9 +55,17 @@ class MessageTypeDef:
         if self.module in COMPOSITE:
             scope = COMPOSITE[self.module]
             return lambda **options: CompositeCodec(self.name, self.parts, get_codec, scope)
+        if self.module not in BUILT_IN:
+            return self._refuse
         if self.separator is not None:
             return lambda **options: get_codec(self.module, separator=self.separator, **options)
         return lambda **options: get_codec(self.module, **options)
+
+    def _refuse(self, **options: Any) -> Any:
+        raise ConfigError(
+            f"MessageType {self.name}",
+            f"message type module {self.module!r} is not implemented by sowlib",
+        )
 
 
 def _tag(element: Any) -> str:
@@ -95,8 +105,6 @@ def _one(element: Any, where: str, env: Mapping[str, str] | None) -> MessageType
     if module in COMPOSITE:
         if not parts:
             raise ConfigError(f"{where}/MessageType", f"{module} needs one per part")
-    elif module not in BUILT_IN:
-        raise ConfigError(f"{where}/Module", f"message type module {module!r} is not implemented")
     elif parts:
         raise ConfigError(f"{where}/MessageType", f"only composite types have parts, not {module}")
     separator = None
@@ -126,8 +134,8 @@ def message_types(
     """The ``<MessageType>`` definitions of a configuration (a path or its XML).
 
     Raises:
-        ConfigError: malformed XML, an unknown element or module, a composite type
-            without parts, a bad ``FieldSeparator``.
+        ConfigError: malformed XML, an unknown element, a composite type without
+            parts, parts given to a non-composite module, a bad ``FieldSeparator``.
     """
     try:
         root = etree.fromstring(_source(source), hardened_parser())
@@ -174,8 +182,9 @@ def register_message_types(
                     "the name is already a message type (built in, registered, or"
                     " defined differently by another configuration)",
                 )
-            for part in one.parts:
-                get_codec(part)  # an unknown part type is an error now, not at publish
+            for part in one.parts:  # an unknown part type is an error now, not at publish
+                if part not in available_codecs():
+                    raise ConfigError(f"MessageType {one.name}", f"unknown part type {part!r}")
             register_codec(one.name, one.factory())
             _registered[one.name] = one
     return names

@@ -192,7 +192,6 @@ def test_parser_refuses_what_is_not_composite():
     ("definition", "complaint"),
     [
         ("<Name>c</Name><Module>composite-local</Module>", "one per part"),
-        ("<Name>c</Name><Module>protobuf</Module>", "not implemented"),
         ("<Name>c</Name><Module>composite-local</Module><MessageType>nope</MessageType>", "nope"),
         ("<Name>c</Name><Module>json</Module><FieldSeparator>1</FieldSeparator>", "option"),
         ("<Name>c</Name><Module>fix</Module><FieldSeparator>61</FieldSeparator>", "ASCII"),
@@ -209,3 +208,18 @@ def test_bad_message_type_definitions(tmp_path, definition, complaint):
     with registrations_undone(), pytest.raises(ConfigError, match=complaint):
         SowStore.from_config(text, base_dir=tmp_path)
     assert "c" not in available_codecs()
+
+
+def test_a_declared_module_sowlib_lacks_is_refused_where_it_is_used(tmp_path):
+    declared = (
+        "<AMPSConfig><MessageTypes><MessageType><Name>proto-orders</Name>"
+        "<Module>protobuf</Module></MessageType></MessageTypes>{sow}</AMPSConfig>"
+    )
+    with registrations_undone():
+        SowStore.from_config(declared.format(sow="<SOW/>"), base_dir=tmp_path).close()
+        topic = (
+            "<SOW><Topic><Name>o</Name><MessageType>proto-orders</MessageType>"
+            "<Key>/id</Key><Durability>transient</Durability></Topic></SOW>"
+        )
+        with pytest.raises(ConfigError, match=r"protobuf.*not implemented"):
+            SowStore.from_config(declared.format(sow=topic), base_dir=tmp_path)
