@@ -16,6 +16,7 @@ import attrs
 
 from sowlib.codecs import get_codec
 from sowlib.config import TopicConfig, check_file_name, expand_file_name
+from sowlib.config.message_types import register_message_types
 from sowlib.errors import (
     CloseError,
     ConfigError,
@@ -31,11 +32,11 @@ from sowlib.errors import (
 )
 from sowlib.expr import Filter
 from sowlib.gcpause import paused_gc
+from sowlib.journal import Journal, store_journal
 from sowlib.keys import (
     AttachedKeyGenerator,
     describe_generator,
     key_generator_map,
-    load_key_generator,
     stored_key_generator,
 )
 from sowlib.query import Record
@@ -44,6 +45,7 @@ from sowlib.reconfigure import (
     check_recovery_point,
     reopen_with,
     store_dir_for,
+    trusted_generator,
 )
 from sowlib.storage import AppendLog, WriterLock
 from sowlib.storage.memory import MemoryLog
@@ -62,16 +64,6 @@ __all__ = ["SowStore", "topic_file_name"]
 
 _readers: dict[str, SowStore] = {}
 _readers_lock = threading.Lock()
-
-
-def _trusted_generator(config: TopicConfig) -> TopicConfig:
-    """A config from the application's XML with its ``KeyGenerator`` built (the
-    XML is trusted: a named module is imported here, and only here)."""
-    spec = config.options.get("key_generator")
-    if spec is None or config.key_generator is not None:
-        return config
-    generator = load_key_generator(spec, domain=config.domain, topic=config.name)
-    return attrs.evolve(config, key_generator=generator)
 
 
 class SowStore:
@@ -138,6 +130,7 @@ class SowStore:
         self._files: set[str] = set()
         self._writer_lock: WriterLock | None = None
         self._closed = False
+        self.journal: Journal | None = None  # the transaction log from_config opened
         if self.path is None:
             if readonly:
                 raise ConfigError("readonly", "a memory-only store cannot be opened read-only")
@@ -248,6 +241,7 @@ class SowStore:
     ) -> SowStore:
         """Open a store holding the topics of an AMPS ``<SOW>`` configuration.
 
+        A ``<TransactionLog>`` opens its journal, owned as :attr:`journal` (writers only).
         Args:
             source: an AMPS config file path or its XML text.
             base_dir: the store directory (None: the config file's; memory if all transient).
@@ -257,11 +251,13 @@ class SowStore:
         """
         from sowlib.config import load_config
 
-        configs = [_trusted_generator(c) for c in load_config(source, base_dir=base_dir, env=env)]
+        register_message_types(source, env)  # <MessageTypes>: before any topic opens
+        configs = [trusted_generator(c) for c in load_config(source, base_dir=base_dir, env=env)]
         store = cls(store_dir_for(source, base_dir, configs), **kwargs)
         try:
             for config in check_message_types(store.topics(), configs):
                 store._add_topic(config)
+            store.journal = store_journal(source, store, base_dir, env)
         except BaseException:
             store.close()
             raise
@@ -542,6 +538,8 @@ class SowStore:
             self._closed = True
             failure: BaseException | None = None
             try:
+                if self.journal is not None:
+                    self.journal.close()
                 for topic in self._topics.values():
                     try:
                         topic.close()

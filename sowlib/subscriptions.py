@@ -450,7 +450,9 @@ class SubscriptionManager:
             was_in_focus = key in sub._in_focus
             if sub.tracks_focus:
                 sub._in_focus.add(key)
-            if sub.delta and was_in_focus and old is not None:
+            # A record that matched before this change is one the subscriber knows of
+            # (AMPS: a delta against the stored record), even if it predates the subscription.
+            if sub.delta and old is not None and (was_in_focus or self._matched(sub, old)):
                 message = self._delta_message(sub, old, new)
                 if message is not None:
                     sub._deliver(message)
@@ -460,6 +462,12 @@ class SubscriptionManager:
             sub._in_focus.discard(key)
             if sub.oof:
                 sub._deliver(_message("oof", self.topic, new, "match"))
+
+    def _matched(self, sub: Subscription, old: RecordLike) -> bool:
+        try:
+            return sub._matches(old, self.context)
+        except Exception:  # the old record is only consulted; its filter error is not new
+            return False
 
     def _delta_message(self, sub: Subscription, old: RecordLike, new: RecordLike) -> Message | None:
         """Key fields plus changed fields; None when suppressed by ``no_empties``."""

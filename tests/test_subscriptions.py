@@ -155,12 +155,25 @@ def test_delta_subscription_gets_keys_and_changed_fields(manager: SubscriptionMa
     assert json.loads(last.data) == {"id": "a", "qty": 6, "meta": {"y": 3}}
 
 
-def test_delta_first_delivery_is_full(manager: SubscriptionManager) -> None:
+def test_delta_first_change_of_an_existing_record_is_a_delta(
+    manager: SubscriptionManager,
+) -> None:
+    # AMPS computes the delta against the stored record, even one older than the subscription
     got: list[Message] = []
     manager.add(got.append, None, delta=True)
     manager.on_change("publish", "a", rec("a", price=1), rec("a", price=2, qty=1))
-    assert not got[-1].is_delta
+    assert got[-1].is_delta
     assert json.loads(got[-1].data) == {"id": "a", "price": 2, "qty": 1}
+    manager.on_change("publish", "b", None, rec("b", price=1))  # an insert is whole
+    assert not got[-1].is_delta
+
+
+def test_delta_of_a_record_entering_the_filter_is_full(manager: SubscriptionManager) -> None:
+    got: list[Message] = []
+    manager.add(got.append, FakeFilter(10), delta=True)
+    manager.on_change("publish", "a", rec("a", price=5, qty=1), rec("a", price=30, qty=1))
+    assert not got[-1].is_delta
+    assert json.loads(got[-1].data) == {"id": "a", "price": 30, "qty": 1}
 
 
 def test_delta_record_back_in_focus_is_full(manager: SubscriptionManager) -> None:

@@ -22,25 +22,54 @@ from __future__ import annotations
 
 import sys
 
+from sowlib.compat.builders import (
+    CompositeMessageBuilder,
+    CompositeMessageParser,
+    FIXBuilder,
+    FIXShredder,
+    NVFIXBuilder,
+    NVFIXShredder,
+)
 from sowlib.compat.client import Client
 from sowlib.compat.command import Command
 from sowlib.compat.exceptions import *  # noqa: F403 - the AMPS module exposes them all
 from sowlib.compat.exceptions import __all__ as _exception_names
-from sowlib.compat.ha import DefaultServerChooser, HAClient
+from sowlib.compat.ha import DefaultAuthenticator, DefaultServerChooser, HAClient
 from sowlib.compat.message import Message
 from sowlib.compat.options import parse_options
 from sowlib.compat.registry import attach, detach, reset
+from sowlib.compat.stores import (
+    BookmarkStore,
+    LoggedBookmarkStore,
+    MemoryBookmarkStore,
+    MemoryPublishStore,
+    MMapBookmarkStore,
+    PublishStore,
+)
 from sowlib.compat.stream import MessageStream
 from sowlib.journal import Journal
 
 __all__ = [
+    "BookmarkStore",
     "Client",
     "Command",
+    "CompositeMessageBuilder",
+    "CompositeMessageParser",
+    "DefaultAuthenticator",
     "DefaultServerChooser",
+    "FIXBuilder",
+    "FIXShredder",
     "HAClient",
     "Journal",
+    "LoggedBookmarkStore",
+    "MMapBookmarkStore",
+    "MemoryBookmarkStore",
+    "MemoryPublishStore",
     "Message",
     "MessageStream",
+    "NVFIXBuilder",
+    "NVFIXShredder",
+    "PublishStore",
     "attach",
     "detach",
     "install",

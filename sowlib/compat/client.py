@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+import urllib.parse
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +22,7 @@ from sowlib.compat.exceptions import (
     translating,
 )
 from sowlib.compat.hub import Hub
-from sowlib.compat.message import Handler, Message
+from sowlib.compat.message import Handler, Message, add_camel_case
 from sowlib.compat.options import (
     BY_DATA,
     BY_KEYS,
@@ -31,6 +32,7 @@ from sowlib.compat.options import (
     parse_options,
 )
 from sowlib.compat.registry import hub_for, parse_uri
+from sowlib.compat.sending import Sender
 from sowlib.compat.settings import Settings
 from sowlib.compat.stream import MessageStream
 from sowlib.compat.subscribe import Subscriber
@@ -52,7 +54,7 @@ def _data(data: str | bytes) -> bytes:
     raise MissingFieldsException(f"message data must be str or bytes, got {type(data).__name__}")
 
 
-class Client(Settings, Subscriber):
+class Client(Settings, Subscriber, Sender):
     """The AMPS client API over an in-process :class:`~sowlib.store.SowStore`.
 
     ``connect(uri)`` binds the client to the store :func:`sowlib.compat.attach`
@@ -89,6 +91,7 @@ class Client(Settings, Subscriber):
     def __init__(self, name: str = "sowlib", store: SowStore | None = None) -> None:
         Subscriber.__init__(self)
         Settings.__init__(self)
+        Sender.__init__(self)
         self.name = name
         self.uri: str | None = None
         self.message_type: str | None = None
@@ -133,9 +136,19 @@ class Client(Settings, Subscriber):
         self._hub = self._fixed or hub_for(uri)
         self.uri, self.message_type = uri, mtype
 
-    def logon(self, timeout: int = 0, authenticator: object = None, options: str = "") -> str:
-        """Accepted: there is nothing to log on to. Returns ``""``."""
+    def logon(self, timeout: int = 0, authenticator: Any = None, options: str = "") -> str:
+        """Accepted: there is nothing to log on to. Returns ``""``.
+
+        An ``authenticator`` (such as :class:`~sowlib.compat.DefaultAuthenticator`)
+        is asked for the password of the URI's user and told the logon completed,
+        as a server would make the client do; nothing checks the password.
+        """
         self._need_hub()
+        if authenticator is not None:
+            parts = urllib.parse.urlsplit(self.uri or "")
+            user, password = parts.username or "", parts.password or ""
+            password = authenticator.authenticate(user, password)
+            authenticator.completed(user, password, "success")
         return ""
 
     def disconnect(self) -> None:
@@ -183,7 +196,7 @@ class Client(Settings, Subscriber):
             correlation_id=correlation_id,
             sow_key=sow_key,
         )
-        return seq
+        return self._published(topic, seq)
 
     @translating
     def delta_publish(
@@ -204,6 +217,13 @@ class Client(Settings, Subscriber):
             correlation_id=correlation_id,
             sow_key=sow_key,
         )
+        return self._published(topic, seq)
+
+    def _published(self, topic: str, seq: int) -> int:
+        """Count a publish in the publish store, if one is set; returns ``seq``."""
+        store = self.get_publish_store()
+        if store is not None:
+            store.store(Message("publish", topic, sequence=seq))
         return seq
 
     @translating
@@ -272,7 +292,7 @@ class Client(Settings, Subscriber):
                 )
         if handler is not None:
             for message in messages:
-                handler(message)
+                self._call(handler, message)
             return query_id
         stream = MessageStream(sub_id=query_id, live=False)
         for message in messages:
@@ -301,7 +321,7 @@ class Client(Settings, Subscriber):
         )
         if handler is None:
             return ack
-        handler(ack)
+        self._call(handler, ack)
         return query_id
 
     def _delete(self, name: str, how: Callable[[Any], Any]) -> tuple[int, int, int]:
@@ -378,8 +398,20 @@ class Client(Settings, Subscriber):
         if isinstance(got, str):
             return got
         for message in got if isinstance(got, list) else [got]:
-            on_message(message)
+            self._call(on_message, message)
         return command.get_command_id()
+
+    def _call(self, handler: Handler, message: Message) -> None:
+        """Run a query's handler: its exception goes to the exception listener when
+        one is set (as for subscriptions), else to the caller."""
+        listener = self.get_exception_listener()
+        if listener is None:
+            handler(message)
+            return
+        try:
+            handler(message)
+        except Exception as exc:
+            listener(exc)
 
     def _run(self, command: Command, handler: Handler | None) -> Any:
         f = dict(command.fields)
@@ -399,6 +431,7 @@ class Client(Settings, Subscriber):
                 correlation_id=f.get("correlation_id"),
                 sow_key=f.get("sow_key"),
             )
+            self._published(topic, seq)
             return Message(
                 "ack",
                 topic,
@@ -440,3 +473,6 @@ class Client(Settings, Subscriber):
         if name in ("subscribe", "delta_subscribe", "sow_and_subscribe", "sow_and_delta_subscribe"):
             return self._subscribe_command(name, handler, f, options)
         raise UsageException(f"command {name!r} is not available in process")
+
+
+add_camel_case(Client)

@@ -17,9 +17,13 @@ from sowlib import errors
 
 __all__ = [
     "AMPSException",
+    "AlreadyConnected",
     "AlreadyConnectedException",
+    "AuthenticationError",
     "AuthenticationException",
+    "BadFilter",
     "BadFilterException",
+    "BadRegexTopic",
     "BadRegexTopicException",
     "BadSowKeyException",
     "CommandException",
@@ -242,6 +246,12 @@ LocalStorageError = _define(
 )
 StoreException = _define("StoreException", "A store operation failed.", LocalStorageError)
 CorruptedException = _define("CorruptedException", "A stored record is corrupt.", StoreException)
+
+# The deprecated spellings older AMPS programs still catch: the same classes.
+BadFilter = BadFilterException
+BadRegexTopic = BadRegexTopicException
+AlreadyConnected = AlreadyConnectedException
+AuthenticationError = AuthenticationException
 
 # sowlib error class -> AMPS class, most specific first (the first isinstance match wins).
 _MAP: tuple[tuple[type[BaseException], type[AMPSException]], ...] = (

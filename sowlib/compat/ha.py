@@ -2,16 +2,38 @@
 
 There is no failover to do: an ``HAClient`` connects to the chooser's first URI
 and stays there. Programs written against the HA API run unchanged. Imports
-``compat.client`` and ``compat.exceptions``.
+``compat.client``, ``compat.exceptions`` and ``compat.message``.
 """
 
 from __future__ import annotations
 
 from sowlib.compat.client import Client
 from sowlib.compat.exceptions import DisconnectedException, translating
+from sowlib.compat.message import Message, add_camel_case
 from sowlib.store import SowStore
 
-__all__ = ["DefaultServerChooser", "HAClient"]
+__all__ = ["DefaultAuthenticator", "DefaultServerChooser", "HAClient"]
+
+
+class DefaultAuthenticator:
+    """The AMPS client's authenticator that answers with the password it was given.
+
+    ``logon(authenticator=...)`` calls :meth:`authenticate` and :meth:`completed`;
+    nothing checks the password in process.
+
+    Example:
+        >>> DefaultAuthenticator().authenticate("alice", "secret")
+        'secret'
+    """
+
+    def authenticate(self, username: str, password: str) -> str:
+        return password
+
+    def retry(self, username: str, password: str) -> str:
+        return password
+
+    def completed(self, username: str, password: str, reason: str) -> None:
+        """Told the outcome of a logon; nothing to do."""
 
 
 class DefaultServerChooser:
@@ -27,6 +49,7 @@ class DefaultServerChooser:
     def __init__(self) -> None:
         self._uris: list[str] = []
         self.failures: list[str] = []
+        self.successes: list[object] = []
 
     def add(self, uri: str) -> None:
         self._uris.append(uri)
@@ -37,16 +60,17 @@ class DefaultServerChooser:
     def get_current_uri(self) -> str | None:
         return self._uris[0] if self._uris else None
 
-    def get_current_authenticator(self) -> None:
-        """Always None: no authentication in process."""
-        return None
+    def get_current_authenticator(self) -> DefaultAuthenticator:
+        """A :class:`DefaultAuthenticator` (nothing is checked in process)."""
+        return DefaultAuthenticator()
 
     def report_failure(self, exception: BaseException, connection_info: object = None) -> None:
         """Recorded in :attr:`failures`; nothing fails over."""
         self.failures.append(str(exception))
 
     def report_success(self, connection_info: object = None) -> None:
-        """Nothing to do."""
+        """Recorded in :attr:`successes` (the connection information)."""
+        self.successes.append(connection_info)
 
     def get_error(self) -> str:
         return self.failures[-1] if self.failures else ""
@@ -80,13 +104,32 @@ class HAClient(Client):
     def connect_and_logon(self, timeout: int = 0) -> str:
         """Connect to the chooser's current URI and log on.
 
+        The chooser's :meth:`~DefaultServerChooser.report_success` (or
+        ``report_failure``) hears how it went, with ``{"client_name", "uri"}``.
+
         Raises:
             DisconnectedException: no chooser, or it has no URI.
         """
-        uri = self._chooser.get_current_uri() if self._chooser is not None else None
-        if uri is None:
+        chooser = self._chooser
+        uri = chooser.get_current_uri() if chooser is not None else None
+        if chooser is None or uri is None:
             raise DisconnectedException(
                 "connect_and_logon: set_server_chooser() with at least one URI first"
             )
-        self.connect(uri)
-        return self.logon(timeout)
+        info = {"client_name": self.name, "uri": uri}
+        try:
+            self.connect(uri)
+            result = self.logon(timeout, chooser.get_current_authenticator())
+        except Exception as exc:
+            chooser.report_failure(exc, info)
+            raise
+        chooser.report_success(info)
+        return result
+
+    def discard(self, message: Message) -> None:
+        """Mark a bookmark-subscription message processed in the bookmark store
+        (as :meth:`ack`)."""
+        self.ack(message)
+
+
+add_camel_case(HAClient)

@@ -100,12 +100,14 @@ class Hub:
 
     Args:
         store: the SOW store.
-        journal: an optional transaction log (it starts watching the store's topics).
+        journal: an optional transaction log (it starts watching the store's topics);
+            None: the journal the store owns (``SowStore.from_config``), if any.
     """
 
     def __init__(self, store: SowStore, journal: Journal | None = None) -> None:
         self.store = store
-        self.journal = journal
+        self.journal = journal if journal is not None else store.journal
+        journal = self.journal
         self._lock = threading.RLock()
         self._listeners: tuple[Listener, ...] = ()
         self._seq = itertools.count(1)
@@ -115,16 +117,18 @@ class Hub:
     # ------------------------------------------------------------------ topics
 
     def sow_topic(self, name: str, message_type: str | None) -> Topic | None:
-        """The SOW topic ``name`` (of ``message_type`` when given), or None (pub/sub)."""
+        """The SOW topic ``name`` of ``message_type``, or None (a pub/sub topic).
+
+        Topics are namespaced by message type, as on an AMPS server: a URI's type
+        (``/amps/fix``) reaches only the topic of that type, and a name with no SOW
+        topic of that type is a pub/sub topic of that type, even when a topic of
+        another type has the name. Without a type (``/amps``) the store decides
+        (its only topic of that name, else the json one).
+        """
         try:
             topic = self.store.topic(name, message_type)
         except UnknownTopicError:
-            if message_type is None:
-                return None
-            try:  # a URI type that differs from the only topic of that name
-                topic = self.store.topic(name)
-            except UnknownTopicError:
-                return None
+            return None
         if self.journal is not None:
             self.journal.watch_topic(topic)
         return topic

@@ -5,13 +5,14 @@ Imports only ``subscriptions`` (for the event it wraps); never ``store`` or ``to
 
 from __future__ import annotations
 
+import inspect
 import time
 from collections.abc import Callable
 from typing import Any
 
 from sowlib.subscriptions import Message as Event
 
-__all__ = ["Handler", "Message", "amps_time", "camel_case"]
+__all__ = ["Handler", "Message", "add_camel_case", "amps_time", "camel_case"]
 
 Handler = Callable[["Message"], object]
 
@@ -36,13 +37,25 @@ def camel_case(name: str) -> str:
     return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
+def add_camel_case(cls: type) -> None:
+    """Give every public ``snake_case`` method of ``cls`` its camelCase spelling too
+    (``set_name`` -> ``setName``), as the real client still registers them."""
+    for name in dir(cls):
+        if name.startswith("_") or "_" not in name:
+            continue
+        camel = camel_case(name)
+        raw = inspect.getattr_static(cls, name)  # keeps a staticmethod a staticmethod
+        if callable(getattr(cls, name)) and not hasattr(cls, camel):
+            setattr(cls, camel, raw)
+
+
 class Message:
     """A message as the AMPS client delivers it: ``get_command()``, ``get_data()`` and friends.
 
     ``get_expiration()`` is the absolute expiry time (epoch seconds) or None,
     where AMPS shows the lifetime; ``get_bookmark()`` is the transaction-log
     bookmark for bookmark subscriptions and the record's sequence number as
-    text otherwise. Every ``get_x_y`` getter also answers to ``getXY``.
+    text otherwise. Every ``get_x_y``/``set_x_y`` method also answers to ``getXY``/``setXY``.
 
     Example:
         >>> m = Message("publish", "orders", data=b'{"id": 1}', sow_key="42")
@@ -104,6 +117,16 @@ class Message:
         def SkipN(n: int) -> str:
             """``skip_n=N``."""
             return f"skip_n={int(n)}"
+
+        @staticmethod
+        def Rate(rate: str | int) -> str:
+            """``rate=R``: the replay rate of a bookmark subscription (``"2x"``, ``500``)."""
+            return f"rate={rate}"
+
+        @staticmethod
+        def RateMaxGap(gap: str | int) -> str:
+            """``rate_max_gap=G``: how far a rate-limited replay may fall behind."""
+            return f"rate_max_gap={gap}"
 
         @staticmethod
         def Select(fields: str) -> str:
@@ -289,47 +312,87 @@ class Message:
         self._command = command
         return self
 
+    def set_expiration(self, expiration: float | str | None) -> Message:
+        """The lifetime in seconds of a message for :meth:`Client.send` (AMPS header text)."""
+        return self._set("expiration", expiration)
+
+    def set_sow_key(self, sow_key: str) -> Message:
+        return self._set("sow_key", sow_key)
+
+    def set_sow_keys(self, sow_keys: str) -> Message:
+        return self._set("sow_keys", sow_keys)
+
+    def set_correlation_id(self, correlation_id: str | bytes) -> Message:
+        value = correlation_id.encode() if isinstance(correlation_id, str) else correlation_id
+        return self._set("correlation_id", value)
+
+    def set_filter(self, filter: str) -> Message:
+        return self._set("filter", filter)
+
+    def set_options(self, options: str) -> Message:
+        return self._set("options", options)
+
+    def set_sub_id(self, sub_id: str) -> Message:
+        return self._set("sub_id", sub_id)
+
+    def set_command_id(self, command_id: str) -> Message:
+        return self._set("command_id", command_id)
+
+    def set_query_id(self, query_id: str) -> Message:
+        return self._set("query_id", query_id)
+
+    def set_bookmark(self, bookmark: str) -> Message:
+        return self._set("bookmark", bookmark)
+
+    def set_ack_type(self, ack_type: str) -> Message:
+        return self._set("ack_type", ack_type)
+
+    def set_top_n(self, top_n: int) -> Message:
+        return self._set("top_n", top_n)
+
+    def set_order_by(self, order_by: str) -> Message:
+        return self._set("order_by", order_by)
+
+    def set_batch_size(self, batch_size: int) -> Message:
+        return self._set("batch_size", batch_size)
+
+    def get_top_n(self) -> int | None:
+        return self._get("top_n")  # type: ignore[no-any-return]
+
+    def get_order_by(self) -> str:
+        return str(self._get("order_by") or "")
+
+    def set_bookmark_seq_no(self, seq: int) -> Message:
+        """The message's sequence in the client's bookmark store (set when it is logged)."""
+        return self._set("bookmark_seq_no", int(seq))
+
+    def get_bookmark_seq_no(self) -> int:
+        return int(self._get("bookmark_seq_no", 0) or 0)
+
+    def ack(self, options: str | None = None) -> None:
+        """Mark this bookmark-subscription message processed (as ``client.ack(message)``).
+
+        A message that did not come from a bookmark subscription has nothing to
+        acknowledge; the call does nothing then.
+        """
+        acker = self._get("acker")
+        if acker is not None:
+            acker(self)
+
+    def _set(self, name: str, value: Any) -> Message:
+        self._fields[name] = value
+        return self
+
+    def fields(self) -> dict[str, Any]:
+        """The message's header fields (a copy), by their snake_case names."""
+        return {k: v for k, v in self._fields.items() if k != "acker"}
+
     def copy(self) -> Message:
         """An independent copy (the real client reuses message objects; sowlib does not)."""
         return Message(self._command, self._topic, **dict(self._fields))
 
-    # camelCase spellings of the real client's older API
-    getCommand = get_command
-    getTopic = get_topic
-    getData = get_data
-    getDataRaw = get_data_raw
-    getSowKey = get_sow_key
-    getSowKeys = get_sow_keys
-    getExpiration = get_expiration
-    getCorrelationId = get_correlation_id
-    getBookmark = get_bookmark
-    getTimestamp = get_timestamp
-    getReason = get_reason
-    getSubId = get_sub_id
-    getSubIds = get_sub_ids
-    getCommandId = get_command_id
-    getQueryId = get_query_id
-    getBatchSize = get_batch_size
-    getAckType = get_ack_type
-    getStatus = get_status
-    getMatches = get_matches
-    getTopicMatches = get_topic_matches
-    getRecordsDeleted = get_records_deleted
-    getRecordsReturned = get_records_returned
-    getRecordsInserted = get_records_inserted
-    getRecordsUpdated = get_records_updated
-    getSequence = get_sequence
-    getFilter = get_filter
-    getOptions = get_options
-    getMessageType = get_message_type
-    getUserId = get_user_id
-    getClientName = get_client_name
-    getLength = get_length
-    getSowDeleted = get_sow_deleted
-    setData = set_data
-    setTopic = set_topic
-    setCommand = set_command
-    isDelta = is_delta
-
     def __repr__(self) -> str:
         return f"Message({self._command!r}, topic={self._topic!r}, sow_key={self.get_sow_key()!r})"
+
+
+add_camel_case(Message)  # getSowKey, setData, ...: the real client's older spellings

@@ -24,6 +24,7 @@ __all__ = [
     "parse_options",
 ]
 
+_PACING = ("rate", "rate_max_gap")
 _FLAGS = ("oof", "no_empties", "no_sowkey", "send_keys", "replace", "live", "timestamp")
 
 
@@ -46,7 +47,8 @@ def parse_options(options: str | int | None) -> dict[str, Any]:
 
     Returns a dict with flags (``oof``, ``no_empties``, ``no_sowkey``, ``send_keys``,
     ``replace``, ``live``, ``timestamp``: True when present), ``skip_n``/``top_n``
-    ints and ``select`` (the bracketed list text).
+    ints, ``select`` (the bracketed list text) and ``rate``/``rate_max_gap`` (text;
+    replay pacing has no effect in process).
 
     Raises:
         QueryOptionError: an unknown option or a bad value.
@@ -70,6 +72,8 @@ def parse_options(options: str | int | None) -> dict[str, Any]:
             out[name] = int(value)
         elif name == "select" and value.startswith("[") and value.endswith("]"):
             out[name] = value
+        elif name in _PACING and eq and value:
+            out[name] = value  # replay pacing: accepted, a replay runs at full speed
         else:
             raise QueryOptionError("options", part, "unknown or malformed option")
     return out

@@ -9,7 +9,11 @@ import threading
 import urllib.parse
 
 from sowlib.codecs import available_codecs
-from sowlib.compat.exceptions import InvalidURIException, MessageTypeNotFoundException
+from sowlib.compat.exceptions import (
+    InvalidURIException,
+    MessageTypeNotFoundException,
+    UsageException,
+)
 from sowlib.compat.hub import Hub
 from sowlib.journal import Journal
 from sowlib.store import SowStore
@@ -52,8 +56,10 @@ def attach(store: SowStore, uri: str | None = None, *, journal: Journal | None =
     """Make clients that ``connect(uri)`` use ``store`` (None: every URI).
 
     ``journal`` (a :class:`~sowlib.journal.Journal`) records the topics it names
-    and serves ``bookmark_subscribe``. Only the server address of ``uri`` counts
-    (``tcp://h:9007/amps/json`` and ``tcp://h:9007/amps/xml`` reach the same store).
+    and serves ``bookmark_subscribe``; by default the journal the store owns
+    (``SowStore.from_config`` with a ``<TransactionLog>``). Only the server address
+    of ``uri`` counts (``tcp://h:9007/amps/json`` and ``tcp://h:9007/amps/xml``
+    reach the same store).
     Attaching again replaces the earlier binding for new connections.
 
     Example:
@@ -63,7 +69,17 @@ def attach(store: SowStore, uri: str | None = None, *, journal: Journal | None =
         >>> hub_for("tcp://localhost:9007/amps/xml").store is store
         True
         >>> detach("tcp://localhost:9007/amps/json")
+
+    Raises:
+        UsageException: ``journal`` given for a store that owns another one.
     """
+    if journal is None:
+        journal = store.journal
+    elif store.journal is not None and journal is not store.journal:
+        raise UsageException(
+            f"attach: the store already owns the journal of its configuration"
+            f" ({store.journal.directory}); call attach(store) without journal="
+        )
     address = parse_uri(uri)[0] if uri is not None else None
     with _lock:
         for hub in list(_attached.values()):

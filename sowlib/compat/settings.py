@@ -3,7 +3,7 @@
 A base class of :class:`sowlib.compat.client.Client`. Each setter either records
 the value (so the matching getter answers), does nothing for a documented
 reason, or raises :class:`UsageException` where ignoring it could mislead.
-Imports only ``compat.exceptions``.
+Imports only ``compat.exceptions`` and ``compat.stores``.
 """
 
 from __future__ import annotations
@@ -13,8 +13,19 @@ from collections.abc import Callable
 from typing import Any
 
 from sowlib.compat.exceptions import UsageException
+from sowlib.compat.stores import BookmarkStore, PublishStore
 
 __all__ = ["Settings"]
+
+
+def _checked(store: Any, call: str, needs: tuple[str, ...]) -> Any:
+    """``store`` when it is None or has the methods ``needs``; else UsageException."""
+    missing = [n for n in needs if store is not None and not callable(getattr(store, n, None))]
+    if missing:
+        raise UsageException(
+            f"{call}: {type(store).__name__} is not a store (it has no {', '.join(missing)})"
+        )
+    return store
 
 
 class Settings:
@@ -73,7 +84,8 @@ class Settings:
         return self._handlers.get("exception")
 
     def set_duplicate_message_handler(self, handler: Callable[..., object]) -> None:
-        """No-op: a journal replay never delivers a message twice."""
+        """Recorded; a journal replay never delivers a message twice, so it is never called."""
+        self._handlers["duplicate"] = handler
 
     def set_failed_write_handler(self, handler: Callable[..., object]) -> None:
         """No-op: a failed publish raises from ``publish`` instead."""
@@ -84,22 +96,32 @@ class Settings:
     set_unhandled_message_handler = set_last_chance_message_handler
 
     def set_retry_on_disconnect(self, retry: bool) -> None:
-        """No-op: nothing disconnects."""
+        """Recorded; nothing disconnects."""
+        self._handlers["retry"] = bool(retry)
 
-    def set_publish_store(self, store: object) -> None:
-        """No-op: publishes are applied before ``publish`` returns; nothing to replay."""
-
-    def set_bookmark_store(self, store: object) -> None:
-        """Refused: bookmarks are not persisted by the client in process.
+    def set_publish_store(self, store: PublishStore | None) -> None:
+        """Every later publish goes through ``store`` (it counts them; nothing is held).
 
         Raises:
-            UsageException: always; keep the last bookmark in a SOW topic (see
-                ``examples/resume_from_bookmark.py``) and pass it to bookmark_subscribe.
+            UsageException: ``store`` is not a publish store (no ``store`` method).
         """
-        raise UsageException(
-            "set_bookmark_store: the in-process client keeps bookmarks in memory only;"
-            " store Message.get_bookmark() in a SOW topic and resume with it"
-        )
+        self._handlers["publish_store"] = _checked(store, "set_publish_store", ("store",))
+
+    def get_publish_store(self) -> PublishStore | None:
+        return self._handlers.get("publish_store")
+
+    def set_bookmark_store(self, store: BookmarkStore | None) -> None:
+        """Bookmark subscriptions log their messages in ``store`` and ``MOST_RECENT``
+        resumes from it (see :mod:`sowlib.compat.stores`).
+
+        Raises:
+            UsageException: ``store`` lacks ``log``, ``discard_message`` or ``get_most_recent``.
+        """
+        needs = ("log", "discard_message", "get_most_recent")
+        self._handlers["bookmark_store"] = _checked(store, "set_bookmark_store", needs)
+
+    def get_bookmark_store(self) -> BookmarkStore | None:
+        return self._handlers.get("bookmark_store")
 
     def start_timer(self) -> None:
         """Refused: timers are a server feature with no in-process meaning."""
@@ -115,7 +137,7 @@ class Settings:
         return self.default_max_depth or 0
 
     def set_auto_ack(self, enabled: bool) -> None:
-        """Recorded; bookmark acks only update the in-memory MOST_RECENT position."""
+        """Bookmark-subscription messages a handler returned from are acknowledged."""
         self._auto_ack = bool(enabled)
 
     def get_auto_ack(self) -> bool:
@@ -161,9 +183,11 @@ class Settings:
         """No-op: there are no heartbeats or unsolicited acks to route."""
 
     def set_transport_filter(self, callback: Callable[..., object]) -> None:
-        """Refused: there are no bytes on a wire to filter.
+        """No-op: there are no bytes on a wire to show it; results do not change."""
+        self._handlers["transport_filter"] = callback
 
-        Raises:
-            UsageException: always.
-        """
-        raise UsageException("set_transport_filter: there is no transport in process")
+    def get_duplicate_message_handler(self) -> Callable[..., object] | None:
+        return self._handlers.get("duplicate")
+
+    def get_retry_on_disconnect(self) -> bool:
+        return bool(self._handlers.get("retry", False))

@@ -24,9 +24,10 @@ class MessageStream:
     heartbeat idiom). Deliveries happen inside the publishing call: in a
     single-threaded program publish first, then iterate with a timeout.
 
-    :meth:`max_depth` bounds the queue: a publisher on *another* thread waits
-    while the stream is full; a publisher on the thread that reads the stream is
-    never blocked (that would deadlock), so the depth may then be exceeded.
+    :meth:`max_depth` bounds the queue from the start: a publisher on *another*
+    thread waits while the stream is full; a publisher on the thread that reads the
+    stream (before the first ``next()``: the thread that created it) is never
+    blocked (that would deadlock), so the depth may then be exceeded.
 
     Example:
         >>> stream = MessageStream(live=False)
@@ -53,7 +54,9 @@ class MessageStream:
         self._conflate = False
         self._timeout: float | None = None
         self._max_depth: int | None = None
-        self._reader: int | None = None
+        # The reading thread: the creator's until another thread iterates, so that
+        # max_depth holds publishers on other threads back before the first next().
+        self._reader: int | None = threading.get_ident()
 
     def put(self, message: Message) -> None:
         """Queue ``message`` (called by the client that feeds the stream)."""

@@ -30,6 +30,7 @@ from sowlib.compat.options import (
     bind_arguments,
     parse_options,
 )
+from sowlib.compat.stores import BookmarkStore
 from sowlib.compat.stream import MessageStream
 from sowlib.expr import compile_filter
 from sowlib.journal import EPOCH, MOST_RECENT, Entry
@@ -85,6 +86,14 @@ class Subscriber(abc.ABC):
     @abc.abstractmethod
     def get_exception_listener(self) -> Callable[[BaseException], object] | None:
         """The listener told about exceptions raised by message handlers."""
+
+    @abc.abstractmethod
+    def get_bookmark_store(self) -> BookmarkStore | None:
+        """The store bookmark subscriptions log to and resume from, if one is set."""
+
+    @abc.abstractmethod
+    def get_auto_ack(self) -> bool:
+        """Whether a handler's return acknowledges a bookmark-subscription message."""
 
     # ------------------------------------------------------------------ public forms
 
@@ -161,9 +170,13 @@ class Subscriber(abc.ABC):
 
     def ack(self, message: Message | str, bookmark: str | None = None) -> None:
         """Mark a bookmark-subscription message processed (``ack(message)`` or
-        ``ack(topic, bookmark)``); ``MOST_RECENT`` resumes after it."""
+        ``ack(topic, bookmark)``); ``MOST_RECENT`` resumes after it. With a bookmark
+        store, ``ack(message)`` discards the message there."""
         if isinstance(message, Message):
             sub_id, mark = message.get_sub_id(), message.get_bookmark()
+            store = self.get_bookmark_store()
+            if store is not None:
+                store.discard_message(message)
         else:
             sub_id, mark = str(message), bookmark or ""
         if mark:
@@ -302,10 +315,16 @@ class Subscriber(abc.ABC):
         opts = parse_options(a["options"])
         hub.sow_topics(a["topic"], self.message_type)  # start journalling them if needed
         sub_id, target, stream = self._open(handler, a.get("sub_id"), bool(opts.get("replace")))
+        store = self.get_bookmark_store()
         bookmark = str(a["bookmark"])
-        if bookmark == MOST_RECENT:
-            bookmark = self._bookmarks.get(sub_id, EPOCH)
+        if bookmark == MOST_RECENT:  # the store's record, else this client's memory
+            if store is not None:
+                bookmark = store.get_most_recent(sub_id)
+            else:
+                bookmark = self._bookmarks.get(sub_id, EPOCH)
         live = self._register(sub_id, stream)
+        if handler is not None and store is not None and self.get_auto_ack():
+            target = self._acking(target)
         guarded = self._guarded(target, sub_id)
 
         def deliver(entry: Entry) -> None:
@@ -314,22 +333,24 @@ class Subscriber(abc.ABC):
             mark = journal.bookmark(entry)
             self._bookmarks[sub_id] = mark
             oof = entry.kind != "publish"
-            guarded(
-                Message(
-                    "oof" if oof else "publish",
-                    entry.topic,
-                    data=entry.data,
-                    sow_key=entry.sow_key or None,
-                    bookmark=mark,
-                    timestamp=entry.timestamp,
-                    expiration=entry.expiration,
-                    correlation_id=entry.correlation_id,
-                    reason=("deleted" if entry.kind == "delete" else "expired") if oof else None,
-                    sub_id=sub_id,
-                    command_id=sub_id,
-                    message_type=entry.message_type,
-                )
+            message = Message(
+                "oof" if oof else "publish",
+                entry.topic,
+                data=entry.data,
+                sow_key=entry.sow_key or None,
+                bookmark=mark,
+                timestamp=entry.timestamp,
+                expiration=entry.expiration,
+                correlation_id=entry.correlation_id,
+                reason=("deleted" if entry.kind == "delete" else "expired") if oof else None,
+                sub_id=sub_id,
+                command_id=sub_id,
+                message_type=entry.message_type,
+                acker=self.ack,
             )
+            if store is not None:
+                store.log(message)
+            guarded(message)
 
         try:
             sub = journal.subscribe(
@@ -345,6 +366,15 @@ class Subscriber(abc.ABC):
             raise
         live.add(sub.unsubscribe)
         return stream if stream is not None else sub_id
+
+    def _acking(self, handler: Handler) -> Handler:
+        """``handler``, then :meth:`ack` of the message it returned from (auto-ack)."""
+
+        def call(message: Message) -> None:
+            handler(message)
+            self.ack(message)
+
+        return call
 
     def _subscribe_command(
         self, name: str, handler: Handler | None, f: dict[str, Any], options: str | None

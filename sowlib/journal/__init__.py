@@ -25,7 +25,7 @@ from sowlib.journal.bookmarks import (
     format_bookmark,
     parse_bookmark,
 )
-from sowlib.journal.config import journal_from_config
+from sowlib.journal.config import journal_from_config, store_journal
 from sowlib.journal.journal import Journal, JournalSubscription
 from sowlib.journal.log import Entry
 
@@ -40,4 +40,5 @@ __all__ = [
     "format_bookmark",
     "journal_from_config",
     "parse_bookmark",
+    "store_journal",
 ]

@@ -10,7 +10,6 @@ import pytest
 
 import sowlib.compat
 from sowlib import SowStore
-from sowlib.journal import journal_from_config
 
 URI = "tcp://127.0.0.1:9007/amps/json"
 
@@ -69,13 +68,11 @@ def instance(tmp_path: Path, clock: Clock) -> Iterator[SowStore]:
     config = tmp_path / "amps.xml"
     config.write_text(CONFIG)
     store = SowStore.from_config(config, base_dir=tmp_path, clock=clock)
-    journal = journal_from_config(config, clock=clock)
-    assert journal is not None
+    assert store.journal is not None  # the configuration's <TransactionLog>
     sowlib.compat.reset()
-    sowlib.compat.attach(store, URI, journal=journal)
+    sowlib.compat.attach(store, URI)
     yield store
     sowlib.compat.reset()
-    journal.close()
     store.close()
 
 

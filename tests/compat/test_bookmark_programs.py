@@ -9,7 +9,6 @@ from pathlib import Path
 
 import sowlib.compat as AMPS  # was: import AMPS
 from sowlib import SowStore
-from sowlib.journal import journal_from_config
 from tests.compat.conftest import CONFIG, URI
 
 
@@ -101,28 +100,25 @@ def test_resume_after_restart(tmp_path, clock):
     config = tmp_path / "amps.xml"
     config.write_text(CONFIG)
 
-    def start() -> tuple[SowStore, object]:
+    def start() -> SowStore:
         store = SowStore.from_config(config, base_dir=tmp_path, clock=clock)
-        journal = journal_from_config(config, clock=clock)
         AMPS.reset()
-        AMPS.attach(store, URI, journal=journal)
-        return store, journal
+        AMPS.attach(store, URI)  # with the journal of its <TransactionLog>
+        return store
 
-    store, journal = start()
+    store = start()
     client = connected(URI, "first-life")
     for i in range(1, 4):
         client.publish("orders", json.dumps({"id": i}))
     seen = drain(client.bookmark_subscribe("orders", "0"))
     saved = seen[-2].get_bookmark()  # processed 1 and 2 before the "crash"
     client.publish("orders", '{"id": 4}')
-    journal.close()  # type: ignore[attr-defined]
     store.close()
 
-    store, journal = start()
+    store = start()
     client = connected(URI, "second-life")
     client.publish("orders", '{"id": 5}')
     assert ids(drain(client.bookmark_subscribe("orders", saved))) == [3, 4, 5]
-    journal.close()  # type: ignore[attr-defined]
     store.close()
     AMPS.reset()
 

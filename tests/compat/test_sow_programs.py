@@ -194,7 +194,7 @@ def test_ha_client_with_a_server_chooser(uri):
 def test_command_publish_with_sow_key_expiration_and_processed_ack(uri, instance):
     instance.create_topic("blobs", message_type="binary")
     client = AMPS.Client("blob-writer")
-    client.connect(uri)
+    client.connect(uri.replace("/amps/json", "/amps/binary"))  # the topic's message type
     client.logon()
     command = (
         AMPS.Command("publish")
