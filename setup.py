@@ -5,8 +5,6 @@ The extensions are optional: where no C compiler is found, the build goes on and
 sowlib takes their Python paths (the references the C forms are tested against).
 """
 
-import sys
-
 from setuptools import Extension, setup
 
 setup(
@@ -14,15 +12,13 @@ setup(
         Extension(
             "sowlib.storage.recordread",
             sources=["sowlib/storage/recordread.c"],
-            depends=["sowlib/storage/recordread.h"],
-            # dlsym (see recordread.c) lives in libdl on glibc before 2.34
-            libraries=["dl"] if sys.platform.startswith("linux") else [],
+            depends=["sowlib/storage/recordread.h", "sowlib/storage/digest.h"],
             optional=True,
         ),
         Extension(
             "sowlib.topic.keytable",
             sources=["sowlib/topic/keytable.c", "sowlib/topic/keyread.c", "sowlib/topic/rowread.c"],
-            depends=["sowlib/topic/keytable.h", "sowlib/storage/recordread.h"],
+            depends=["sowlib/topic/keytable.h", "sowlib/storage/recordread.h", "sowlib/storage/digest.h"],
             optional=True,
         ),
         Extension(

@@ -25,8 +25,7 @@ typedef struct {
      * for anything else (the Python path decides); -1 with an error set. */
     int (*common_put)(const unsigned char *base, Py_ssize_t off, Py_ssize_t limit,
                       CommonPut *out);
-    /* XXH64 of the module the xxhash package loaded, when found and agreeing with the
-     * package's xxh64_intdigest on test inputs; else NULL. */
+    /* XXH64 (digest.h): the content key digest, with seed 0. */
     xxh64_fn xxh64;
 } RecordReadApi;
 
