@@ -17,7 +17,7 @@ setup(
         ),
         Extension(
             "sowlib.topic.keytable",
-            sources=["sowlib/topic/keytable.c", "sowlib/topic/keyread.c", "sowlib/topic/rowread.c"],
+            sources=["sowlib/topic/keytable.c", "sowlib/topic/keyread.c", "sowlib/topic/reader.c"],
             depends=["sowlib/topic/keytable.h", "sowlib/storage/recordread.h", "sowlib/storage/digest.h"],
             optional=True,
         ),

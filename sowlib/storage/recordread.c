@@ -364,12 +364,6 @@ xxh64(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromUnsignedLongLong(h);
 }
 
-static uint64_t
-api_xxh64(const void *data, size_t len, uint64_t seed)
-{
-    return dg_xxh64(data, len, seed);
-}
-
 static PyMethodDef methods[] = {
     {"common_run", (PyCFunction)(void (*)(void))common_run, METH_FASTCALL,
      "common_run(buf, off, limit): (where the run of intact common records from off stops, "
@@ -399,7 +393,6 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit_recordread(void)
 {
-    api.xxh64 = api_xxh64;
     api.common_put = common_put;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) {
