@@ -1,8 +1,10 @@
-"""The optional C modules (the reader of the common record, the key map's table of
-content keys, top-level fields of flat JSON objects); everything else is in pyproject.toml.
+"""The optional C modules (the checked read of the common record and the digests it uses,
+the key map's table of content keys with the one reader of records by key, top-level
+fields of flat JSON objects); everything else is in pyproject.toml.
 
 The extensions are optional: where no C compiler is found, the build goes on and
-sowlib takes their Python paths (the references the C forms are tested against).
+sowlib takes their Python paths (the references the C forms are tested against). They
+link against nothing but Python.
 """
 
 from setuptools import Extension, setup
@@ -18,7 +20,11 @@ setup(
         Extension(
             "sowlib.topic.keytable",
             sources=["sowlib/topic/keytable.c", "sowlib/topic/keyread.c", "sowlib/topic/reader.c"],
-            depends=["sowlib/topic/keytable.h", "sowlib/storage/recordread.h", "sowlib/storage/digest.h"],
+            depends=[
+                "sowlib/topic/keytable.h",
+                "sowlib/storage/recordread.h",
+                "sowlib/storage/digest.h",
+            ],
             optional=True,
         ),
         Extension(
