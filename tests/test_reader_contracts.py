@@ -140,19 +140,23 @@ def test_a_read_only_opener_reads_in_c_what_another_process_wrote(tmp_path: Path
 
 def test_expirations_loaded_at_reopen_are_seen_by_the_reader(tmp_path: Path) -> None:
     """The reader holds the expiry queue bound before the reopen loads it: loaded in
-    place, a due expiration is applied (the Python path) before a lookup answers."""
+    place, a due expiration hands even a lookup of another key to the Python path,
+    which applies it first (a reader holding a stale, empty queue would answer itself
+    and leave the expired record in place)."""
     now = [1000.0]
     with SowStore(str(tmp_path), clock=lambda: now[0]) as store:
         t = store.create_topic("t", keys=["/id"], expiration="enabled")
         t.publish({"id": 1}, expiration=5)
         t.publish({"id": 2})
-    with SowStore(str(tmp_path), clock=lambda: now[0], readonly=True) as store:
+    with SowStore(str(tmp_path), clock=lambda: now[0]) as store:
         t = store.topic("t")
-        assert t._read_key(1) is NotImplemented  # an expiration pending: the Python path
-        assert t.lookup(1) is not None
+        assert len(t._p.expiry) == 1
+        assert t._read_key(2) is NotImplemented  # an expiration pending: the Python path
         now[0] = 1010.0
-        assert t.lookup(1) is None  # a reader holding another queue would answer it
         assert t.lookup(2) is not None
+        assert len(t) == 1  # key 1 expired by that lookup
+        assert t.lookup(1) is None
+        assert t._read_key(2) is not NotImplemented  # nothing pending: read in C
 
 
 def test_after_close_the_reader_holds_no_map(tmp_path: Path) -> None:
