@@ -1,11 +1,11 @@
-"""The optional C modules (the reader of the common record, the key map's table of
-content keys, top-level fields of flat JSON objects); everything else is in pyproject.toml.
+"""The optional C modules (the checked read of the common record and the digests it uses,
+the key map's table of content keys with the one reader of records by key, top-level
+fields of flat JSON objects); everything else is in pyproject.toml.
 
 The extensions are optional: where no C compiler is found, the build goes on and
-sowlib takes their Python paths (the references the C forms are tested against).
+sowlib takes their Python paths (the references the C forms are tested against). They
+link against nothing but Python.
 """
-
-import sys
 
 from setuptools import Extension, setup
 
@@ -14,15 +14,17 @@ setup(
         Extension(
             "sowlib.storage.recordread",
             sources=["sowlib/storage/recordread.c"],
-            depends=["sowlib/storage/recordread.h"],
-            # dlsym (see recordread.c) lives in libdl on glibc before 2.34
-            libraries=["dl"] if sys.platform.startswith("linux") else [],
+            depends=["sowlib/storage/recordread.h", "sowlib/storage/digest.h"],
             optional=True,
         ),
         Extension(
             "sowlib.topic.keytable",
-            sources=["sowlib/topic/keytable.c", "sowlib/topic/keyread.c", "sowlib/topic/rowread.c"],
-            depends=["sowlib/topic/keytable.h", "sowlib/storage/recordread.h"],
+            sources=["sowlib/topic/keytable.c", "sowlib/topic/keyread.c", "sowlib/topic/reader.c"],
+            depends=[
+                "sowlib/topic/keytable.h",
+                "sowlib/storage/recordread.h",
+                "sowlib/storage/digest.h",
+            ],
             optional=True,
         ),
         Extension(

@@ -1,8 +1,9 @@
-"""The C form of ``Topic.lookup`` (``KeyReader``, keyread.c) against its reference, the
+"""The C form of ``Topic.lookup`` and ``Topic.get`` (``Reader.lookup``/``Reader.get``,
+reader.c and keyread.c) against its reference, the
 facade's Python path: the same answers for every kind of key value, through the cache,
 expirations, reloads of the key map, compaction, writers in other threads and close.
 
-The Python path is taken by patching ``views.key_reader`` to give no reader.
+The Python path is taken by patching ``Views.key_reader`` to give no reader.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ VALUES = st.one_of(
 def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Counts what the C readers answer: "c" for a record or None, "py" for a hand-off."""
     answers: list[str] = []
-    real = views.key_reader
+    real = views.Views.key_reader
 
     def wrap(*args: Any, **kwargs: Any) -> Any:
         reader = real(*args, **kwargs)
@@ -53,12 +54,12 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
         return read
 
-    monkeypatch.setattr(views, "key_reader", wrap)
+    monkeypatch.setattr(views.Views, "key_reader", wrap)
     return answers
 
 
 def python_path(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(views, "key_reader", lambda *args, **kwargs: None)
+    monkeypatch.setattr(views.Views, "key_reader", lambda *args, **kwargs: None)
 
 
 def publish_values(topic: Topic, values: list[Any]) -> None:
@@ -249,31 +250,6 @@ def test_the_reader_checks_how_it_is_called(tmp_path: Path) -> None:
             reader(1, 2)
         with pytest.raises(TypeError):
             reader(value=1)
-    module = pytest.importorskip("sowlib.topic.keytable")
-    with pytest.raises(TypeError):
-        module.KeyReader()
-    with pytest.raises(TypeError, match="tuple type"):
-        module.KeyReader(
-            *(
-                [
-                    None,
-                    b"h",
-                    len,
-                    len,
-                    None,
-                    0,
-                    0,
-                    7,
-                    None,
-                    threading.RLock(),
-                    None,
-                    int,
-                    "t",
-                    "json",
-                    None,
-                ]
-            )
-        )
 
 
 # SOW keys a caller may pass to get: content keys' texts, texts that are not (leading

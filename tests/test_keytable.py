@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import array
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -200,26 +201,32 @@ def test_a_topic_reads_the_same_without_the_c_row_reader(
             )
         orders.publish({"id": 3, "px": -1})
     calls = []
-    real = views.row_reader
+    real = views.record_reader
+
+    class Counted:
+        """The reader, its ``rows`` counted."""
+
+        def __init__(self, reader: Any) -> None:
+            self.reader = reader
+
+        def rows(self, keys: list[Any]) -> Any:
+            calls.append(keys)
+            return self.reader.rows(keys)
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.reader, name)
 
     def counted(**fields: Any) -> Any:
         reader = real(**fields)
-        if reader is None:
-            return None
+        return None if reader is None else Counted(reader)
 
-        def read(*args: Any) -> Any:
-            calls.append(args[2])
-            return reader(*args)
-
-        return read
-
-    monkeypatch.setattr(views, "key_reader", lambda *args, **kwargs: None)
-    monkeypatch.setattr(views, "row_reader", counted)
+    monkeypatch.setattr(views.Views, "key_reader", lambda *args, **kwargs: None)
+    monkeypatch.setattr(views, "record_reader", counted)
     with_c = _reads(str(tmp_path))
     # With the C table, every lookup and every get went through the C read; without it
     # (SOWLIB_PURE_PYTHON), none.
     assert (len(calls) >= 60 + 60) == slots.NATIVE_SLOTS
-    monkeypatch.setattr(views, "row_reader", lambda **fields: None)
+    monkeypatch.setattr(views, "record_reader", lambda **fields: None)
     without = _reads(str(tmp_path))
     assert with_c == without
     assert [r is None for r in with_c[0]] == [False] * 60 + [True] * 5
@@ -247,20 +254,61 @@ def test_the_c_reads_leave_what_they_cannot_read_to_the_python_path(tmp_path: Pa
         orders.lookup(2)
 
 
-def test_the_row_reader_checks_its_arguments() -> None:
-    reader = keytable.RowReader(record_type=tuple, topic="t", message_type="json", doc=None)
+READER_FIELDS: dict[str, Any] = {
+    "record_type": tuple,
+    "topic": "t",
+    "message_type": "json",
+    "doc": None,
+    "digest": len,
+    "cache_get": lambda key: None,
+    "cache_put": None,
+    "cost_base": 0,
+    "cost_factor": 1,
+    "admit_mask": 7,
+}
+
+
+def test_the_reader_checks_its_arguments() -> None:
+    reader = keytable.Reader(**READER_FIELDS)
+    with pytest.raises(TypeError, match="tuple type"):
+        keytable.Reader(**{**READER_FIELDS, "record_type": int})
+    with pytest.raises(TypeError, match="callable"):
+        keytable.Reader(**{**READER_FIELDS, "cache_get": 5})
     with pytest.raises(TypeError):
-        keytable.RowReader(record_type=int, topic="t", message_type="json", doc=None)  # type: ignore[arg-type]
+        keytable.Reader(**{**READER_FIELDS, "topic": b"t"})
     with pytest.raises(TypeError):
-        reader(keytable.KeyTable(), b"", (1, 2))  # type: ignore[arg-type]
+        reader.rows((1, 2))  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        reader(keytable.KeyTable())  # type: ignore[call-arg]
+        reader.set_map(5)
+    with pytest.raises(TypeError):
+        reader.bind((), len, len)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="callable"):
+        reader.bind([], 1, len)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        reader.bind([], len, len, "head")  # type: ignore[arg-type]
+    # unbound, or bound to what it cannot read: the Python path
+    assert reader.rows([7]) is NotImplemented
+    assert reader.lookup(7) is NotImplemented
+    assert reader.get("7") is NotImplemented
     table = keytable.KeyTable()
     table["text"] = 5
     table[8] = (1, 2, 0.0, 5.0, b"", 9)
-    assert reader(table, b"", ["text", 7, 8, -1]) == (["text", 8, -1], 3)
-    assert reader({}, b"", [7]) is NotImplemented
-    assert reader(table, None, [7]) is NotImplemented
+    reader.set_table(table)
+    reader.set_map(b"")
+    assert reader.rows(["text", 7, 8, -1]) == (["text", 8, -1], 3)
+    lock = threading.Lock()
+    reader.bind([], lock.acquire, lock.release)
+    assert reader.lookup(7) is NotImplemented  # bound without a key domain
+    assert reader.get("8") is NotImplemented  # an entry with header fields
+    assert reader.get("7") is None
+    assert not lock.locked()
+    reader.bind([(1.0, 1, 7)], lock.acquire, lock.release, b"h")
+    assert reader.lookup(7) is NotImplemented  # an expiration pending
+    reader.set_table({})
+    assert reader.rows([7]) is NotImplemented
+    reader.set_table(table)
+    reader.set_map(None)
+    assert reader.rows([7]) is NotImplemented
 
 
 def test_lookup_by_int_is_get_of_its_key_through_expirations_and_close(tmp_path: Path) -> None:

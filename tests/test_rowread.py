@@ -1,7 +1,7 @@
-"""The C row reader (``RowReader``, rowread.c) against its reference, the Python path of
-``Views.records``: the same Records, in the same order, for any list of keys (absent,
-repeated, deleted, with expirations and correlation ids, text keys), and the keys it
-hands back are read the Python way.
+"""The C reader's many-key read (``Reader.rows``, reader.c) against its reference, the
+Python path of ``Views.records``: the same Records, in the same order, for any list of
+keys (absent, repeated, deleted, with expirations and correlation ids, text keys), and the
+keys it hands back are read the Python way.
 """
 
 from __future__ import annotations
@@ -69,15 +69,22 @@ def test_rows_are_read_in_c_unless_the_python_path_must_decide(tmp_path: Path) -
         t.publish({"id": 3}, correlation_id="c")  # an entry with header fields
         views = views_of(t)
         keys = [views.keys.key_of(t.key_for({"id": i})) for i in range(10)]
-        rows, pending = views._rows(views.keys.slots, store_map(t), keys)
+        rows, pending = views._reader.rows(keys)
         assert pending == 1
         assert rows[3] == keys[3]  # handed back in its place
         assert [r.doc for i, r in enumerate(rows) if i != 3] == [
             {"id": i} for i in range(10) if i != 3
         ]
         assert [r.correlation_id for r in views.records(keys)][3] == b"c"
-        assert views._rows({}, store_map(t), keys) is NotImplemented  # a dict, not a KeyTable
-        assert views._rows(views.keys.slots, None, keys) is NotImplemented  # a closed map
+        other = new_reader()
+        assert other.rows(keys) is NotImplemented  # neither table nor map handed over yet
+        other.set_table({})
+        other.set_map(store_map(t))
+        assert other.rows(keys) is NotImplemented  # a dict, not a KeyTable
+        other.set_table(views.keys.slots)
+        assert other.rows(keys)[1] == 1
+        other.set_map(None)
+        assert other.rows(keys) is NotImplemented  # a closed map
 
 
 def test_a_damaged_record_is_left_to_the_python_path_which_raises(tmp_path: Path) -> None:
@@ -97,7 +104,7 @@ def test_a_damaged_record_is_left_to_the_python_path_which_raises(tmp_path: Path
     with SowStore(str(tmp_path / "s"), readonly=True) as store:
         t = store.topic("t")
         views = views_of(t)
-        rows, pending = views._rows(views.keys.slots, store_map(t), keys)
+        rows, pending = views._reader.rows(keys)
         assert pending == 1
         assert rows[2] == keys[2]
         with pytest.raises(CorruptRecordError):
@@ -106,3 +113,20 @@ def test_a_damaged_record_is_left_to_the_python_path_which_raises(tmp_path: Path
 
 def store_map(topic: Any) -> Any:
     return topic._p.log.mm
+
+
+def new_reader() -> Any:
+    reader = slots.record_reader(
+        record_type=Record,
+        topic="t",
+        message_type="json",
+        doc=None,
+        digest=len,
+        cache_get=lambda key: None,
+        cache_put=None,
+        cost_base=0,
+        cost_factor=1,
+        admit_mask=7,
+    )
+    assert reader is not None
+    return reader

@@ -175,7 +175,8 @@ class AppendLog(LogReader):
                 self._fs.allocate(self._fd, 0, st.st_size)
         access = mmap.ACCESS_READ if self.readonly else mmap.ACCESS_WRITE
         with os_errors(self.path, "map"):
-            mm = self.mm = mmap.mmap(self._fd, st.st_size, access=access)
+            mm = mmap.mmap(self._fd, st.st_size, access=access)
+            self._set_map(mm)
         self._size, self._ino = st.st_size, (st.st_dev, st.st_ino)
         header = decode_header(mm, st.st_size, self.path)
         if header.committed > self._size:
@@ -183,7 +184,8 @@ class AppendLog(LogReader):
             # only grows, so it now covers the committed end.
             st = os.fstat(self._fd)
             with os_errors(self.path, "map"):
-                mm = self.mm = mmap.mmap(self._fd, st.st_size, access=access)
+                mm = mmap.mmap(self._fd, st.st_size, access=access)
+            self._set_map(mm)
             self._size = st.st_size
         self._use_header(header)
         ckpt = read_checkpoint(self._fs, self.path, mm, self._size, header, not self.readonly)
@@ -267,7 +269,8 @@ class AppendLog(LogReader):
         # The old map is not closed: a suspended scan() may still read from it; it is
         # unmapped when its last reference goes.
         with os_errors(self.path, "map"):
-            mm = self.mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_WRITE)
+            mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_WRITE)
+        self._set_map(mm)
         self._size = size
         return mm
 
@@ -505,10 +508,11 @@ class AppendLog(LogReader):
         self._end_epoch()
         old_mm, old_fd = self.mm, self._fd
         self._fd = new.fd
-        self.mm = mmap.mmap(new.fd, new.size, access=mmap.ACCESS_WRITE)
+        mm = mmap.mmap(new.fd, new.size, access=mmap.ACCESS_WRITE)
+        self._set_map(mm)
         st = os.fstat(new.fd)
         self._size, self._ino = new.size, (st.st_dev, st.st_ino)
-        self._use_header(decode_header(self.mm, new.size, self.path))
+        self._use_header(decode_header(mm, new.size, self.path))
         self._end, self._records, self._last_off = new.end, new.records, new.last_offset
         self._verified_from = self._header_len  # every record was checked as it was copied
         self._dirty, self._ckpt, self.epoch = -1, None, object()
@@ -582,7 +586,8 @@ class AppendLog(LogReader):
 
     def _release(self) -> None:
         self._end_epoch()
-        mm, self.mm, self.epoch = self.mm, None, None
+        mm, self.epoch = self.mm, None
+        self._set_map(None)
         if mm is not None:
             mm.close()
         if self._fd >= 0:

@@ -12,7 +12,7 @@ import mmap
 import os
 import re
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from sowlib.errors import CorruptRecordError, StoreClosedError
 from sowlib.storage.format import (
@@ -73,6 +73,22 @@ class LogReader:
     # Records from here to the end were checked (checksums) by the open, a refresh or
     # the writer itself; a valid checkpoint lets the open trust the records before it.
     _verified_from: int
+    # Called with the map each time the log maps the file anew or closes it (watch_map).
+    _map_watchers: tuple[Callable[[mmap.mmap | None], None], ...] = ()
+
+    def watch_map(self, watcher: Callable[[mmap.mmap | None], None]) -> None:
+        """Call ``watcher(mm)`` with the current map now, and again each time the log
+        replaces it (growth, compaction, a read-only opener's refresh) or closes (None),
+        before the log uses the new one: for a reader that holds the map (the C reader
+        of records by key), so that it never reads one the log has replaced."""
+        self._map_watchers = (*self._map_watchers, watcher)
+        watcher(self.mm)
+
+    def _set_map(self, mm: mmap.mmap | None) -> None:
+        """Make ``mm`` the current map and tell every watcher."""
+        self.mm = mm
+        for watcher in self._map_watchers:
+            watcher(mm)
 
     @property
     def closed(self) -> bool:
@@ -362,7 +378,8 @@ class LogReader:
                 return None
             size = os.fstat(self._fd).st_size
             if size > self._size:
-                mm = self.mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
+                mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
+                self._set_map(mm)
                 self._size = size
         new = read_tail(mm, self._end, self._size, self.path)
         if new:

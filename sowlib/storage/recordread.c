@@ -20,18 +20,17 @@
  * past the fixed header), never looser.
  *
  * The checksum is xxh3-64 of the record up to its last 8 bytes, which hold it in
- * canonical (big-endian) order. It is computed by the xxhash package the rest of
- * sowlib uses: its compiled module exports the C function XXH3_64bits, found with
- * dlsym and used only after it gives the package's own answer on a test input at
- * import; otherwise (another build of the package) the package's Python function
- * is called on a read-only view of the bytes (no copy).
+ * canonical (big-endian) order, computed by digest.h (the algorithm's C form, written
+ * from its description and checked against the xxhash package the Python paths use by
+ * tests/storage/test_digest.py). `xxh3_64(buf)` and `xxh64(buf, seed)` give its two
+ * digests to Python, for those tests.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
-#include <dlfcn.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "digest.h"
 #include "recordread.h"
 
 /* The layout of the common record (see docs/storage-format.md). */
@@ -45,12 +44,7 @@
 #define KIND_PUT 0x01
 #define FLAG_RESERVED 0x80
 
-static PyObject *intdigest; /* xxhash.xxh3_64_intdigest */
-
-typedef uint64_t (*xxh3_64_fn)(const void *data, size_t len);
-static xxh3_64_fn xxh3_found; /* XXH3_64bits of the xxhash package's module, or NULL */
-static int use_found;         /* whether read_put calls xxh3_found */
-static RecordReadApi api;     /* what the capsule c_api points to */
+static RecordReadApi api; /* what the capsule c_api points to */
 
 static uint32_t
 load_u32(const unsigned char *p)
@@ -78,28 +72,11 @@ load_canonical_u64(const unsigned char *p)
     return v;
 }
 
-/* 1: the checksum holds; 0: it does not; -1: an error is set. */
+/* Whether the checksum of the record at rec, of body bytes before its checksum, holds. */
 static int
 checksum_holds(const unsigned char *rec, Py_ssize_t body)
 {
-    if (use_found) {
-        return xxh3_found(rec, (size_t)body) == load_canonical_u64(rec + body);
-    }
-    PyObject *view = PyMemoryView_FromMemory((char *)rec, body, PyBUF_READ);
-    if (view == NULL) {
-        return -1;
-    }
-    PyObject *digest = PyObject_CallOneArg(intdigest, view);
-    Py_DECREF(view);
-    if (digest == NULL) {
-        return -1;
-    }
-    uint64_t got = PyLong_AsUnsignedLongLong(digest);
-    Py_DECREF(digest);
-    if (got == (uint64_t)-1 && PyErr_Occurred()) {
-        return -1;
-    }
-    return got == load_canonical_u64(rec + body);
+    return dg_xxh3_64(rec, (size_t)body) == load_canonical_u64(rec + body);
 }
 
 static PyObject *
@@ -150,8 +127,7 @@ intact_common(const unsigned char *base, Py_ssize_t off, Py_ssize_t limit)
         || (uint64_t)length > (uint64_t)(limit - off)) {
         return 0;
     }
-    int holds = checksum_holds(rec, (Py_ssize_t)length - 8);
-    return holds < 0 ? -1 : holds ? (Py_ssize_t)length : 0;
+    return checksum_holds(rec, (Py_ssize_t)length - 8) ? (Py_ssize_t)length : 0;
 }
 
 /* The arguments (buf, off, limit) of read_put and common_run: the buffer acquired
@@ -354,73 +330,38 @@ done:
     return result;
 }
 
-/* The C function `name` of the module the xxhash package loaded (`compiled`), or NULL. */
-static void *
-find_symbol(PyObject *compiled, const char *name)
+static PyObject *
+xxh3_64(PyObject *module, PyObject *data)
 {
-    PyObject *file = PyObject_GetAttrString(compiled, "__file__");
-    if (file == NULL) {
-        PyErr_Clear();
+    (void)module;
+    Py_buffer buf;
+    if (PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE) < 0) {
         return NULL;
     }
-    const char *path = PyUnicode_AsUTF8(file);
-    void *handle = path == NULL ? NULL : dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
-    Py_DECREF(file);
-    PyErr_Clear();
-    if (handle == NULL) {
-        return NULL;
-    }
-    void *fn = dlsym(handle, name);
-    dlclose(handle); /* RTLD_NOLOAD: the module stays loaded by Python */
-    return fn;
-}
-
-/* Whether `fn` (an XXH3_64bits when `xxh3`, else an XXH64) gives what the package's
- * Python function `reference` gives on test inputs of many lengths. */
-static int
-agrees(void *fn, int xxh3, PyObject *reference)
-{
-    unsigned char probe[300];
-    for (int i = 0; i < (int)sizeof probe; i++) {
-        probe[i] = (unsigned char)(i * 7 + 3);
-    }
-    for (size_t len = 0; len <= sizeof probe; len += 37) {
-        PyObject *bytes = PyBytes_FromStringAndSize((const char *)probe, (Py_ssize_t)len);
-        PyObject *want = bytes == NULL ? NULL : PyObject_CallOneArg(reference, bytes);
-        Py_XDECREF(bytes);
-        if (want == NULL) {
-            PyErr_Clear();
-            return 0;
-        }
-        uint64_t expected = PyLong_AsUnsignedLongLong(want);
-        Py_DECREF(want);
-        uint64_t got = xxh3 ? ((xxh3_64_fn)fn)(probe, len) : ((xxh64_fn)fn)(probe, len, 0);
-        if (PyErr_Occurred() || got != expected) {
-            PyErr_Clear();
-            return 0;
-        }
-    }
-    return 1;
-}
-
-/* The package's function `name` if found and it agrees with `reference`; else NULL. */
-static void *
-find_checked(PyObject *compiled, const char *name, int xxh3, PyObject *reference)
-{
-    void *fn = find_symbol(compiled, name);
-    return fn != NULL && agrees(fn, xxh3, reference) ? fn : NULL;
+    uint64_t h = dg_xxh3_64(buf.buf, (size_t)buf.len);
+    PyBuffer_Release(&buf);
+    return PyLong_FromUnsignedLongLong(h);
 }
 
 static PyObject *
-set_direct_digest(PyObject *module, PyObject *flag)
+xxh64(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
-    int on = PyObject_IsTrue(flag);
-    if (on < 0) {
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "xxh64(buf, seed) takes 2 arguments");
         return NULL;
     }
-    use_found = on && xxh3_found != NULL;
-    return PyBool_FromLong(use_found);
+    uint64_t seed = PyLong_AsUnsignedLongLong(args[1]);
+    if (seed == (uint64_t)-1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer buf;
+    if (PyObject_GetBuffer(args[0], &buf, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    uint64_t h = dg_xxh64(buf.buf, (size_t)buf.len, seed);
+    PyBuffer_Release(&buf);
+    return PyLong_FromUnsignedLongLong(h);
 }
 
 static PyMethodDef methods[] = {
@@ -429,8 +370,9 @@ static PyMethodDef methods[] = {
      "their offsets as native int64 bytes, their u64 keys)."},
     {"put_payloads", (PyCFunction)(void (*)(void))put_payloads, METH_FASTCALL,
      "put_payloads(buf, offsets, limit): the payloads of the PUT records at offsets, or None."},
-    {"set_direct_digest", set_direct_digest, METH_O,
-     "set_direct_digest(on): call XXH3_64bits directly (when found); returns whether it does."},
+    {"xxh3_64", xxh3_64, METH_O, "xxh3_64(buf): XXH3-64 of the bytes (seed 0): the record checksum."},
+    {"xxh64", (PyCFunction)(void (*)(void))xxh64, METH_FASTCALL,
+     "xxh64(buf, seed): XXH64 of the bytes: the content key digest (seed 0)."},
     {"read_put", (PyCFunction)(void (*)(void))read_put, METH_FASTCALL,
      "read_put(buf, off, limit): the fields of the common PUT record at off, or None."},
     {NULL, NULL, 0, NULL},
@@ -451,30 +393,6 @@ static struct PyModuleDef module_def = {
 PyMODINIT_FUNC
 PyInit_recordread(void)
 {
-    PyObject *xxhash = PyImport_ImportModule("xxhash");
-    if (xxhash == NULL) {
-        return NULL;
-    }
-    intdigest = PyObject_GetAttrString(xxhash, "xxh3_64_intdigest");
-    if (intdigest == NULL) {
-        Py_DECREF(xxhash);
-        return NULL;
-    }
-    PyObject *digest64 = PyObject_GetAttrString(xxhash, "xxh64_intdigest");
-    Py_DECREF(xxhash);
-    if (digest64 == NULL) {
-        return NULL;
-    }
-    PyObject *compiled = PyImport_ImportModule("xxhash._xxhash");
-    if (compiled == NULL) {
-        PyErr_Clear();
-    } else {
-        xxh3_found = (xxh3_64_fn)find_checked(compiled, "XXH3_64bits", 1, intdigest);
-        api.xxh64 = (xxh64_fn)find_checked(compiled, "XXH64", 0, digest64);
-        Py_DECREF(compiled);
-    }
-    Py_DECREF(digest64);
-    use_found = xxh3_found != NULL;
     api.common_put = common_put;
     PyObject *module = PyModule_Create(&module_def);
     if (module == NULL) {

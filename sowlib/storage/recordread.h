@@ -17,17 +17,12 @@ typedef struct {
     Py_ssize_t payload_len;
 } CommonPut;
 
-typedef uint64_t (*xxh64_fn)(const void *data, size_t len, uint64_t seed);
-
 typedef struct {
     /* The common PUT record at `off` of `base`, whose `limit` bytes may be read: 1 and
      * `*out` set when one is there intact (checksum checked), as `read_put` finds it; 0
      * for anything else (the Python path decides); -1 with an error set. */
     int (*common_put)(const unsigned char *base, Py_ssize_t off, Py_ssize_t limit,
                       CommonPut *out);
-    /* XXH64 of the module the xxhash package loaded, when found and agreeing with the
-     * package's xxh64_intdigest on test inputs; else NULL. */
-    xxh64_fn xxh64;
 } RecordReadApi;
 
 #endif

@@ -25,7 +25,8 @@ class Expiry:
     def __init__(self, enabled: bool) -> None:
         self.enabled = enabled
         #: The entries, a heap (empty: nothing can expire; a read checks this first,
-        #: without asking the clock).
+        #: without asking the clock). Changed in place, never rebound: a reader may
+        #: hold it (``Views.key_reader``).
         self.heap: list[tuple[float, int, Key]] = []
 
     def __len__(self) -> int:
@@ -38,7 +39,8 @@ class Expiry:
 
     def load(self, entries: Iterable[tuple[float, int, Key]]) -> None:
         """Replace the queue with ``entries`` (open, reload); O(n)."""
-        self.heap = [e for e in entries if e[0] > 0] if self.enabled else []
+        # In place: the list is never rebound (the C reader by key holds it).
+        self.heap[:] = [e for e in entries if e[0] > 0] if self.enabled else []
         heapq.heapify(self.heap)
 
     def due(self, now: float) -> bool:

@@ -88,15 +88,15 @@ class KeyMap:
         content: keys are content keys (decimal text of a 64-bit hash) held as ints.
     """
 
-    __slots__ = ("_log", "_sizes", "content", "live_bytes", "slot_of", "slots")
+    __slots__ = ("_log", "_sizes", "_watchers", "content", "live_bytes", "slot_of", "slots")
 
     def __init__(self, log: LogView, *, content: bool) -> None:
         self._log = log
         self.content = content
         #: Bytes the live records occupy in the log.
         self.live_bytes = 0
-        #: The table of entries (replaced whole by a reload or a bulk load); the
-        #: by-key readers of ``slots.key_reader`` read it at each call.
+        #: The table of entries (replaced whole by a reload, a bulk load or compaction;
+        #: :meth:`watch_slots` tells a reader that holds it).
         self.slots: Slots
         #: ``slot_of(key)``: the entry of ``key`` (its bare offset, or its header fields
         #: as :meth:`header` orders them), or None; the table's own method (one C call
@@ -104,11 +104,20 @@ class KeyMap:
         self.slot_of: Callable[[Key], Slot | None]
         # key -> the size in the log of its live record (same keys as ``slots``).
         self._sizes: Sizes = new_sizes(content)
+        self._watchers: list[Callable[[Slots], None]] = []
         self._install(new_slots(content))
+
+    def watch_slots(self, watcher: Callable[[Slots], None]) -> None:
+        """Call ``watcher(table)`` with the current table now, and again each time another
+        is installed: for a reader that holds the table (the C reader by key)."""
+        self._watchers.append(watcher)
+        watcher(self.slots)
 
     def _install(self, slots: Slots) -> None:
         self.slots = slots
         self.slot_of = slots.get
+        for watcher in self._watchers:
+            watcher(slots)
 
     # ------------------------------------------------------------------ keys
 

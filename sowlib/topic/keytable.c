@@ -14,8 +14,8 @@
  * in [0, 2**63) is held unboxed (get gives an equal int, not the same object); any
  * other value is held by reference.
  *
- * `keytable_read_entry` (keytable.h) reads the record of an entry that is a bare offset,
- * for the by-key read of keyread.c (its reference is the facade's Python path).
+ * The reader of records by key (reader.c) reads the layout directly (keytable.h): no
+ * Python call between a key and its entry.
  *
  * The key map stores only ints and tuples of ints, floats and bytes, which cannot
  * form a reference cycle, so the type is not tracked by the cyclic collector (a
@@ -31,14 +31,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../storage/recordread.h"
 #include "keytable.h"
 #if defined(__linux__)
 #include <sys/mman.h>
 #endif
 
-static const RecordReadApi *records; /* sowlib.storage.recordread's C interface, or NULL */
-static PyObject *str_mm;           /* "mm" */
 
 /* ------------------------------------------------------------------ memory */
 
@@ -786,40 +783,6 @@ KeyTable_sorted_values(KeyTable *t, PyObject *keys)
     return result;
 }
 
-PyObject *
-keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log, PyTypeObject *record_type,
-                    PyObject *topic, PyObject *message_type, PyObject *doc)
-{
-    Entry *e = &t->entries[ix];
-    if (e->off == BOXED || records == NULL) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    PyObject *mm = PyObject_GetAttr(log, str_mm);
-    if (mm == NULL) {
-        return NULL;
-    }
-    Py_buffer view;
-    if (mm == Py_None || PyObject_GetBuffer(mm, &view, PyBUF_SIMPLE) < 0) {
-        PyErr_Clear(); /* closed: the Python path says so */
-        Py_DECREF(mm);
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    /* The map's length bounds the read: the table holds only offsets of records
-     * written whole, and the checksum is checked. */
-    CommonPut put;
-    int found = records->common_put(view.buf, e->off, view.len, &put);
-    PyObject *rec = NULL;
-    if (found > 0) {
-        rec = rowread_record(record_type, e->key, &put, topic, message_type, doc);
-    }
-    PyBuffer_Release(&view);
-    Py_DECREF(mm);
-    if (found == 0) {
-        Py_RETURN_NOTIMPLEMENTED; /* not the common record: the Python path decides */
-    }
-    return rec;
-}
-
 static PyObject *
 KeyTable_sizeof(KeyTable *t, PyObject *Py_UNUSED(ignored))
 {
@@ -887,21 +850,12 @@ PyInit_keytable(void)
     if (PyType_Ready(&KeyTableType) < 0) {
         return NULL;
     }
-    if (str_mm == NULL && (str_mm = PyUnicode_InternFromString("mm")) == NULL) {
-        return NULL;
-    }
-    if (records == NULL) {
-        records = PyCapsule_Import(RECORDREAD_API, 0);
-        if (records == NULL) {
-            PyErr_Clear(); /* not built: every read takes the Python path */
-        }
-    }
     PyObject *m = PyModule_Create(&keytable_module);
     if (m == NULL) {
         return NULL;
     }
     if (PyModule_AddObjectRef(m, "KeyTable", (PyObject *)&KeyTableType) < 0 ||
-        keyread_add_type(m) < 0 || rowread_add_type(m) < 0) {
+        reader_add_type(m) < 0) {
         Py_DECREF(m);
         return NULL;
     }

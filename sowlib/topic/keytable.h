@@ -1,12 +1,11 @@
-/* What the two sources of the `sowlib.topic.keytable` extension share: the table's
- * layout (keytable.c owns it) and the calls keyread.c makes into it. */
+/* What the sources of the `sowlib.topic.keytable` extension share: the table's layout
+ * (keytable.c owns it), read directly by the reader (reader.c), and the key of a value
+ * (keyread.c). */
 #ifndef SOWLIB_KEYTABLE_H
 #define SOWLIB_KEYTABLE_H
 
 #include <Python.h>
 #include <stdint.h>
-
-#include "../storage/recordread.h"
 
 #define EMPTY UINT32_MAX
 #define DUMMY (UINT32_MAX - 1)
@@ -61,23 +60,13 @@ decimal_digits(uint64_t v, char *out)
  * free slot on its probe path, for an insert). */
 Py_ssize_t keytable_find(KeyTable *t, uint64_t key, size_t *where);
 
-/* The Record of entry `ix` (a live entry), read from
- * `log.mm`; NotImplemented where the Python path must decide; NULL on an error. */
-PyObject *keytable_read_entry(KeyTable *t, Py_ssize_t ix, PyObject *log,
-                              PyTypeObject *record_type, PyObject *topic,
-                              PyObject *message_type, PyObject *doc);
+/* Add the Reader type to the module (reader.c); -1 on an error. */
+int reader_add_type(PyObject *module);
 
-/* Add the KeyReader type to the module (keyread.c); -1 on an error. */
-int keyread_add_type(PyObject *module);
-
-/* Add the RowReader type to the module (rowread.c); -1 on an error. */
-int rowread_add_type(PyObject *module);
-
-/* The Record (a `record_type`, a tuple type with Record's fields) of the common record
- * `put` read under content key `key`; its doc `doc` (the payload when None). New
- * reference, or NULL with an error set (rowread.c: every reader of a record builds it
- * here). */
-PyObject *rowread_record(PyTypeObject *record_type, uint64_t key, const CommonPut *put,
-                         PyObject *topic, PyObject *message_type, PyObject *doc);
+/* The content key of a one-field key value, or of a SOW key's text (keyread.c): 1 and
+ * `*key` set; 0 where the Python path decides; -1 with an error set. */
+int reader_key_of_value(PyObject *value, const char *head, Py_ssize_t head_len, char *scratch,
+                        Py_ssize_t room, PyObject *digest, uint64_t *key);
+int reader_key_of_text(PyObject *value, uint64_t *key);
 
 #endif

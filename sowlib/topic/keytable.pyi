@@ -21,34 +21,30 @@ class KeyTable:
     def __len__(self) -> int: ...
     def __iter__(self) -> Iterator[Any]: ...
 
-class KeyReader:
+class Reader:
     def __init__(
         self,
-        keys: Any,
-        head: bytes,
+        record_type: type[tuple[Any, ...]],
+        topic: str,
+        message_type: str,
+        doc: Any,
         digest: Callable[[bytes], int],
         cache_get: Callable[[Any], Any],
         cache_put: Callable[[Any, Any, int], None] | None,
         cost_base: int,
         cost_factor: int,
         admit_mask: int,
-        expiry: Any,
-        lock: Any,
-        log: Any,
-        record_type: type[tuple[Any, ...]],
-        topic: str,
-        message_type: str,
-        doc: Any,
-        sow_keys: bool = False,
     ) -> None: ...
-    def __call__(self, value: object, /) -> Any: ...
-
-class RowReader:
-    def __init__(
+    def rows(self, keys: list[Any], /) -> Any: ...
+    def lookup(self, value: object, /) -> Any: ...
+    def get(self, text: object, /) -> Any: ...
+    def set_table(self, table: object, /) -> None: ...
+    def set_map(self, mm: ReadableBuffer | None, /) -> None: ...
+    def bind(
         self,
-        record_type: type[tuple[Any, ...]],
-        topic: str,
-        message_type: str,
-        doc: Any,
+        heap: list[Any],
+        acquire: Callable[[], Any],
+        release: Callable[[], Any],
+        head: bytes = ...,
+        /,
     ) -> None: ...
-    def __call__(self, table: Any, buf: Any, keys: list[Any], /) -> Any: ...

@@ -9,10 +9,12 @@ agree. One difference is allowed: keys that are not such ints (the text of keys 
 are not content keys) are listed after the ints, where a dict keeps one insertion
 order for all. Topics whose keys are not content keys always use a dict.
 
-The same extension has :data:`KeyReader` (``keyread.c``): ``Topic.lookup`` of a one-field
-content key in one C call, whose reference is the facade's Python path; and
-:data:`RowReader` (``rowread.c``): the records of many keys in one call, whose reference
-is ``Views.records``'s Python path.
+The same extension has :class:`Reader` (``reader.c``): the one C reader of live records
+by key, ``rows`` of many keys (reference: ``Views.records``'s Python path), ``lookup`` of a
+one-field content key value and ``get`` of a SOW key (reference: ``Topic.lookup``'s and
+``Topic.get``'s Python paths). What it reads is handed to it, never looked up by name: the
+key map's table and the log's map by their owners when they change, the expiry queue and
+the lock by ``bind``.
 
 ``SOWLIB_PURE_PYTHON`` (see :func:`sowlib.storage.native.optional_module`) turns the C
 form off.
@@ -31,17 +33,15 @@ from sowlib.storage.native import optional_module
 __all__ = [
     "NATIVE_SLOTS",
     "Fields",
-    "KeyReader",
-    "RowReader",
+    "Reader",
     "Slot",
     "Slots",
-    "key_reader",
     "Sizes",
     "new_sizes",
     "new_table",
     "new_slots",
     "position_finder",
-    "row_reader",
+    "record_reader",
     "sizes_of_columns",
     "slots_of_columns",
 ]
@@ -53,15 +53,38 @@ Slot: TypeAlias = int | Fields
 """A key's entry: its record's bare log offset, or its :data:`Fields`."""
 
 
-KeyReader: TypeAlias = Callable[[Any], Any]
-"""``reader(value)``: ``Topic.lookup(value)`` of a one-field content key in one C call (see
-``keyread.c``): the Record, None for an absent key, NotImplemented where the Python path
-decides (another kind of value, an expiration pending, a closed log, ...)."""
+class Reader(Protocol):
+    """The C reader of live records by key (``reader.c``); NotImplemented from a read means
+    the Python path decides (another kind of key or entry, a damaged record, a closed log,
+    an expiration pending, not bound)."""
 
-RowReader: TypeAlias = Callable[[Any, Any, list[Key]], Any]
-"""``reader(table, buf, keys)``: the records of many keys of a KeyTable in one C call (see
-``rowread.c``): ``(rows, pending)``, the keys it could not read left in place and counted,
-or NotImplemented where the Python path reads them all."""
+    def rows(self, keys: list[Key], /) -> Any:
+        """``(rows, pending)``: the Records of ``keys`` in order, absent keys left out, the
+        keys it could not read left in place and counted; or NotImplemented."""
+
+    def lookup(self, value: Any, /) -> Any:
+        """``Topic.lookup(value)`` of a one-field content key: the Record, None, or
+        NotImplemented."""
+
+    def get(self, text: Any, /) -> Any:
+        """``Topic.get(text)`` of a content key's SOW key text: as :meth:`lookup`."""
+
+    def set_table(self, table: Any, /) -> None:
+        """The key map's current table (called by the key map's ``watch_slots``)."""
+
+    def set_map(self, mm: Any, /) -> None:
+        """The log's current map, None when closed (called by the log's ``watch_map``)."""
+
+    def bind(
+        self,
+        heap: list[Any],
+        acquire: Callable[[], Any],
+        release: Callable[[], Any],
+        head: bytes = ...,
+        /,
+    ) -> None:
+        """What ``lookup``/``get`` need besides: the expiry queue's heap (a list its owner
+        never rebinds), the topic lock's acquire and release, the content key's domain."""
 
 
 class Slots(Protocol):
@@ -106,8 +129,7 @@ class Sizes(Protocol):
 
 _MODULE = optional_module("sowlib.topic.keytable")
 _KEY_TABLE: type[Any] | None = None if _MODULE is None else _MODULE.KeyTable
-_KEY_READER: type[Any] | None = None if _MODULE is None else _MODULE.KeyReader
-_ROW_READER: type[Any] | None = None if _MODULE is None else _MODULE.RowReader
+_READER: type[Any] | None = None if _MODULE is None else _MODULE.Reader
 
 NATIVE_SLOTS: bool = _KEY_TABLE is not None
 """Whether content keys are held in the C KeyTable (else a dict)."""
@@ -136,16 +158,10 @@ def sizes_of_columns(content: bool, keys: Iterable[Key] | bytes, sizes: bytes) -
     return cast("Sizes", slots_of_columns(content, keys, sizes))
 
 
-def key_reader(**fields: Any) -> KeyReader | None:
-    """A :data:`KeyReader` made of ``fields`` (the C type's keyword arguments, described in
-    ``keyread.c`` and typed in ``keytable.pyi``), or None without the C module."""
-    return None if _KEY_READER is None else cast("KeyReader", _KEY_READER(**fields))
-
-
-def row_reader(**fields: Any) -> RowReader | None:
-    """A :data:`RowReader` made of ``fields`` (the C type's keyword arguments, described in
-    ``rowread.c`` and typed in ``keytable.pyi``), or None without the C module."""
-    return None if _ROW_READER is None else cast("RowReader", _ROW_READER(**fields))
+def record_reader(**fields: Any) -> Reader | None:
+    """A :class:`Reader` made of ``fields`` (the C type's keyword arguments, described in
+    ``reader.c`` and typed in ``keytable.pyi``), or None without the C module."""
+    return None if _READER is None else cast("Reader", _READER(**fields))
 
 
 def position_finder(keys: Sequence[Key]) -> Callable[[Iterable[Key]], bytes] | None:

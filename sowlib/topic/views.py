@@ -7,7 +7,7 @@ The one place a :class:`~sowlib.record.Record` of a live key is built. Imports
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from operator import itemgetter
 from typing import Any
@@ -24,7 +24,7 @@ from sowlib.topic.cache import ADMIT, ADMIT_BITS, RecordCache, record_cost
 from sowlib.topic.expiry import Expiry
 from sowlib.topic.keymap import KeyMap
 from sowlib.topic.logview import Header, LogView
-from sowlib.topic.slots import KeyReader, key_reader, row_reader
+from sowlib.topic.slots import record_reader
 
 __all__ = ["Views"]
 
@@ -74,18 +74,30 @@ class Views:
         # The log file's one-record reader (None in memory: LogView reads those records).
         self._read_put = None if log.file is None else log.file.read_put
         self._caching = cache.budget > 0
-        self._file = log.file
-        # The C reader of many records (None: without the C module, or no C key table).
-        self._rows = (
-            row_reader(
+        # The C reader of records by key, one or many (None: without the C module, for
+        # keys that are not content keys, or a memory log). Its table and map are handed
+        # to it by their owners, now and each time they change.
+        file = log.file
+        reader = (
+            record_reader(
                 record_type=Record,
                 topic=name,
                 message_type=message_type,
                 doc=self._deferred,
+                digest=xxh64_intdigest,  # the content key generator's
+                cache_get=cache.get,
+                cache_put=cache.put if self._caching else None,
+                cost_base=self._cost_base,
+                cost_factor=self._cost_factor,
+                admit_mask=ADMIT - 1,
             )
-            if keys.content and log.file is not None
+            if keys.content and file is not None
             else None
         )
+        self._reader = reader
+        if reader is not None and file is not None:
+            keys.watch_slots(reader.set_table)
+            file.watch_map(reader.set_map)
 
     def decode(self, payload: bytes) -> Any:
         """The document of a payload (the bytes themselves for binary message types)."""
@@ -143,14 +155,14 @@ class Views:
         cache as :meth:`RecordCache.offer` admits).
 
         The by-key read of ``get``/``lookup`` when their one C call hands over: where
-        the C KeyTable holds the keys, the row reader of :meth:`records` finds, reads and
+        the C KeyTable holds the keys, the C reader's ``rows`` of one key finds, reads and
         checks the record and builds its Record in one call; else one C call finds the
         entry and one reads the record.
         """
         rec: Record | None = NotImplemented
-        rows_of, file = self._rows, self._file
-        if rows_of is not None and file is not None:
-            got = rows_of(self.keys.slots, file.mm, [key])
+        reader = self._reader
+        if reader is not None:
+            got = reader.rows([key])
             if got is not NotImplemented:
                 rows, pending = got
                 rec = NotImplemented if pending else rows[0] if rows else None
@@ -189,34 +201,25 @@ class Views:
 
     def key_reader(
         self, head: bytes | None, expiry: Expiry, lock: Any, *, sow_keys: bool = False
-    ) -> KeyReader | None:
-        """``Topic.lookup`` of one key value in one C call: :meth:`read` after the key's
-        hash (``head`` + the value's text) and a cache probe, under ``lock`` (see
-        :func:`~sowlib.topic.slots.key_reader`); with ``sow_keys``, ``Topic.get`` of a SOW
-        key's text the same way (``head`` unused). None for a memory log, keys other than
-        one content key field (``head`` None; with ``sow_keys``: other than content keys),
-        or without the C module.
+    ) -> Callable[[Any], Any] | None:
+        """``Topic.lookup`` of one key value in one C call: the key's hash (``head`` + the
+        value's text), a cache probe, then :meth:`read` under ``lock``, NotImplemented
+        where the Python path decides (the C reader's ``lookup``); with ``sow_keys``,
+        ``Topic.get`` of a SOW key's text the same way (its ``get``; ``head`` unused).
+        None for a memory log, keys other than one content key field (``head`` None;
+        with ``sow_keys``: other than content keys), or without the C module.
+
+        The reader is handed the expiry queue's heap (which its owner never rebinds) and
+        the lock's methods, not the objects whose attributes it would look up.
         """
-        if self._file is None or (not self.keys.content if sow_keys else head is None):
+        reader = self._reader
+        if reader is None or (not self.keys.content if sow_keys else head is None):
             return None
-        return key_reader(
-            keys=self.keys,
-            head=b"" if head is None else head,
-            digest=xxh64_intdigest,  # the content key generator's
-            cache_get=self.cache.get,
-            cache_put=self.cache.put if self._caching else None,
-            cost_base=self._cost_base,
-            cost_factor=self._cost_factor,
-            admit_mask=ADMIT - 1,
-            expiry=expiry,
-            lock=lock,
-            log=self._file,
-            record_type=Record,
-            topic=self.name,
-            message_type=self.message_type,
-            doc=self._deferred,
-            sow_keys=sow_keys,
-        )
+        if head is None:
+            reader.bind(expiry.heap, lock.acquire, lock.release)
+        else:
+            reader.bind(expiry.heap, lock.acquire, lock.release, head)
+        return reader.get if sow_keys else reader.lookup
 
     def records(self, keys: Iterable[Key]) -> list[Record]:
         """The live Records of ``keys`` in order, absent keys left out; O(1) per key.
@@ -224,13 +227,13 @@ class Views:
         Read in one batch, in file order (the map is read front to back, not hopping
         between pages), their documents left to decode on first access; nothing is
         added to the cache (it keeps the records read by key). Where the C KeyTable
-        holds the keys, one C call does all of it (``rowread.c``), leaving to
+        holds the keys, one C call does all of it (``reader.c``), leaving to
         :meth:`records_of_log` only the keys it cannot read.
         """
         keys = keys if type(keys) is list else list(keys)
-        rows_of, file = self._rows, self._file
-        if rows_of is not None and file is not None:
-            got = rows_of(self.keys.slots, file.mm, keys)
+        reader = self._reader
+        if reader is not None:
+            got = reader.rows(keys)
             if got is not NotImplemented:
                 rows, pending = got
                 if not pending:
@@ -350,7 +353,7 @@ class Views:
     def _decoded(self, keys: list[Key], offsets: list[int]) -> Iterator[tuple[Key, Any]]:
         """``(key, document)`` of live ``keys`` at ``offsets``: read as :meth:`records`
         reads rows (one C call where built: a row per key, since every key is live)."""
-        if self._rows is not None:
+        if self._reader is not None:
             payloads = [rec[1] for rec in self.records(keys)]
         else:
             payloads = list(self.log.payloads(offsets))

@@ -10,7 +10,6 @@ from __future__ import annotations
 import array
 import os
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -38,16 +37,6 @@ keys = st.integers(min_value=0, max_value=2**64 - 1).map(lambda n: str(n).encode
 payloads = st.binary(max_size=600)
 seqs = st.integers(min_value=0, max_value=2**63 - 1)
 stamps = st.integers(min_value=-(2**62), max_value=2**62)
-
-
-@pytest.fixture(autouse=True, params=["direct digest", "digest through xxhash"])
-def digest_route(request: pytest.FixtureRequest) -> Iterator[None]:
-    """Each test runs with XXH3_64bits called directly (where found) and through xxhash."""
-    on = recordread.set_direct_digest(request.param == "direct digest")
-    if request.param == "direct digest" and os.environ.get("CI"):
-        assert on, "XXH3_64bits was not found in the xxhash package's module"
-    yield
-    recordread.set_direct_digest(True)
 
 
 def reference(buf: bytes, off: int, limit: int) -> tuple[object, ...] | None:
