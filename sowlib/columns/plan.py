@@ -1,0 +1,195 @@
+"""The ``columns`` plan: which live keys a filter matches, read off in-memory columns.
+
+Chosen the way automatic memo indexes are: a field's columns are built the second
+time a query scans for it (:meth:`~sowlib.index.IndexSet.scanned`), then kept up to
+date by every write. Imports only ``expr``, ``paths``, ``errors`` and ``columns``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import attrs
+
+from sowlib.errors import SowError
+from sowlib.expr.nodes import Node
+from sowlib.expr.runtime import truthy
+from sowlib.expr.to_python import compile_node
+from sowlib.expr.vector import VectorFilter, compile_vector
+from sowlib.paths import FieldPath
+
+if TYPE_CHECKING:
+    from sowlib.columns.store import ColumnStore
+
+__all__ = [
+    "ColumnPlan",
+    "Followed",
+    "Rows",
+    "StoreFactory",
+    "column_plan",
+    "select_docs",
+    "vector_filter",
+]
+
+Key = Hashable
+# Compiled vector programs kept (their per-value answers are cached in them).
+_PROGRAMS = 256
+_programs: OrderedDict[Node, VectorFilter | None] = OrderedDict()
+_programs_lock = threading.Lock()
+# The rows of a filter that names no field come from a column of this (never read) path.
+_NO_FIELD = FieldPath.parse("/__rows")
+
+
+class Followed(Protocol):
+    """The index set a store is attached to (``sowlib.index.IndexSet``)."""
+
+    @property
+    def listener(self) -> Any: ...
+
+    def attach(self, listener: Any) -> None: ...
+
+
+class Rows(Protocol):
+    """What the plan reads from a topic (``sowlib.topic.source.TopicSource``)."""
+
+    def __len__(self) -> int: ...
+
+    def field_chunks(
+        self, paths: Sequence[FieldPath]
+    ) -> Iterable[tuple[Sequence[Key], Sequence[Sequence[Any]]]]: ...
+
+    def scan(self) -> Iterable[tuple[Key, Any]]: ...
+
+
+StoreFactory = Callable[[], "ColumnStore"]
+
+
+@attrs.frozen
+class ColumnPlan:
+    """A column plan for one filter.
+
+    Attributes:
+        fields: the columns it reads.
+        built: True when every column already exists and is up to date.
+        detail: a line for ``explain``.
+    """
+
+    fields: tuple[FieldPath, ...]
+    built: bool
+    detail: str
+    fetch: Callable[[], list[Key]] = attrs.field(repr=False)
+
+
+def vector_filter(node: Node) -> VectorFilter | None:
+    """The vector program of ``node`` (cached, bounded), or None when it has none."""
+    with _programs_lock:  # shared by every topic; queries of two topics run at once
+        known = node in _programs
+        found = _programs.pop(node) if known else None
+    if not known:
+        found = compile_vector(node)
+    with _programs_lock:
+        _programs[node] = found
+        while len(_programs) > _PROGRAMS:
+            _programs.popitem(last=False)
+    return found
+
+
+def _default_store() -> ColumnStore:
+    from sowlib.columns.store import ColumnStore
+
+    return ColumnStore()
+
+
+def _current(indexes: Followed, rows: Rows) -> ColumnStore | None:
+    from sowlib.columns.store import ColumnStore  # numpy: only once a program exists
+
+    store = indexes.listener
+    if isinstance(store, ColumnStore) and not store.stale and store.live == len(rows):
+        return store
+    return None
+
+
+def _ensure(
+    indexes: Followed, rows: Rows, fields: tuple[FieldPath, ...], new_store: StoreFactory
+) -> ColumnStore:
+    """The attached store, holding ``fields`` (built from the records where missing)."""
+    from sowlib.columns.store import ColumnStore
+
+    store = _current(indexes, rows)
+    wanted = list(fields)
+    if store is None:
+        old = indexes.listener
+        if isinstance(old, ColumnStore):  # keep what the stale store held
+            wanted += [p for p in old.paths if p not in fields]
+        store = new_store()
+    missing = [p for p in wanted if p not in store.columns]
+    if missing:
+        store.add_columns(missing, rows.field_chunks(missing))
+        indexes.attach(store)
+    return store
+
+
+def column_plan(
+    indexes: Followed,
+    rows: Rows,
+    node: Node,
+    scanned: Callable[[FieldPath], bool],
+    new_store: StoreFactory | None = None,
+) -> ColumnPlan | None:
+    """A plan answering ``node`` from columns, or None.
+
+    None when the filter has no vector program, names no field, or needs a column
+    that does not exist yet for a field no query scanned before (a one-off query does
+    not pay for columns). ``fetch()`` builds what is missing (values an index
+    keeps per key taken from there, the others read out of the records in one pass),
+    then returns exactly the matching keys; if a value makes
+    the vector program raise, it evaluates the documents instead. ``new_store`` makes
+    the store when one is needed (the topic gives it its own key table).
+    """
+    flt = vector_filter(node)
+    if flt is None or not flt.fields:
+        return None
+    store = _current(indexes, rows)
+    built = store is not None and all(p in store.columns for p in flt.fields)
+    if not built and not all(scanned(p) for p in flt.fields):
+        return None
+    names = ", ".join(p.to_text() for p in flt.fields)
+    detail = f"{flt.leaves} leaves over {names}"
+    if not built:
+        detail += "; columns built now"
+
+    def fetch() -> list[Key]:
+        store = _ensure(indexes, rows, flt.fields, new_store or _default_store)
+        try:
+            return store.select(flt)
+        except SowError:
+            # a value the closures raise on (a regex timeout...): the documents decide
+            match = compile_node(node)
+            return [k for k, d in rows.scan() if truthy(match(d, None))]
+
+    return ColumnPlan(flt.fields, built, detail, fetch)
+
+
+def select_docs(node: Node, docs: Iterable[Any]) -> list[int] | None:
+    """Positions of the ``docs`` that ``node`` matches, found over columns built from
+    them (not from a topic), or None when ``node`` has no vector program.
+
+    The column evaluator applied to plain documents: what agreement tests compare
+    with the closures. O(len(docs) x fields) to build, then as :meth:`ColumnStore.select`.
+    """
+    from sowlib.columns.store import ColumnStore
+
+    flt = vector_filter(node)
+    if flt is None:
+        return None
+    store = ColumnStore()
+    docs = list(docs)
+    keys = range(len(docs))
+    if not flt.fields:
+        store.add_column(_NO_FIELD, ((k, None) for k in keys))
+    for path in flt.fields:
+        store.add_column(path, zip(keys, map(path.getter, docs), strict=True))
+    return [k for k in store.select(flt) if isinstance(k, int)]
