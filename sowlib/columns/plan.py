@@ -180,11 +180,11 @@ def select_docs(node: Node, docs: Iterable[Any]) -> list[int] | None:
     The column evaluator applied to plain documents: what agreement tests compare
     with the closures. O(len(docs) x fields) to build, then as :meth:`ColumnStore.select`.
     """
-    from sowlib.columns.store import ColumnStore
-
     flt = vector_filter(node)
     if flt is None:
         return None
+    from sowlib.columns.store import ColumnStore  # numpy: there is a program, so it loads
+
     store = ColumnStore()
     docs = list(docs)
     keys = range(len(docs))

@@ -138,10 +138,18 @@ def test_a_reader_follows_the_writer_and_reopens(tmp_path: Path) -> None:
     writer.flush()
     r.refresh()
     _agree(r)
+    for _ in range(2):
+        _agree(r)  # the columns follow the refresh
     w.compact()
     writer.flush()
-    r.refresh()
-    _agree(r)
+    assert r.refresh() == -1  # the file was replaced: the store reopens the topic
+    reader.refresh()
+    r = reader.topic("orders")
+    assert len(r) == len(w)
+    for _ in range(2):
+        _agree(r)
+    assert r.explain(FILTERS[0]).kind == "columns"
+    r.check()
     reader.close()
     writer.close()
     again = sowlib.SowStore(path)
@@ -244,3 +252,70 @@ def test_check_finds_a_column_that_disagrees_with_the_records(topic: sowlib.Topi
     store.put(key, ["wrong"] * len(store.paths))
     with pytest.raises(AssertionError):
         topic.check()
+
+
+@pytest.mark.parametrize("reopen_writer", [False, True])
+def test_an_indexed_reader_keeps_columns_through_refreshes(
+    tmp_path: Path, reopen_writer: bool
+) -> None:
+    # A reader opened from a checkpoint holds no kept index values until its first
+    # refresh; its columns are read from the records, then follow the refreshes.
+    path = str(tmp_path / "s")
+    writer = sowlib.SowStore(path)
+    w = writer.create_topic(
+        "orders", keys=["/orderId"], indexes=["/price"], hash_indexes=[["/side"]]
+    )
+    rng = random.Random(11)
+    w.publish_many([json.dumps(_order(i, rng)) for i in range(150)])
+    if reopen_writer:
+        writer.close()  # a checkpoint with the kept values
+        writer = sowlib.SowStore(path)
+        w = writer.topic("orders")
+    writer.flush()
+    reader = sowlib.SowStore(path, readonly=True)
+    r = reader.topic("orders")
+    for _ in range(2):
+        _agree(r)
+    for step in range(3):
+        for i in range(100 + 20 * step, 200 + 20 * step):
+            w.publish(json.dumps(_order(i, rng)))
+        w.publish_many([json.dumps(_order(rng.randrange(250), rng)) for _ in range(80)])
+        w.sow_delete("/region = 'US'")
+        writer.flush()
+        assert r.refresh() > 0
+        _agree(r)
+        assert [r.explain(text).kind for text in (FILTERS[0], FILTERS[2])] == ["columns"] * 2
+        r.check()
+    reader.close()
+    writer.close()
+
+
+def test_columns_of_indexed_fields_come_from_the_kept_values(
+    topic: sowlib.Topic, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # /price has a memo index: its kept values fill the column, no record is read for it
+    from sowlib.topic.logview import LogView
+
+    parts = topic._p
+    reads: list[int] = []
+    real = LogView.payloads
+
+    def counted(self: LogView, offsets: Any) -> Any:
+        offsets = list(offsets)
+        reads.append(len(offsets))
+        return real(self, offsets)
+
+    monkeypatch.setattr(LogView, "payloads", counted)
+    price = compile_filter("/price > 1").node.left.path  # type: ignore[attr-defined]
+    side = compile_filter("/side = 'B'").node.left.path  # type: ignore[attr-defined]
+    chunks = list(parts.source.field_chunks([price]))
+    assert reads == []
+    assert sum(len(keys) for keys, _cols in chunks) == len(topic)
+    got = {k: v for keys, (col,) in chunks for k, v in zip(keys, col, strict=True)}
+    assert got == {k: price.getter(d) for k, d in parts.source.scan()}
+    reads.clear()
+    both = list(parts.source.field_chunks([side, price]))
+    assert sum(reads) == len(topic)  # /side read out of the records once
+    for keys, (sides, prices) in both:
+        assert prices == [got[k] for k in keys]
+        assert sides == [side.getter(parts.source.doc(k)) for k in keys]
