@@ -19,13 +19,18 @@ from sowlib.expr.operators import SAFE_INT
 from sowlib.expr.vector import FLOAT_CODE, INT_CODE
 from sowlib.paths import FieldPath
 
-__all__ = ["MISSING_CODE", "Column", "entry_key"]
+__all__ = ["MISSING_CODE", "Column", "entry_key", "recode_limit"]
 
 #: The dictionary code of a missing field (and of every free row).
 MISSING_CODE = 0
 # Dead dictionary entries tolerated before the codes are renumbered: this many plus
 # the number of live rows.
 _SLACK = 1024
+
+
+def recode_limit(live: int) -> int:
+    """The dictionary size past which a column over ``live`` keys is renumbered."""
+    return 2 * live + _SLACK
 
 
 def entry_key(value: Any) -> Any:
@@ -104,15 +109,48 @@ class Column:
         return 0.0, code
 
     def set(self, row: int, value: Any) -> None:
-        """Store ``value`` at ``row``; O(1)."""
+        """Store ``value`` at ``row``; O(1). Text already in the dictionary leaves
+        :attr:`num` as it was (it is read only where :attr:`code` is negative)."""
+        t = type(value)
+        if t is str:
+            code = self._lookup.get(value)
+            if code is not None:
+                self._code[row] = code
+                return
+        elif t is int and -SAFE_INT <= value <= SAFE_INT:
+            self._num[row] = value
+            self._code[row] = INT_CODE
+            return
         self._num[row], self._code[row] = self.encode(value)
 
     def set_many(self, rows: Any, values: Sequence[Any]) -> None:
-        """Store ``values[i]`` at ``rows[i]``; O(len(rows))."""
+        """Store ``values[i]`` at ``rows[i]``; O(len(rows)).
+
+        A batch of one kind takes C-level passes: integers of at most 53 bits, floats
+        (NaN and -0.0 excepted) and strings already in the dictionary; anything else goes
+        value by value through :meth:`encode`, the reference.
+        """
         if not len(values):
             return
-        nums, codes = zip(*map(self.encode, values), strict=True)
-        self._num[rows] = nums
+        kinds = set(map(type, values))
+        if kinds == {int} and -SAFE_INT <= min(values) and max(values) <= SAFE_INT:
+            self._num[rows] = values
+            self._code[rows] = INT_CODE
+            return
+        if kinds == {float}:
+            nums = np.asarray(values, dtype=np.float64)
+            if not (np.isnan(nums).any() or np.signbit(nums[nums == 0.0]).any()):
+                self._num[rows] = nums
+                self._code[rows] = FLOAT_CODE
+                return
+        if kinds == {str}:
+            known = list(map(self._lookup.get, values))
+            if None not in known:
+                self._num[rows] = 0.0
+                self._code[rows] = known
+                return
+        nums_, codes = zip(*map(self.encode, values), strict=True)
+        self._num[rows] = nums_
         self._code[rows] = codes
 
     def value(self, row: int) -> Any:
@@ -131,7 +169,7 @@ class Column:
 
     def needs_recode(self, live: int) -> bool:
         """True when the dictionary may hold many values no live row uses any more."""
-        return len(self.values) > 2 * live + _SLACK
+        return len(self.values) > recode_limit(live)
 
     def recode(self) -> None:
         """Drop dictionary values no row uses and renumber the codes; O(rows)."""

@@ -15,7 +15,7 @@ from typing import Any, Protocol, cast
 
 import numpy as np
 
-from sowlib.columns.column import MISSING_CODE, Column, entry_key
+from sowlib.columns.column import MISSING_CODE, Column, entry_key, recode_limit
 from sowlib.expr.vector import VectorFilter
 from sowlib.paths import FieldPath
 
@@ -67,6 +67,7 @@ class ColumnStore:
         self._alive = np.zeros(_FIRST_CAPACITY, dtype=bool)
         self._free: list[int] = []
         self._rows = 0
+        self._recode_at = recode_limit(0)
 
     # ----------------------------------------------------------- what a write calls
 
@@ -84,20 +85,26 @@ class ColumnStore:
             row = self._allot(key)
         for column, value in zip(self.columns.values(), values, strict=True):
             column.set(row, value)
-        self._tidy()
+            if len(column.values) > self._recode_at:
+                self._tidy()
 
     def put_many(self, keys: Sequence[Key], columns: Sequence[Sequence[Any]]) -> None:
         """:meth:`put` for many keys, values given a column (one per :attr:`paths`) at a
         time; O(len(keys) x columns)."""
         if self.stale:
             return
-        get, allot = self._row.get, self._allot
-        rows = np.fromiter(
-            (r if (r := get(k)) is not None else allot(k) for k in keys), np.intp, len(keys)
-        )
+        rows = self._rows_of(keys)
         for column, values in zip(self.columns.values(), columns, strict=True):
             column.set_many(rows, values)
         self._tidy()
+
+    def _rows_of(self, keys: Sequence[Key]) -> Any:
+        """The row of each of ``keys``, allotted where it has none (an int array)."""
+        found = list(map(self._row.get, keys))
+        if None in found:
+            allot = self._allot
+            found = [allot(k) if r is None else r for k, r in zip(keys, found, strict=True)]
+        return np.asarray(found, dtype=np.intp)
 
     def delete(self, key: Key) -> None:
         """``key`` is gone (deleted, expired); O(columns)."""
@@ -144,11 +151,8 @@ class ColumnStore:
             column.rows = self._rows
             self.columns[path] = column
             made.append(column)
-        get, allot = self._row.get, self._allot
         for keys, values in chunks:
-            rows = np.fromiter(
-                (r if (r := get(k)) is not None else allot(k) for k in keys), np.intp, len(keys)
-            )
+            rows = self._rows_of(keys)
             for column, column_values in zip(made, values, strict=True):
                 column.set_many(rows, column_values)
         self._tidy()
@@ -184,6 +188,9 @@ class ColumnStore:
         for column in self.columns.values():
             if column.needs_recode(live):
                 column.recode()
+        # a put checks again once a dictionary passes this size (a delete may lower the
+        # live count meanwhile: the next batch or build checks with it)
+        self._recode_at = recode_limit(live)
 
     # ----------------------------------------------------------- reading
 
