@@ -226,3 +226,38 @@ def test_a_store_over_the_key_table_agrees_with_one_over_a_dict(
                 store.put(key, [p.getter(doc) for p in paths])
     assert table.live == plain.live
     assert set(table.select(flt)) == set(plain.select(flt))
+
+
+one_kind = st.one_of(
+    st.lists(st.integers(-(2**60), 2**60), max_size=20),
+    st.lists(st.integers(-4, 4), max_size=20),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=20),
+    st.lists(st.floats(-2.0, 2.0, allow_nan=False), max_size=20),
+    st.lists(st.sampled_from(["", "a", "B", "1", "EU"]), max_size=20),
+    st.lists(tricky, max_size=20),
+)
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(first=one_kind, second=one_kind)
+def test_a_batch_stores_what_one_value_at_a_time_stores(
+    first: list[Any], second: list[Any]
+) -> None:
+    # set_many's passes for batches of one kind (ints, floats, known text) vs set
+    import numpy as np
+
+    from sowlib.columns.column import Column, entry_key
+
+    path = parse_path("/x")
+    size = max(len(first), len(second), 1)
+    batch, single = Column(path, size), Column(path, size)
+    batch.rows = single.rows = size
+    for values in (first, second):  # the second batch overwrites rows of the first
+        rows = np.arange(len(values), dtype=np.intp)
+        batch.set_many(rows, values)
+        for row, value in enumerate(values):
+            single.set(row, value)
+        for row in range(size):
+            held, want = batch.value(row), single.value(row)
+            assert entry_key(held) == entry_key(want), (row, held, want)
+            assert (int(batch.code[row]) < 0) == (int(single.code[row]) < 0)
