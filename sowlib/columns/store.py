@@ -163,7 +163,7 @@ class ColumnStore:
         else:
             row = self._rows
             if row == len(self._keys):
-                self._grow(2 * row)
+                self._grow(row + row // 4 + _FIRST_CAPACITY)  # a quarter more: memory
             self._rows = row + 1
             for column in self.columns.values():
                 column.rows = self._rows
