@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -133,7 +133,7 @@ class Column:
         if not len(values):
             return
         kinds = set(map(type, values))
-        if kinds == {int} and -SAFE_INT <= min(values) and max(values) <= SAFE_INT:
+        if kinds == {int} and min(values) >= -SAFE_INT and max(values) <= SAFE_INT:
             self._num[rows] = values
             self._code[rows] = INT_CODE
             return
@@ -147,7 +147,7 @@ class Column:
             known = list(map(self._lookup.get, values))
             if None not in known:
                 self._num[rows] = 0.0
-                self._code[rows] = known
+                self._code[rows] = cast("list[int]", known)
                 return
         nums_, codes = zip(*map(self.encode, values), strict=True)
         self._num[rows] = nums_

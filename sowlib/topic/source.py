@@ -126,9 +126,10 @@ class TopicSource:
         payloads = self._views.log.payloads
         for keys, offsets in self._views.live_chunks():
             got = iter(self.field_columns(list(payloads(offsets)), read) if read else ())
-            yield keys, [
-                list(map(kept[p].__getitem__, keys)) if p in kept else next(got) for p in paths
-            ]
+            yield (
+                keys,
+                [list(map(kept[p].__getitem__, keys)) if p in kept else next(got) for p in paths],
+            )
 
     def column_plan(self, node: Node, scanned: Callable[[FieldPath], bool]) -> ColumnPlan | None:
         """The live keys matching ``node`` read off in-memory columns of its fields (JSON
