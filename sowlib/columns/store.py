@@ -33,6 +33,8 @@ class RowMap(Protocol):
 
     def __setitem__(self, key: Any, value: Any, /) -> None: ...
 
+    def update(self, pairs: Iterable[tuple[Any, Any]], /) -> None: ...
+
     def __len__(self) -> int: ...
 
     def clear(self) -> None: ...
@@ -102,8 +104,9 @@ class ColumnStore:
         """The row of each of ``keys``, allotted where it has none (an int array)."""
         found = list(map(self._row.get, keys))
         if None in found:
-            allot = self._allot
-            found = [allot(k) if r is None else r for k, r in zip(keys, found, strict=True)]
+            new = [k for k, r in zip(keys, found, strict=True) if r is None]
+            self._allot_many(list(dict.fromkeys(new)))
+            found = list(map(self._row.get, keys))
         return np.asarray(found, dtype=np.intp)
 
     def delete(self, key: Key) -> None:
@@ -175,6 +178,31 @@ class ColumnStore:
             self._keys[row] = key
         self._alive[row] = True
         return row
+
+    def _allot_many(self, keys: list[Key]) -> None:
+        """:meth:`_allot` of distinct new keys at once: free rows first, then rows past
+        the end; O(len(keys)), C-level."""
+        free = self._free
+        take = min(len(free), len(keys))
+        rows = free[len(free) - take :]
+        del free[len(free) - take :]
+        start = self._rows
+        end = start + len(keys) - take
+        if end > len(self._keys):
+            self._grow(max(end, start + start // 4 + _FIRST_CAPACITY))
+        self._rows = end
+        for column in self.columns.values():
+            column.rows = end
+        rows.extend(range(start, end))
+        try:
+            self._keys[rows] = np.asarray(keys, dtype=self._keys.dtype)
+        except (TypeError, ValueError, OverflowError):  # not all u64: hold key objects
+            self._keys = self._keys.astype(object)
+            held = np.empty(len(keys), dtype=object)
+            held[:] = keys
+            self._keys[rows] = held
+        self._alive[rows] = True
+        self._row.update(zip(keys, rows, strict=True))
 
     def _grow(self, capacity: int) -> None:
         more = capacity - len(self._keys)
