@@ -95,6 +95,11 @@ class ColumnStore:
         time; O(len(keys) x columns)."""
         if self.stale:
             return
+        last = dict(zip(keys, range(len(keys)), strict=True))
+        if len(last) != len(keys):  # a repeated key keeps its last values
+            at = sorted(last.values())
+            keys = [keys[i] for i in at]
+            columns = [[column[i] for i in at] for column in columns]
         rows = self._rows_of(keys)
         for column, values in zip(self.columns.values(), columns, strict=True):
             column.set_many(rows, values)

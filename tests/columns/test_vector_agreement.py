@@ -261,3 +261,45 @@ def test_a_batch_stores_what_one_value_at_a_time_stores(
             held, want = batch.value(row), single.value(row)
             assert entry_key(held) == entry_key(want), (row, held, want)
             assert (int(batch.code[row]) < 0) == (int(single.code[row]) < 0)
+
+
+@settings(max_examples=120, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    node=logic,
+    batches=st.lists(
+        st.tuples(
+            st.lists(st.tuples(st.one_of(st.integers(0, 12), st.sampled_from(["a", "b"])),
+                               flat_docs), max_size=8),
+            st.lists(st.one_of(st.integers(0, 12), st.sampled_from(["a", "b"])), max_size=4),
+        ),
+        max_size=6,
+    ),
+)  # fmt: skip
+def test_batches_agree_with_one_put_at_a_time(
+    node: Node, batches: list[tuple[list[tuple[Any, dict[str, Any]]], list[Any]]]
+) -> None:
+    # put_many (new keys allotted at once, free rows reused, a key repeated in a batch
+    # keeps its last values, int and text keys) = put one at a time = the closures
+    flt = vector_filter(node)
+    assume(flt is not None)
+    assert flt is not None
+    paths = [parse_path(p) for p in FIELDS]
+    many, single = ColumnStore(), ColumnStore()
+    for store in (many, single):
+        for path in paths:
+            store.add_column(path, [])
+    live: dict[Any, dict[str, Any]] = {}
+    for puts, deletes in batches:
+        keys = [k for k, _d in puts]
+        many.put_many(keys, [[p.getter(d) for _k, d in puts] for p in paths])
+        for key, doc in puts:
+            single.put(key, [p.getter(doc) for p in paths])
+            live[key] = doc
+        for key in deletes:
+            many.delete(key)
+            single.delete(key)
+            live.pop(key, None)
+    keys = list(live)
+    expected = {keys[i] for i in _reference(node, [live[k] for k in keys])}
+    assert set(many.select(flt)) == set(single.select(flt)) == expected
+    assert many.live == single.live == len(live)
