@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -127,8 +127,8 @@ class Column:
         """Store ``values[i]`` at ``rows[i]``; O(len(rows)).
 
         A batch of one kind takes C-level passes: integers of at most 53 bits, floats
-        (NaN and -0.0 excepted) and strings already in the dictionary; anything else goes
-        value by value through :meth:`encode`, the reference.
+        (NaN and -0.0 excepted) and strings (new ones added once each); anything else
+        goes value by value through :meth:`encode`, the reference.
         """
         if not len(values):
             return
@@ -143,12 +143,15 @@ class Column:
                 self._num[rows] = nums
                 self._code[rows] = FLOAT_CODE
                 return
-        if kinds == {str}:
-            known = list(map(self._lookup.get, values))
-            if None not in known:
-                self._num[rows] = 0.0
-                self._code[rows] = cast("list[int]", known)
-                return
+        if kinds == {str}:  # text is its own entry key
+            lookup = self._lookup
+            for value in dict.fromkeys(values):
+                if value not in lookup:
+                    lookup[value] = len(self.values)
+                    self.values.append(value)
+            self._num[rows] = 0.0
+            self._code[rows] = list(map(lookup.__getitem__, values))
+            return
         nums_, codes = zip(*map(self.encode, values), strict=True)
         self._num[rows] = nums_
         self._code[rows] = codes

@@ -7,6 +7,7 @@ date by every write. Imports only ``expr``, ``paths``, ``errors`` and ``columns`
 
 from __future__ import annotations
 
+import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -75,12 +76,15 @@ class ColumnPlan:
         fields: the columns it reads.
         built: True when every column already exists and is up to date.
         detail: a line for ``explain``.
+        kept: False when the columns are built a batch at a time for this query only
+            (a field no query scanned before), True when they are kept for the next.
     """
 
     fields: tuple[FieldPath, ...]
     built: bool
     detail: str
     fetch: Callable[[], list[Key]] = attrs.field(repr=False)
+    kept: bool = True
 
 
 def vector_filter(node: Node) -> VectorFilter | None:
@@ -141,36 +145,74 @@ def column_plan(
 ) -> ColumnPlan | None:
     """A plan answering ``node`` from columns, or None.
 
-    None when the filter has no vector program, names no field, or needs a column
-    that does not exist yet for a field no query scanned before (a one-off query does
-    not pay for columns). ``fetch()`` builds what is missing (values an index
-    keeps per key taken from there, the others read out of the records in one pass),
-    then returns exactly the matching keys; if a value makes
-    the vector program raise, it evaluates the documents instead. ``new_store`` makes
-    the store when one is needed (the topic gives it its own key table).
+    None when the filter has no vector program or names no field. When a column it
+    needs does not exist yet for a field no query scanned before, the plan is not
+    :attr:`~ColumnPlan.kept`: a one-off query does not pay for columns, so ``fetch()``
+    builds them over one batch of records at a time and drops them (no more memory
+    than a scan's batch; no document decoded where the codec reads the fields out of
+    the bytes). Otherwise ``fetch()`` builds what is missing (values an index keeps
+    per key taken from there, the others read out of the records in one pass) and
+    keeps it current from then on. Either way it returns exactly the matching keys;
+    if a value makes the vector program raise, it evaluates the documents instead.
+    ``new_store`` makes the store when one is needed (the topic gives it its own key
+    table).
     """
     flt = vector_filter(node)
     if flt is None or not flt.fields:
         return None
     store = _current(indexes, rows)
     built = store is not None and all(p in store.columns for p in flt.fields)
-    if not built and not all(scanned(p) for p in flt.fields):
-        return None
+    kept = built or all(scanned(p) for p in flt.fields)
     names = ", ".join(p.to_text() for p in flt.fields)
     detail = f"{flt.leaves} leaves over {names}"
-    if not built:
+    if not kept:
+        detail += "; columns of each batch, for this query only"
+    elif not built:
         detail += "; columns built now"
 
     def fetch() -> list[Key]:
-        store = _ensure(indexes, rows, flt.fields, new_store or _default_store)
         try:
+            if not kept:
+                return _select_batches(flt, rows)
+            store = _ensure(indexes, rows, flt.fields, new_store or _default_store)
             return store.select(flt)
         except SowError:
             # a value the closures raise on (a regex timeout...): the documents decide
             match = compile_node(node)
             return [k for k, d in rows.scan() if truthy(match(d, None))]
 
-    return ColumnPlan(flt.fields, built, detail, fetch)
+    return ColumnPlan(flt.fields, built, detail, fetch, kept)
+
+
+class _Batch:
+    """Columns over one batch of records (a :class:`~sowlib.expr.vector.Frame`)."""
+
+    def __init__(
+        self, fields: Sequence[FieldPath], values: Sequence[Sequence[Any]], count: int
+    ) -> None:
+        from sowlib.columns.column import Column  # numpy: there is a program, so it loads
+
+        self.rows = count
+        self._columns: dict[FieldPath, Column] = {}
+        at = slice(0, count)  # every row, in order
+        for path, column_values in zip(fields, values, strict=True):
+            column = self._columns[path] = Column(path, count)
+            column.rows = count
+            column.set_many(at, column_values)
+
+    def column(self, path: FieldPath) -> Any:
+        return self._columns[path]
+
+
+def _select_batches(flt: VectorFilter, rows: Rows) -> list[Key]:
+    """The keys ``flt`` matches, over columns built a batch of records at a time and
+    dropped: a one-off query's columnar scan. O(records x fields)."""
+    out: list[Key] = []
+    for keys, values in rows.field_chunks(flt.fields):
+        if len(keys):
+            mask = flt.run(_Batch(flt.fields, values, len(keys)))
+            out.extend(itertools.compress(keys, mask.tolist()))
+    return out
 
 
 def select_docs(node: Node, docs: Iterable[Any]) -> list[int] | None:

@@ -4,7 +4,9 @@ Rules, first that applies: a ``sow_keys`` list; equality/IN on exactly the
 key fields (SOW keys computed directly); equality/IN on a hash index's fields;
 memo indexes for range/equality/BETWEEN/prefix clauses (unless they hand over
 many candidates and columns can answer); in-memory columns of the filter's
-fields (built the second time a query scans for them); a full scan. Indexes
+fields (built the second time a query scans for them); a full scan (over the
+columns of one batch of records at a time where the filter has a vector program,
+a ``vector:`` detail in ``explain``). Indexes
 only propose candidates: the caller evaluates the full filter on each one.
 Imports only ``expr.nodes``, ``paths`` and ``index.*``.
 """
@@ -324,8 +326,10 @@ def _column_plan(source: QuerySource, node: Node, n: int) -> Plan | None:
     found = make(node, source.indexes.scanned)
     if found is None:
         return None
-    names = ",".join(p.to_text() for p in found.fields)
     fetch: Callable[[], Collection[Key]] = found.fetch
+    if not found.kept:  # a scan, evaluated over the columns of one batch at a time
+        return Plan("scan", None, n, f"vector: {found.detail}", fetch=fetch, unsure=tuple)
+    names = ",".join(p.to_text() for p in found.fields)
     return Plan("columns", f"columns({names})", n, found.detail, fetch=fetch, unsure=tuple)
 
 
@@ -373,10 +377,12 @@ def plan(
     if found is not None and found.kind != "scan" and (found.exact or found.estimated <= narrow):
         return found
     columns = _column_plan(source, flt.node, n)
-    if columns is not None:
+    if columns is not None and columns.kind == "columns":
         return columns
     # A scan (or a broad index probe): the next query on these fields may build their
     # columns.
     for path in _fields(flt.node):
         source.indexes.note_scan(path)
+    if columns is not None and (found is None or found.kind == "scan"):
+        return columns  # the scan, vectorized
     return found if found is not None else Plan("scan", None, n)

@@ -312,11 +312,9 @@ class Views:
 
     def live_chunks(self) -> Iterator[tuple[list[Key], list[int]]]:
         """Every live key and its record's offset, in file order, a batch at a time."""
-        pairs = self.keys.offsets()
-        pairs.sort(key=_second)
-        for lo in range(0, len(pairs), _CHUNK):
-            chunk = pairs[lo : lo + _CHUNK]
-            yield [k for k, _o in chunk], [o for _k, o in chunk]
+        keys, offsets = self.keys.live_in_file_order()
+        for lo in range(0, len(keys), _CHUNK):
+            yield keys[lo : lo + _CHUNK], offsets[lo : lo + _CHUNK]
 
     def all_docs(self) -> Iterator[tuple[Key, Any]]:
         """``(key, document)`` of every live record, in file order; nothing is kept.

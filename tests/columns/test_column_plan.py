@@ -319,3 +319,18 @@ def test_columns_of_indexed_fields_come_from_the_kept_values(
     for keys, (sides, prices) in both:
         assert prices == [got[k] for k in keys]
         assert sides == [side.getter(parts.source.doc(k)) for k in keys]
+
+
+def test_a_first_scan_runs_over_columns_of_each_batch_and_keeps_none(
+    topic: sowlib.Topic,
+) -> None:
+    # each of these names a field no query scanned before: a scan, vectorized per batch
+    for text in [FILTERS[0], FILTERS[2], FILTERS[3]]:  # no AND on top: no memo probe
+        assert _got(topic, text) == _expected(topic, text), text
+    assert topic._p.indexes.listener is None  # no column kept
+    plan = topic.explain("/qty > 5 OR /note = 'x'")
+    assert (plan.kind, plan.index) == ("scan", None)
+    assert plan.describe().startswith("scan [vector: 2 leaves over /note, /qty;")
+    assert "for this query only" in plan.describe()
+    # a filter the vector engine leaves to the closures stays a plain scan
+    assert topic.explain("/price > /qty").describe().startswith("scan ~")
