@@ -10,7 +10,7 @@ from __future__ import annotations
 import itertools
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import attrs
@@ -64,6 +64,8 @@ class Rows(Protocol):
 
     def scan(self) -> Iterable[tuple[Key, Any]]: ...
 
+    def docs(self, keys: Any) -> Iterable[tuple[Key, Any]]: ...
+
 
 StoreFactory = Callable[[], "ColumnStore"]
 
@@ -83,7 +85,7 @@ class ColumnPlan:
     fields: tuple[FieldPath, ...]
     built: bool
     detail: str
-    fetch: Callable[[], list[Key]] = attrs.field(repr=False)
+    fetch: Callable[[], Iterable[Key]] = attrs.field(repr=False)
     kept: bool = True
 
 
@@ -170,10 +172,10 @@ def column_plan(
     elif not built:
         detail += "; columns built now"
 
-    def fetch() -> list[Key]:
+    def fetch() -> Iterable[Key]:
+        if not kept:
+            return _select_batches(flt, rows, node)
         try:
-            if not kept:
-                return _select_batches(flt, rows)
             store = _ensure(indexes, rows, flt.fields, new_store or _default_store)
             return store.select(flt)
         except SowError:
@@ -204,15 +206,24 @@ class _Batch:
         return self._columns[path]
 
 
-def _select_batches(flt: VectorFilter, rows: Rows) -> list[Key]:
-    """The keys ``flt`` matches, over columns built a batch of records at a time and
-    dropped: a one-off query's columnar scan. O(records x fields)."""
-    out: list[Key] = []
+def _select_batches(flt: VectorFilter, rows: Rows, node: Node) -> Iterator[Key]:
+    """The keys ``flt`` (compiled from ``node``) matches, over columns built a batch of
+    records at a time and dropped: a one-off query's columnar scan, lazy (a query with
+    ``top_n`` stops reading once it has its rows). O(records x fields).
+
+    A batch where a value makes the vector program raise is evaluated document by
+    document by the closures (which raise it again, or not, past a short circuit).
+    """
     for keys, values in rows.field_chunks(flt.fields):
-        if len(keys):
+        if not len(keys):
+            continue
+        try:
             mask = flt.run(_Batch(flt.fields, values, len(keys)))
-            out.extend(itertools.compress(keys, mask.tolist()))
-    return out
+        except SowError:
+            match = compile_node(node)
+            yield from (k for k, d in rows.docs(keys) if truthy(match(d, None)))
+            continue
+        yield from itertools.compress(keys, mask.tolist())
 
 
 def select_docs(node: Node, docs: Iterable[Any]) -> list[int] | None:

@@ -71,7 +71,7 @@ class Plan:
     index: str | None
     estimated: int
     detail: str = ""
-    _fetch: Callable[[], Collection[Key]] | None = attrs.field(
+    _fetch: Callable[[], Iterable[Key]] | None = attrs.field(
         default=None, eq=False, repr=False, alias="fetch"
     )
     #: When set, every candidate outside ``unsure()`` is known to match: the
@@ -86,8 +86,9 @@ class Plan:
         """True when candidates outside :meth:`unsure` need no filter evaluation."""
         return self._unsure is not None
 
-    def candidates(self) -> Collection[Key] | None:
-        """The live keys to test, or None for "every record" (a scan)."""
+    def candidates(self) -> Iterable[Key] | None:
+        """The live keys to test, or None for "every record" (a scan); a vectorized scan
+        gives them lazily (read them once)."""
         return None if self._fetch is None else self._fetch()
 
     def unsure(self) -> Collection[Key]:
@@ -326,7 +327,7 @@ def _column_plan(source: QuerySource, node: Node, n: int) -> Plan | None:
     found = make(node, source.indexes.scanned)
     if found is None:
         return None
-    fetch: Callable[[], Collection[Key]] = found.fetch
+    fetch: Callable[[], Iterable[Key]] = found.fetch
     if not found.kept:  # a scan, evaluated over the columns of one batch at a time
         return Plan("scan", None, n, f"vector: {found.detail}", fetch=fetch, unsure=tuple)
     names = ",".join(p.to_text() for p in found.fields)

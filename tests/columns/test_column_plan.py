@@ -334,3 +334,29 @@ def test_a_first_scan_runs_over_columns_of_each_batch_and_keeps_none(
     assert "for this query only" in plan.describe()
     # a filter the vector engine leaves to the closures stays a plain scan
     assert topic.explain("/price > /qty").describe().startswith("scan ~")
+
+
+def test_a_first_scan_with_top_n_stops_reading_once_it_has_its_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sowlib.topic.logview import LogView
+
+    store = sowlib.SowStore()
+    t = store.create_topic("orders", keys=["/orderId"])
+    rng = random.Random(13)
+    t.publish_many([json.dumps(_order(i, rng)) for i in range(10_000)])
+    batches: list[int] = []
+    real = LogView.payloads
+
+    def counted(self: LogView, offsets: Any) -> Any:
+        offsets = list(offsets)
+        batches.append(len(offsets))
+        return real(self, offsets)
+
+    monkeypatch.setattr(LogView, "payloads", counted)
+    got = t.sow(FILTERS[0], top_n=3)
+    assert len(got) == 3
+    assert len(batches) == 1 and batches[0] < 10_000  # the first batch held 3 matches
+    flt = compile_filter(FILTERS[0])
+    assert all(flt.matches(json.loads(r.data)) for r in got)
+    store.close()
