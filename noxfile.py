@@ -53,6 +53,7 @@ PURE_PYTHON_SUITES = (
     "tests/test_crash_topic.py",
     "tests/test_topic.py",
     "tests/compliance",
+    "tests/columns",
 )
 
 

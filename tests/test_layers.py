@@ -57,6 +57,7 @@ LAYERS = {
     "sowlib.record": 2,
     # indexes and what reads records and configuration
     "sowlib.index": 3,
+    "sowlib.columns": 3,
     "sowlib.frames": 3,
     "sowlib.subscriptions": 3,
     "sowlib.state": 3,

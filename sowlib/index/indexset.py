@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import itertools
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from operator import itemgetter
-from typing import Any, Protocol
+from typing import Any
 
 import attrs
 
 from sowlib.gcpause import paused_gc, release_free_memory
 from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex
+from sowlib.index.protocols import DocSource, Index, WriteListener
 from sowlib.index.types import Key
 from sowlib.index.upkeep import ABSENT, Changes, KeptValues, Table, changes, interned
 from sowlib.index.values import EXACT_LIMIT, as_path, as_paths, number_text, to_number
@@ -29,31 +30,7 @@ _BUILD_CHUNK = 4096
 # Below this many keys a build frees too little to be worth a pass over the C heap.
 _TRIM_MIN_KEYS = 100_000
 
-__all__ = ["DocSource", "Index", "IndexSet", "is_regular_key_value"]
-
-
-class Index(Protocol):
-    """What every index offers the topic: a name, its fields and maintenance."""
-
-    @property
-    def name(self) -> str: ...
-
-    @property
-    def fields(self) -> tuple[FieldPath, ...]: ...
-
-    def add(self, key: Key, doc: Any) -> None: ...
-
-    def remove(self, key: Key, doc: Any) -> None: ...
-
-    def clear(self) -> None: ...
-
-
-class DocSource(Protocol):
-    """The part of a query source an on-demand index build needs."""
-
-    def field_values(self, path: FieldPath) -> Iterable[tuple[Key, Any]]:
-        """``(key, value of path)`` for every live record; documents are not kept."""
-        ...
+__all__ = ["DocSource", "Index", "IndexSet", "WriteListener", "is_regular_key_value"]
 
 
 def is_regular_key_value(value: Any) -> bool:
@@ -129,6 +106,9 @@ class IndexSet:
     _kept_at: list[tuple[int, Table]]
     # What fills the kept values when first needed (see defer_values), or None.
     _deferred: Callable[[], None] | None
+    #: Follows every write (see :meth:`attach`), or None.
+    listener: WriteListener | None
+    _listen_at: tuple[int, ...]
 
     def __init__(
         self,
@@ -139,6 +119,7 @@ class IndexSet:
     ) -> None:
         self._kept = KeptValues(table)
         self._deferred: Callable[[], None] | None = None
+        self.listener = None
         self.key_fields = as_paths(key_fields)
         self.hashes = [HashIndex(fields) for fields in hash_indexes]
         self.memos = {}
@@ -162,6 +143,10 @@ class IndexSet:
                 paths.setdefault(path, len(paths))
         for path in self.memos:
             paths.setdefault(path, len(paths))
+        listened = () if self.listener is None else self.listener.paths
+        for path in listened:
+            paths.setdefault(path, len(paths))
+        self._listen_at = tuple(paths[path] for path in listened)
         self._paths = tuple(paths)
         self._getters = tuple(path.getter for path in paths)
         self._items = tuple(
@@ -188,8 +173,9 @@ class IndexSet:
     @property
     def values_known(self) -> bool:
         """True when the kept values of every live key are known (see
-        :meth:`forget_values`): upkeep then needs no old document."""
-        return self._kept.complete
+        :meth:`forget_values`; always when no path is kept): upkeep then needs no old
+        document."""
+        return self._kept.complete or not self._kept_at
 
     def defer_values(self, fill: Callable[[], None]) -> None:
         """Leave the kept values unknown until :meth:`ensure_values`, which calls ``fill``
@@ -303,6 +289,8 @@ class IndexSet:
         for pos, table in self._kept_at:
             value = new[pos]
             table[key] = sys.intern(value) if type(value) is str else value
+        if self.listener is not None:
+            self.listener.put(key, [new[i] for i in self._listen_at])
 
     def on_insert_many(self, keys: Sequence[Key], docs: Sequence[Any]) -> None:
         """:meth:`on_put` of new keys (none indexed yet, no repeats), a column at a time."""
@@ -398,6 +386,8 @@ class IndexSet:
                     memo.remove_many(got.old_keys, got.old_values)
                 memo.add_many(got.keys, got.new)
         self.keep_columns(keys, columns)
+        if self.listener is not None:
+            self.listener.put_many(keys, [columns[i] for i in self._listen_at])
 
     def _put_rows(
         self, index: HashIndex, keys: Sequence[Key], columns: Sequence[Sequence[Any]], at: Any
@@ -435,6 +425,10 @@ class IndexSet:
         kept ones when :attr:`values_known`, else read from ``old_doc`` (what it held)."""
         self._live -= 1
         self.irregular.discard(key)
+        if self.listener is not None:
+            self.listener.delete(key)
+        if not self._kept_at:
+            return
         old = self.kept_values(key) if self._kept.complete else self._values(old_doc)
         for _at, table in self._kept_at:
             table.pop(key, None)
@@ -505,10 +499,18 @@ class IndexSet:
         for index in self._all():
             index.compact()
 
+    def attach(self, listener: WriteListener | None) -> None:
+        """Call ``listener`` on every write from now on (None: stop); after its
+        :attr:`~WriteListener.paths` change, attach it again. It gets the values of its
+        paths, resolved once per document with the indexes' own."""
+        self.listener = listener
+        self._layout()
+
     @property
     def has_field_indexes(self) -> bool:
-        """True when a hash or memo index needs each document's field values."""
-        return bool(self.hashes or self.memos)
+        """True when a hash or memo index (or the listener) needs each document's field
+        values."""
+        return bool(self.hashes or self.memos or self.listener)
 
     def on_put_keys(self, key: Key, values: Sequence[Any], inserted: bool) -> None:
         """:meth:`on_put` for a set without field indexes, from the key-field values; O(1)."""
@@ -527,6 +529,8 @@ class IndexSet:
         self._deferred = None
         for index in self._all():
             index.clear()
+        if self.listener is not None:
+            self.listener.clear()
 
     @property
     def live(self) -> int:

@@ -2,7 +2,11 @@
 
 Rules, first that applies: a ``sow_keys`` list; equality/IN on exactly the
 key fields (SOW keys computed directly); equality/IN on a hash index's fields;
-memo indexes for range/equality/BETWEEN/prefix clauses; a full scan. Indexes
+memo indexes for range/equality/BETWEEN/prefix clauses (unless they hand over
+many candidates and columns can answer); in-memory columns of the filter's
+fields (built the second time a query scans for them); a full scan (over the
+columns of one batch of records at a time where the filter has a vector program,
+a ``vector:`` detail in ``explain``). Indexes
 only propose candidates: the caller evaluates the full filter on each one.
 Imports only ``expr.nodes``, ``paths`` and ``index.*``.
 """
@@ -15,7 +19,7 @@ from typing import Any, Protocol
 
 import attrs
 
-from sowlib.expr.nodes import InList, Node
+from sowlib.expr.nodes import Field, InList, Node, walk
 from sowlib.index.clauses import conjuncts, equality, regions
 from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex, Region
@@ -27,7 +31,7 @@ from sowlib.paths import FieldPath
 __all__ = ["KINDS", "FilterLike", "Plan", "plan"]
 
 #: Every plan kind, cheapest first.
-KINDS = ("keys", "key_fields", "hash", "hash_in_first", "memo", "bytes", "scan")
+KINDS = ("keys", "key_fields", "hash", "hash_in_first", "memo", "bytes", "columns", "scan")
 #: Most key combinations a key-field or hash lookup will enumerate.
 _MAX_COMBOS = 4096
 # A second memo probe is intersected in when it is at most this many times
@@ -37,6 +41,12 @@ _INTERSECT_RATIO = 8
 # A memo probe expected to return more than this fraction of the topic is no
 # better than a scan.
 _MEMO_MAX_FRACTION = 0.5
+# Where the filter's columns exist (or may be built), a memo or bytes plan that is not
+# exact keeps the query only when it hands over at most this many candidates, or this
+# fraction of the topic: each candidate is read and decoded, while the columns answer
+# the whole topic in a few numpy passes.
+_COLUMNS_MIN = 256
+_COLUMNS_FRACTION = 1 / 64
 
 
 class FilterLike(Protocol):
@@ -61,7 +71,7 @@ class Plan:
     index: str | None
     estimated: int
     detail: str = ""
-    _fetch: Callable[[], Collection[Key]] | None = attrs.field(
+    _fetch: Callable[[], Iterable[Key]] | None = attrs.field(
         default=None, eq=False, repr=False, alias="fetch"
     )
     #: When set, every candidate outside ``unsure()`` is known to match: the
@@ -76,8 +86,9 @@ class Plan:
         """True when candidates outside :meth:`unsure` need no filter evaluation."""
         return self._unsure is not None
 
-    def candidates(self) -> Collection[Key] | None:
-        """The live keys to test, or None for "every record" (a scan)."""
+    def candidates(self) -> Iterable[Key] | None:
+        """The live keys to test, or None for "every record" (a scan); a vectorized scan
+        gives them lazily (read them once)."""
         return None if self._fetch is None else self._fetch()
 
     def unsure(self) -> Collection[Key]:
@@ -304,6 +315,25 @@ def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
     )
 
 
+def _fields(node: Node) -> list[FieldPath]:
+    return list(dict.fromkeys(n.path for n in walk(node) if isinstance(n, Field)))
+
+
+def _column_plan(source: QuerySource, node: Node, n: int) -> Plan | None:
+    """The filter answered from in-memory columns (a source with ``column_plan``)."""
+    make = getattr(source, "column_plan", None)
+    if make is None:
+        return None
+    found = make(node, source.indexes.scanned)
+    if found is None:
+        return None
+    fetch: Callable[[], Iterable[Key]] = found.fetch
+    if not found.kept:  # a scan, evaluated over the columns of one batch at a time
+        return Plan("scan", None, n, f"vector: {found.detail}", fetch=fetch, unsure=tuple)
+    names = ",".join(p.to_text() for p in found.fields)
+    return Plan("columns", f"columns({names})", n, found.detail, fetch=fetch, unsure=tuple)
+
+
 def plan(
     source: QuerySource, flt: FilterLike | None, sow_keys: Iterable[Key] | None = None
 ) -> Plan:
@@ -344,4 +374,16 @@ def plan(
         if found is not None:
             return found
     found = (_bytes_plan(source, flt.node, conj) if eqs else None) or _memo_plan(source, conj)
+    narrow = max(_COLUMNS_MIN, n * _COLUMNS_FRACTION)
+    if found is not None and found.kind != "scan" and (found.exact or found.estimated <= narrow):
+        return found
+    columns = _column_plan(source, flt.node, n)
+    if columns is not None and columns.kind == "columns":
+        return columns
+    # A scan (or a broad index probe): the next query on these fields may build their
+    # columns.
+    for path in _fields(flt.node):
+        source.indexes.note_scan(path)
+    if columns is not None and (found is None or found.kind == "scan"):
+        return columns  # the scan, vectorized
     return found if found is not None else Plan("scan", None, n)

@@ -75,3 +75,6 @@ def check_topic(parts: Parts) -> None:
     for key, doc in docs.items():
         fresh.on_put(key, None, doc)
     assert index_snapshot(fresh) == index_snapshot(indexes), "indexes differ from a rebuild"
+    columns = getattr(indexes.listener, "check", None)  # in-memory columns (sowlib.columns)
+    if columns is not None:
+        columns(docs)

@@ -137,7 +137,7 @@ def fill_values(writer: Writer) -> None:
     records the checkpoint vouched for); the indexes stay as they are."""
     indexes = writer.indexes
     indexes.forget_values()
-    if indexes.has_field_indexes:
+    if indexes.kept_tables():
         keys = writer.keys.keys()
         for start in range(0, len(keys), _BATCH):
             chunk = keys[start : start + _BATCH]

@@ -6,8 +6,9 @@ Imports ``expr``, ``index``, ``paths``, ``record`` and sibling modules; never th
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sowlib.columns import ColumnPlan, column_plan
 from sowlib.expr import EvalContext
 from sowlib.expr.nodes import Node
 from sowlib.index import IndexSet
@@ -18,7 +19,11 @@ from sowlib.paths import FieldPath
 from sowlib.record import Record
 from sowlib.topic.bytescan import byte_plan
 from sowlib.topic.keymap import KeyMap
+from sowlib.topic.slots import new_slots
 from sowlib.topic.views import Views
+
+if TYPE_CHECKING:
+    from sowlib.columns.store import ColumnStore
 
 __all__ = ["TopicSource"]
 
@@ -108,6 +113,37 @@ class TopicSource:
             return None
         patterns = json_patterns(node)
         return byte_plan(self._views.log, self._keys, patterns) if patterns else None
+
+    def field_chunks(
+        self, paths: Sequence[FieldPath]
+    ) -> Iterator[tuple[list[Key], list[list[Any]]]]:
+        """Every live key with the value of each of ``paths`` (a column per path), a batch
+        at a time in file order; what an index keeps per key is taken from there, the
+        rest read out of the records once (:meth:`field_columns`); nothing is kept."""
+        indexes = self.indexes
+        kept = dict(indexes.kept_tables()) if indexes.values_known else {}
+        read = [p for p in paths if p not in kept]
+        payloads = self._views.log.payloads
+        for keys, offsets in self._views.live_chunks():
+            got = iter(self.field_columns(list(payloads(offsets)), read) if read else ())
+            yield (
+                keys,
+                [list(map(kept[p].__getitem__, keys)) if p in kept else next(got) for p in paths],
+            )
+
+    def column_plan(self, node: Node, scanned: Callable[[FieldPath], bool]) -> ColumnPlan | None:
+        """The live keys matching ``node`` read off in-memory columns of its fields (JSON
+        topics; see :mod:`sowlib.columns`), or None."""
+        if self.message_type != "json":
+            return None
+        return column_plan(self.indexes, self, node, scanned, self._column_store)
+
+    def _column_store(self) -> ColumnStore:
+        # content keys: rows found through a C key table where built, keys unboxed
+        from sowlib.columns.store import ColumnStore  # numpy: only once a plan needs it
+
+        content = self._content is not None
+        return ColumnStore(new_slots(content), int_keys=content)
 
     def key_for_values(self, values: Sequence[Any]) -> Key | None:
         """The key content-keyed messages with these key-field values get."""

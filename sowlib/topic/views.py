@@ -313,13 +313,11 @@ class Views:
         if batch:
             yield from self._decoded(batch, offsets)
 
-    def _live_chunks(self) -> Iterator[tuple[list[Key], list[int]]]:
+    def live_chunks(self) -> Iterator[tuple[list[Key], list[int]]]:
         """Every live key and its record's offset, in file order, a batch at a time."""
-        pairs = self.keys.offsets()
-        pairs.sort(key=_second)
-        for lo in range(0, len(pairs), _CHUNK):
-            chunk = pairs[lo : lo + _CHUNK]
-            yield [k for k, _o in chunk], [o for _k, o in chunk]
+        keys, offsets = self.keys.live_in_file_order()
+        for lo in range(0, len(keys), _CHUNK):
+            yield keys[lo : lo + _CHUNK], offsets[lo : lo + _CHUNK]
 
     def all_docs(self) -> Iterator[tuple[Key, Any]]:
         """``(key, document)`` of every live record, in file order; nothing is kept.
@@ -327,7 +325,7 @@ class Views:
         The records are read front to back in batches (checksums verified) and
         decoded a batch at a time.
         """
-        for keys, offsets in self._live_chunks():
+        for keys, offsets in self.live_chunks():
             yield from self._decoded(keys, offsets)
 
     def field_values(self, path: FieldPath) -> Iterator[tuple[Key, Any]]:
@@ -341,7 +339,7 @@ class Views:
         top = steps[0].name if len(steps) == 1 and steps[0].index is None else None
         top_values = getattr(self.codec, "top_values", None) if self.filterable else None
         getter = path.getter
-        for keys, offsets in self._live_chunks():
+        for keys, offsets in self.live_chunks():
             payloads = list(self.log.payloads(offsets))
             values = None
             if top is not None and top_values is not None:
