@@ -1,8 +1,9 @@
 """Topic: the public face of one SOW topic — locking and argument checks over its parts.
 
-The parts: the key map (``keymap``), the writer (``writer``), records and the cache
-(``views``, ``cache``), expiry (``expiry``), the query source (``source``), opening
-and checkpoints (``loader``). Every public method takes the topic's lock.
+The by-key reads and the guards are inherited (``keyreads``). The parts: the key map
+(``keymap``), the writer (``writer``), records and the cache (``views``, ``cache``),
+expiry (``expiry``), the query source (``source``), opening and checkpoints
+(``loader``). Every public method takes the topic's lock.
 """
 
 from __future__ import annotations
@@ -13,18 +14,12 @@ from datetime import datetime
 from itertools import islice
 from typing import Any
 
-from xxhash import xxh64_intdigest
-
 from sowlib.config import TopicConfig
 from sowlib.display import topic_html
 from sowlib.errors import (
-    ArgumentError,
-    ReadOnlyError,
-    StoreClosedError,
     UnsupportedOperationError,
 )
 from sowlib.expr import Filter, compile_filter, regex_budget
-from sowlib.index.types import Key
 from sowlib.keys import validate_user_key
 from sowlib.progress import ProgressArg, track
 from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
@@ -32,8 +27,9 @@ from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_c
 from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic.checks import check_topic, topic_stats
+from sowlib.topic.keyreads import KeyReads
 from sowlib.topic.loader import Progress, checkpoint_blob, load
-from sowlib.topic.parts import as_of, build_parts, int_key_format, key_head, key_of_values
+from sowlib.topic.parts import as_of, build_parts, int_key_format, key_head
 
 __all__ = ["Topic"]
 
@@ -41,7 +37,7 @@ _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
 _CHANGE = {_PUT: "publish", _DELETE: "delete", _EXPIRE: "expire"}
 
 
-class Topic:
+class Topic(KeyReads):
     """A SOW topic: the latest record per SOW key, persisted in one log.
 
     Get one from :meth:`SowStore.create_topic` or :meth:`SowStore.topic`. Memory is
@@ -90,20 +86,6 @@ class Topic:
 
     # ------------------------------------------------------------------ guards
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError(f"topic {self.name!r}")
-
-    def _check_writable(self, operation: str) -> None:
-        self._check_open()
-        if self._readonly:
-            raise ReadOnlyError(f"topic {self.name!r}", operation)
-
-    def _tick(self) -> None:
-        """Process due expirations (lazily, on every operation; spec §10)."""
-        if self._p.expiry.due(self._clock()):
-            self._p.writer.process_expirations(self._clock(), self._readonly)
-
     def _compile(self, flt: str | Filter | None) -> Filter | None:
         if flt is None:
             return None
@@ -114,9 +96,6 @@ class Topic:
                 "a content filter", f"{what} filtered; use '1=1' or sow_keys="
             )
         return compiled
-
-    def _key_of(self, sow_key: object) -> Key | None:
-        return self._p.keys.key_of(sow_key) if type(sow_key) is str else None
 
     # ------------------------------------------------------------------ writes
 
@@ -223,67 +202,7 @@ class Topic:
             return writer.write(key, payload, doc, expiration, corr, delta)
 
     # ------------------------------------------------------------------ reads by key
-
-    def get(self, sow_key: str) -> Record | None:
-        """The record stored under ``sow_key``, or None; O(1), a dict lookup when cached."""
-        rec = NotImplemented if (read := self._read_sow_key) is None else read(sow_key)  # in C
-        if rec is not NotImplemented:
-            return rec  # type: ignore[no-any-return]
-        key = self._key_of(sow_key)
-        return None if key is None else self._get(key)
-
-    def _get(self, key: Key) -> Record | None:
-        # Lock-free when cached: writers drop a key from the cache under the lock before
-        # changing it. The clock is asked only when an expiration is pending.
-        p = self._p
-        pending = p.expiry.heap and p.expiry.due(self._clock())
-        if not pending and (cached := p.cache.get(key)) is not None and not self._closed:
-            return cached
-        with self._lock:
-            if self._closed or pending:  # the checks inline: this is the by-key read path
-                self._check_open()
-                self._tick()
-            return p.views.read(key)
-
-    def lookup(self, *key_values: Any) -> Record | None:
-        """The record whose key fields hold ``key_values`` (in key order), or None; O(1).
-
-        Hashed directly as the content key generator does (no message is built).
-
-        Example:
-            >>> orders.lookup(1042)  # doctest: +SKIP
-        Raises:
-            UnsupportedOperationError: the topic's keys are not content keys.
-            QueryOptionError: not one value per key field.
-        """
-        read = self._read_key if len(key_values) == 1 else None  # the steps below in one call
-        rec = NotImplemented if read is None else read(key_values[0])
-        if rec is not NotImplemented:
-            return rec  # type: ignore[no-any-return]
-        int_key = self._int_key
-        if int_key is not None and len(key_values) == 1 and type(key_values[0]) is int:
-            return self._get(xxh64_intdigest(int_key % key_values[0]))
-        key = key_of_values(self._p, self.name, key_values)
-        return None if key is None else self._get(key)
-
-    def key_for_values(self, values: Sequence[Any]) -> str | None:
-        """The SOW key of a message with key fields ``values``; None: a NULL, no content keys."""
-        content = self._p.content
-        return None if content is None else content.key_for_values(values)
-
-    def lookup_many(self, rows: Iterable[Sequence[Any]]) -> list[Record | None]:
-        """:meth:`lookup` of each row of key values (a tuple or list), in order.
-
-        Raises:
-            QueryOptionError: ``rows`` or a row is not a sequence of key values.
-        """
-        if isinstance(rows, str | bytes) or not isinstance(rows, Iterable):
-            raise ArgumentError("rows", rows, "an iterable of key-value tuples")
-        rows = list(rows)
-        for row in rows:
-            if not isinstance(row, tuple | list):
-                raise ArgumentError("rows", row, "a tuple of key values per row")
-        return [self.lookup(*row) for row in rows]
+    # get, lookup, lookup_many, topic[values]: sowlib.topic.keyreads.KeyReads
 
     def key_for(self, message: str | bytes | dict[str, Any] | Any) -> str:
         """The SOW key ``message`` would be stored under (without storing it)."""
