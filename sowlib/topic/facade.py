@@ -16,10 +16,9 @@ from typing import Any
 
 from sowlib.config import TopicConfig
 from sowlib.display import topic_html
-from sowlib.errors import (
-    UnsupportedOperationError,
-)
+from sowlib.errors import EncodeError, UnsupportedOperationError
 from sowlib.expr import Filter, compile_filter, regex_budget
+from sowlib.frames import frame_messages, is_frame, plain
 from sowlib.keys import validate_user_key
 from sowlib.progress import ProgressArg, track
 from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
@@ -110,7 +109,8 @@ class Topic(KeyReads):
         """Store ``data`` as the latest record for its key; O(1) plus index upkeep.
 
         Args:
-            data: the message as text, bytes, or a value the codec can encode (a dict).
+            data: the message as text, bytes, or a value the codec can encode (a dict;
+                pandas/numpy scalars and datetimes are made :func:`sowlib.frames.plain`).
             expiration: seconds to live, overriding the topic default (0 = never);
                 honoured only when the topic has expiration enabled.
             sow_key: the key, for topics without key fields (publisher-supplied keys).
@@ -126,13 +126,13 @@ class Topic(KeyReads):
             self._check_writable("publish")
             self._tick()
             writer = self._p.writer
-            payload, doc = writer.decode_input(data)
+            payload, doc = self._decode(data)
             key = writer.key(doc, sow_key, data)
             return writer.write(key, payload, doc, expiration, to_corr(correlation_id))
 
     def publish_many(
         self,
-        messages: Iterable[str | bytes | dict[str, Any]],
+        messages: Iterable[str | bytes | dict[str, Any]] | Any,
         *,
         expiration: float | None = None,
         key_values: Sequence[Any] | None = None,
@@ -141,7 +141,10 @@ class Topic(KeyReads):
         """Publish several messages; every one is validated before any is stored.
 
         Args:
-            messages: the messages (text, bytes or dicts).
+            messages: the messages (text, bytes or dicts), or a ``pandas.DataFrame``: a
+                message per row, a field per column, missing cells left out
+                (:func:`sowlib.frames.frame_messages`). pandas and numpy values in
+                dicts are made plain first (:func:`sowlib.frames.plain`).
             expiration: seconds to live for each (see :meth:`publish`).
             key_values: for writers that render the messages from values they hold
                 (``sowlib.spark``'s sink): each message's key-field values (a tuple in key
@@ -157,12 +160,25 @@ class Topic(KeyReads):
             self._check_writable("publish")
             self._tick()
             self._p.writer.expires_at(expiration, 0.0)  # validate before anything is written
+            if is_frame(messages):
+                messages = frame_messages(messages)
             if progress is not None:
                 messages = track(messages, progress, desc="publish", unit="messages")
             batch = messages if isinstance(messages, list | tuple) else list(messages)
             if not batch:
                 return []
-            return self._p.writer.write_many(batch, expiration, key_values)
+            try:
+                return self._p.writer.write_many(batch, expiration, key_values)
+            except EncodeError:  # pandas/numpy values: made plain, then every codec holds them
+                made = [m if isinstance(m, str | bytes) else plain(m) for m in batch]
+                return self._p.writer.write_many(made, expiration, key_values)
+
+    def _decode(self, data: object) -> tuple[bytes, Any]:
+        """The payload and document of a message, pandas/numpy values made plain."""
+        try:
+            return self._p.writer.decode_input(data)
+        except EncodeError:
+            return self._p.writer.decode_input(plain(data))
 
     def delta_publish(
         self,
@@ -190,7 +206,7 @@ class Topic(KeyReads):
                     "delta_publish", f"{self.message_type} messages cannot be merged"
                 )
             writer = self._p.writer
-            payload, delta = writer.decode_input(data)
+            payload, delta = self._decode(data)
             key = writer.key(delta, sow_key, data)
             head = self._p.keys.header(key)
             corr = to_corr(correlation_id)
