@@ -272,7 +272,7 @@ def add_progress_option(p: argparse.ArgumentParser) -> None:
         "--progress",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="a progress bar on standard error (needs tqdm; never in CI or without a terminal)",
+        help="a progress bar on standard error (never in CI or without a terminal)",
     )
 
 

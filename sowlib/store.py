@@ -38,6 +38,7 @@ from sowlib.keys import (
     load_key_generator,
     stored_key_generator,
 )
+from sowlib.progress import ProgressArg
 from sowlib.query import Record
 from sowlib.reconfigure import (
     check_message_types,
@@ -98,7 +99,7 @@ class SowStore:
         fs: Any = None,
         key_generators: Mapping[str, Callable[[Any], str]] | None = None,
         cache_bytes: int | None = None,
-        progress: Callable[[int, int], object] | None = None,
+        progress: ProgressArg = None,
     ) -> None:
         """Open (or create) the store at ``path``; None keeps it in memory.
 
@@ -115,9 +116,8 @@ class SowStore:
                 under the pattern topic's name.
             cache_bytes: each topic's budget for cached records (None: the default,
                 8 MiB; 0: no cache). ``create_topic(cache_bytes=)`` overrides it.
-            progress: ``progress(done, total)``, called while an opening topic rebuilds
-                its indexes from the log (after a crash, or when its saved indexes are
-                unusable), once per batch of records, for each topic in turn.
+            progress: ``(done, total)``, True or a tqdm bar (:mod:`sowlib.progress`) while
+                a topic rebuilds its indexes as it opens (after a crash, or saved ones unusable).
         Raises:
             StorePathError: the OS refused the path (permissions, a file in the way).
             StoreNotFoundError: a read-only open of a missing directory.

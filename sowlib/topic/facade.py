@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from itertools import islice
-from typing import Any
+from typing import Any, cast
 
 from sowlib.config import TopicConfig
 from sowlib.display import topic_html
@@ -20,14 +20,14 @@ from sowlib.errors import EncodeError, UnsupportedOperationError
 from sowlib.expr import Filter, compile_filter, regex_budget
 from sowlib.frames import frame_messages, is_frame, plain
 from sowlib.keys import validate_user_key
-from sowlib.progress import ProgressArg, track
+from sowlib.progress import ProgressArg, callback_for, track
 from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
 from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic.checks import check_topic, topic_stats
 from sowlib.topic.keyreads import KeyReads
-from sowlib.topic.loader import Progress, checkpoint_blob, load
+from sowlib.topic.loader import checkpoint_blob, load
 from sowlib.topic.parts import as_of, build_parts, int_key_format, key_head
 
 __all__ = ["Topic"]
@@ -62,7 +62,7 @@ class Topic(KeyReads):
         readonly: bool = False,
         key_generator: Callable[[Any], str] | None = None,
         cache_bytes: int | None = None,
-        progress: Progress | None = None,
+        progress: ProgressArg = None,
     ) -> None:
         self.config = config
         self.name = config.name
@@ -80,7 +80,8 @@ class Topic(KeyReads):
         self._read_key = views.key_reader(key_head(parts.content), expiry, self._lock)
         self._read_sow_key = views.key_reader(None, expiry, self._lock, sow_keys=True)
         self._log = log
-        load(parts.writer, progress)
+        with callback_for(progress, desc=f"rebuild {self.name}") as callback:
+            load(parts.writer, callback)
         self._tick()
 
     # ------------------------------------------------------------------ guards
@@ -150,7 +151,8 @@ class Topic(KeyReads):
                 (``sowlib.spark``'s sink): each message's key-field values (a tuple in key
                 order for compound keys), trusted: hashed instead of parsed out.
             progress: ``progress(read, total)`` as messages are read from ``messages``
-                (total None for an iterator), or True for a bar (:mod:`sowlib.progress`).
+                (total None for an iterator), True for a bar, or a tqdm bar to advance
+                (:mod:`sowlib.progress`).
         Returns:
             One PublishResult per message.
         Raises:
@@ -441,14 +443,18 @@ class Topic(KeyReads):
                 return 0
             return self._p.writer.process_expirations(self._clock(), self._readonly)
 
-    def compact(self, progress: Callable[[int, int | None], None] | None = None) -> None:
+    def compact(self, progress: ProgressArg = None) -> None:
         """Rewrite the log with only live records (and retained history); O(file size).
 
-        ``progress(copied, total)`` is called as records are copied."""
+        Args:
+            progress: ``progress(copied, total)`` as records are copied, True for a
+                bar, or a tqdm bar to advance (:mod:`sowlib.progress`).
+        """
         with self._lock:
             self._check_writable("compact")
             self._tick()
-            self._p.writer.compact(progress)
+            with callback_for(progress, desc=f"compact {self.name}") as callback:
+                self._p.writer.compact(cast("Callable[[int, int | None], None]", callback))
 
     def stats(self) -> dict[str, Any]:
         """Counters and sizes (spec §16): records, bytes, garbage ratio, indexes, ..."""
