@@ -5,6 +5,7 @@ Composes topics, storage logs and key generators; ``spark`` sits above it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -174,32 +175,33 @@ class SowStore:
                     if full not in self._files:  # a restart: edited definitions apply
                         self._disk[id(self._open_file(full))] = True
 
-    def _open_file(self, full: str) -> Topic:
+    def _open_log(self, full: str) -> tuple[TopicConfig, AppendLog]:
         # Read the config first: opening a writer consumes the checkpoint, so the
         # log must be opened once, with the topic's own sync and slab settings.
         try:
             config = TopicConfig.from_dict(json.loads(read_header(full).meta))
         except (ValueError, TypeError, RecursionError) as exc:
             raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from exc
-        generator = self._generator_for(config)
+        sync = config.durability == "sync" and not self.readonly
+        log = AppendLog(
+            full, readonly=self.readonly, sync=sync, slab_size=config.slab_size, fs=self._fs
+        )
+        return config, log
+
+    def _open_file(self, full: str) -> Topic:
         # One pause for the recovery walk and the key map built from it: the
         # walk's tuples are dropped before the collector could look at them.
         with paused_gc():
-            log = AppendLog(
-                full,
-                readonly=self.readonly,
-                sync=config.durability == "sync" and not self.readonly,
-                slab_size=config.slab_size,
-                fs=self._fs,
-            )
+            config, log = self._open_log(full)
             topic = Topic(
                 config,
                 log,
                 clock=self.clock,
                 readonly=self.readonly,
-                key_generator=generator,
+                key_generator=self._generator_for(config),
                 cache_bytes=self.cache_bytes,
                 progress=self._progress,
+                reopen=functools.partial(self._open_log, full) if self.readonly else None,
             )
         self._topics[(config.name, config.message_type)] = topic
         self._files.add(full)
@@ -486,22 +488,14 @@ class SowStore:
     def refresh(self) -> int:
         """Read-only stores: pick up what the writer appended (new topics too).
 
-        Returns the number of records applied. A topic the writer compacted is
-        reopened.
+        Returns the number of records applied. A topic the writer compacted continues
+        on the new file: handles got before stay valid.
         """
         with self._lock:
             self._check_open()
             applied = 0
-            for key, topic in list(self._topics.items()):
-                got = topic.refresh()
-                if got < 0:  # the file was replaced by compaction: reopen it
-                    path = topic.path
-                    topic.close()
-                    del self._topics[key]
-                    self._files.discard(path)
-                    applied += len(self._open_file(path))
-                else:
-                    applied += got
+            for topic in list(self._topics.values()):
+                applied += topic.refresh()  # after a compaction, on the new file
             if self.path is not None:
                 before = len(self._topics)
                 with os_errors(self.path, "refresh the store"):

@@ -63,15 +63,22 @@ class Topic(KeyReads):
         key_generator: Callable[[Any], str] | None = None,
         cache_bytes: int | None = None,
         progress: ProgressArg = None,
+        reopen: Callable[[], tuple[TopicConfig, Log]] | None = None,
     ) -> None:
-        self.config = config
-        self.name = config.name
-        self.message_type = config.message_type
         self._clock = clock
         self._readonly = readonly
         self._lock = threading.RLock()
         self._closed = False
-        parts = self._p = build_parts(config, log, clock, key_generator, cache_bytes)
+        self._key_generator, self._cache_bytes, self._reopen = key_generator, cache_bytes, reopen
+        self._wire(config, log, progress)
+
+    def _wire(self, config: TopicConfig, log: Log, progress: ProgressArg) -> None:
+        """Build the parts over ``log`` and load them (the constructor, and a reopen)."""
+        parts = build_parts(config, log, self._clock, self._key_generator, self._cache_bytes)
+        with callback_for(progress, desc=f"rebuild {config.name}") as callback:
+            load(parts.writer, callback)
+        self.config, self.name, self.message_type = config, config.name, config.message_type
+        self._p = parts
         self.key_fields = parts.key_fields
         self.indexes = parts.indexes
         self._int_key = int_key_format(parts.content)  # see lookup
@@ -80,8 +87,6 @@ class Topic(KeyReads):
         self._read_key = views.key_reader(key_head(parts.content), expiry, self._lock)
         self._read_sow_key = views.key_reader(None, expiry, self._lock, sow_keys=True)
         self._log = log
-        with callback_for(progress, desc=f"rebuild {self.name}") as callback:
-            load(parts.writer, callback)
         self._tick()
 
     # ------------------------------------------------------------------ guards
@@ -463,12 +468,25 @@ class Topic(KeyReads):
             return topic_stats(self._p, self.config)
 
     def refresh(self) -> int:
-        """Read-only topics: apply what the writer appended since; returns records applied."""
+        """Read-only topics: apply what the writer appended since; returns records applied.
+
+        When the writer replaced the file (a compaction), this topic continues on the
+        new file, the same object with its subscriptions (every record of the new file
+        counts as applied); without a way to reopen (a topic made by hand), -1.
+        """
         with self._lock:
             self._check_open()
-            records = self._log.refresh()
+            records, reopen = self._log.refresh(), self._reopen
             if records is None:
-                return -1
+                if reopen is None:
+                    return -1
+                # the writer replaced the file (compaction): this handle continues on it
+                old, subs = self._log, self._p.subs
+                config, log = reopen()
+                self._wire(config, log, None)
+                self._p.subs = self._p.writer.subs = subs
+                old.close(None)
+                return len(self._p.keys)
             self._p.writer.apply_many(records)
             self._tick()
             return len(records)
