@@ -21,7 +21,7 @@ import click
 from sowlib import frames, projection
 from sowlib.cli_input import FORMULA_LEAD, csv_cell, parse_cell, read_messages, unflatten
 from sowlib.errors import ConfigError, UnknownTopicError
-from sowlib.progress import ProgressArg, reporter
+from sowlib.progress import ProgressArg, reporter, track
 from sowlib.query import Record
 from sowlib.store import SowStore
 
@@ -210,14 +210,18 @@ def _write_json(docs: Iterable[Any], out: TextIO) -> None:
     out.write(json.dumps(items, ensure_ascii=False, indent=2, default=str) + "\n")
 
 
-def _write_records(fmt: str, records: Sequence[Record], meta: bool, out: TextIO) -> None:
+def _write_records(
+    fmt: str, records: Sequence[Record], meta: bool, out: TextIO, progress: ProgressArg
+) -> None:
+    # a record's document is decoded when first read: the step the bar follows
+    docs = [r.doc for r in track(records, progress, desc="export", unit="records")]
     if fmt in ("csv", "table"):
-        rows = _rows(records, [r.doc for r in records], meta)
+        rows = _rows(records, docs, meta)
         (_write_csv if fmt == "csv" else _write_table)(rows, out)
     elif fmt == "json":
-        _write_json((r.doc for r in records), out)
+        _write_json(docs, out)
     else:
-        _write_jsonl((r.doc for r in records), out)
+        _write_jsonl(docs, out)
 
 
 def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
@@ -234,9 +238,9 @@ def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
         _write_parquet(table, args.output or _binary_stdout(out))
     elif args.output:
         with open(args.output, "w", encoding="utf-8", newline="") as fh:
-            _write_records(fmt, records, args.with_meta, fh)
+            _write_records(fmt, records, args.with_meta, fh, _progress(args))
     else:
-        _write_records(fmt, records, args.with_meta, out)
+        _write_records(fmt, records, args.with_meta, out, _progress(args))
     if args.output:
         print(f"{args.topic}: exported {len(records)} records to {args.output}", file=out)
     return 0
@@ -354,6 +358,12 @@ def add_commands(group: click.Group, runner: Runner) -> None:
     )
     @click.option(
         "--with-meta", is_flag=True, help="csv/table/parquet: add sow_key, seq and the timestamps."
+    )
+    @click.option(
+        "--progress/--no-progress",
+        default=True,
+        show_default=True,
+        help="A progress bar on standard error (never in CI or without a terminal).",
     )
     def export_command(**options: Any) -> int:
         """Write the records of TOPIC in the store DIRECTORY matching FILTER (an AMPS

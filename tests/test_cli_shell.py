@@ -156,3 +156,20 @@ def test_a_closed_pipe_ends_quietly(store: Path, command: list[str]) -> None:
     assert proc.wait(timeout=120) == 0
     assert "Error" not in err
     assert "Traceback" not in err
+
+
+def test_import_and_export_draw_progress_for_a_watcher(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from sowlib import progress as progress_mod
+
+    monkeypatch.setattr(progress_mod, "interactive", lambda: True)
+    target = tmp_path / "all.jsonl"
+    assert main(["export", str(store), "trades", "-o", str(target)]) == 0
+    assert "export" in capsys.readouterr().err
+    assert main(["import", str(tmp_path / "copy"), "t", str(target), "--keys", "/id"]) == 0
+    assert "import" in capsys.readouterr().err
+    assert main(["export", str(store), "trades", "-o", str(target), "--no-progress"]) == 0
+    assert capsys.readouterr().err == ""
+    with SowStore(tmp_path / "copy", readonly=True) as copy:
+        assert len(copy.topic("t")) == 3000
