@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import os
 import sys
+import tomllib
 
 import nox
 
@@ -222,9 +223,37 @@ def build(session: nox.Session) -> None:
     session.run("twine", "check", *glob.glob("build/dist/*"))
 
 
+def readme_setup_commands(readme: str = "README.md") -> list[str]:
+    """The commands of the README's "Set-up" section, as written there (its bash blocks,
+    without the one that runs nox itself)."""
+    with open(readme, encoding="utf-8") as f:
+        text = f.read()
+    section = text.split("\n## Set-up", 1)[1].split("\n## ", 1)[0]
+    blocks = [b.split("```", 1)[0] for b in section.split("```bash\n")[1:]]
+    lines = [line.strip() for block in blocks for line in block.splitlines()]
+    return [line for line in lines if line and "nox" not in line]
+
+
+@nox.session(python=PYTHON)
+def readme(session: nox.Session) -> None:
+    """The README's set-up commands verbatim in this fresh virtualenv, then, on that
+    install, ``format("sow")`` in a plain SparkSession and the notebook."""
+    env = spark_worker_env(session)
+    for command in readme_setup_commands():
+        session.log(f"README: {command}")
+        session.run("bash", "-c", command, env=env, external=True)
+    session.run("python", "tests/readme_spark_read.py", env=env)
+    with open("pyproject.toml", "rb") as f:  # the notebook runner's packages, not sowlib again
+        extras = tomllib.load(f)["project"]["optional-dependencies"]["notebook"]
+    session.install(*extras)
+    session.run("python", "tests/run_notebook.py", "examples/notebook.ipynb", env=env)
+
+
 @nox.session(python=PYTHON)
 def ci(session: nox.Session) -> None:
-    """Everything marked default, in one environment (one install of pyspark)."""
+    """Everything marked default, in one environment (one install of pyspark); then the
+    README's own set-up in a fresh one (``readme``)."""
+    session.notify("readme")
     session.install("-e", ".[dev]")
     _lint(session)
     _typecheck(session)

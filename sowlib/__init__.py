@@ -13,6 +13,7 @@ Example:
 from sowlib import errors
 from sowlib.buildinfo import VERSION
 from sowlib.buildinfo import build_info as _build_info
+from sowlib.buildinfo import warn_missing_compiled as _warn_missing_compiled
 from sowlib.codecs import Codec, get_codec, register_codec
 from sowlib.config import TopicConfig
 from sowlib.document import MISSING, Element
@@ -29,6 +30,7 @@ from sowlib.subscriptions import Message, Subscription
 from sowlib.topic import Topic
 
 __version__ = VERSION
+_warn_missing_compiled()  # once per process, when a C module was not built
 
 
 def build_info() -> dict[str, object]:

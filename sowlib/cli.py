@@ -1,7 +1,11 @@
 """The ``sowlib`` command: verify, dump, stats, publish, compact, and (in ``cli_data``)
 import, export, query, explain.
 
-Sits on top of ``store`` and ``storage``; nothing imports it.
+Built on click ([R]: the most used and longest kept of the Python CLI libraries, with
+no dependency of its own; typer is click with type hints, one more layer and two
+more dependencies for what the commands here need): options anywhere among the
+arguments, per-command help, ``--version``. Sits on top of ``store`` and
+``storage``; nothing imports it.
 """
 
 from __future__ import annotations
@@ -10,12 +14,15 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
-from typing import TextIO
+from typing import Any, TextIO
+
+import click
 
 from sowlib.buildinfo import VERSION
-from sowlib.cli_data import add_commands, add_progress_option
+from sowlib.cli_data import add_commands
+from sowlib.errors import UnknownTopicError
 from sowlib.journal.repair import is_journal_dir, is_journal_file, verify_journal
 from sowlib.progress import reporter
 from sowlib.storage import AppendLog, RecordKind
@@ -165,66 +172,161 @@ def _cmd_compact(args: argparse.Namespace, out: TextIO) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sowlib", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"sowlib {VERSION}")
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    p = sub.add_parser("verify", help="check every record of a store, journal or file")
-    p.add_argument("target", help="a store directory, a journal directory or a .sow file")
-    p.add_argument("--repair", action="store_true", help="salvage every intact record")
-    add_progress_option(p)
-    p.set_defaults(run=_cmd_verify)
-
-    p = sub.add_parser("dump", help="print the records of a .sow file")
-    p.add_argument("file")
-    p.add_argument("-n", "--limit", type=int, default=None, help="at most N records")
-    p.add_argument("-v", "--verbose", action="store_true", help="payloads and metadata")
-    p.add_argument("--data-only", action="store_true", help="only the payloads of live versions")
-    p.add_argument("-d", "--delimiter", default="\n", help="delimiter for --data-only")
-    p.set_defaults(run=_cmd_dump)
-
-    p = sub.add_parser("stats", help="statistics of every topic")
-    p.add_argument("directory")
-    p.set_defaults(run=_cmd_stats)
-
-    p = sub.add_parser("publish", help="publish messages (arguments or stdin lines)")
-    p.add_argument("directory")
-    p.add_argument("topic")
-    p.add_argument("--message-type", default=None)
-    p.add_argument("messages", nargs="*")
-    p.set_defaults(run=_cmd_publish)
-
-    add_commands(sub)
-
-    p = sub.add_parser("compact", help="rewrite topic files with only live records")
-    p.add_argument("directory")
-    p.add_argument("--topic", default=None)
-    add_progress_option(p)
-    p.set_defaults(run=_cmd_compact)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    """Run the command line; returns the exit status (errors print one line, status 2)."""
-    args = _parser().parse_args(argv)
-    stream = out if out is not None else sys.stdout
-    try:
-        return int(args.run(args, stream))
-    except Exception as exc:  # a SowError, an OSError or anything else: one line, status 2
-        return _fail(args.command, exc)
+def _cli_message(command: str, exc: BaseException) -> str:
+    """The error's message as a shell user needs it: what to type instead of what to call."""
+    if isinstance(exc, UnknownTopicError):
+        kind = f" ({exc.message_type})" if exc.message_type else ""
+        how = "sowlib import DIR TOPIC FILE --keys /field"
+        if command == "publish":
+            how = "sowlib import DIR TOPIC FILE --keys /field, then publish"
+        return f"no SOW topic {exc.topic!r}{kind} in this store; create it with {how}"
+    return str(exc)
 
 
 def _fail(command: str, exc: BaseException) -> int:
     """Print the one line of a failed command (at most MAX_MESSAGE characters of the
     message) on standard error; returns the exit status, 2."""
-    text = str(exc)
+    text = _cli_message(command, exc)
     # One line: filter errors carry a caret diagram on the following lines.
     first = text[: MAX_MESSAGE + 1].splitlines()[0] if text else ""
     if len(first) > MAX_MESSAGE:
         first = f"{first[:MAX_MESSAGE]}... ({len(text)} characters)"
     print(f"sowlib {command}: {type(exc).__name__}: {first}", file=sys.stderr)
     return 2
+
+
+def _quiet_pipe() -> int:
+    """Standard output's reader went away (``sowlib stats DIR | head``): stop quietly."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush goes nowhere
+    except (OSError, ValueError):
+        pass
+    return 0
+
+
+def _runner(name: str, run: Callable[[argparse.Namespace, TextIO], int]) -> Callable[..., int]:
+    """The click callback of a command: its options as a namespace, the exit status back."""
+
+    def callback(**options: Any) -> int:
+        out = click.get_current_context().find_root().obj or sys.stdout
+        try:
+            return int(run(argparse.Namespace(**options), out))
+        except BrokenPipeError:  # the reader went away (``| head``): stop quietly
+            return _quiet_pipe()
+        except Exception as exc:  # a SowError, an OSError or anything else: one line, status 2
+            return _fail(name, exc)
+
+    return callback
+
+
+@click.group(
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+    epilog="Run 'sowlib COMMAND --help' for a command's options. Exit status: 0 done, "
+    "1 verify found damage, 2 bad input or any error (one line on standard error).",
+)
+@click.version_option(
+    VERSION, "-V", "--version", prog_name="sowlib", message="%(prog)s %(version)s"
+)
+def cli() -> None:
+    """Load, query, export and check sowlib stores (directories of SOW topics).
+
+    \b
+      sowlib import var/sow orders orders.jsonl --keys /orderId
+      sowlib query var/sow orders "/price > 100" --top-n 5 --format table
+      sowlib export var/sow orders -o orders.csv
+    """
+
+
+def _progress_option(f: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--progress/--no-progress",
+        default=True,
+        show_default=True,
+        help="A progress bar on standard error (never in CI or without a terminal).",
+    )(f)
+
+
+@cli.command("verify", short_help="Check every record of a store, journal or file.")
+@click.argument("target")
+@click.option("--repair", is_flag=True, help="Salvage every intact record into a new file.")
+@_progress_option
+def _verify_command(**options: Any) -> int:
+    """Check every record of TARGET: a store directory, a journal directory or a .sow
+    file. Prints one line per file (ok or CORRUPT); exit status 1 on damage not
+    repaired."""
+    return _runner("verify", _cmd_verify)(**options)
+
+
+@cli.command("dump", short_help="Print the records of a .sow file.")
+@click.argument("file")
+@click.option("-n", "--limit", type=click.IntRange(min=0), default=None, help="At most N records.")
+@click.option("-v", "--verbose", is_flag=True, help="Payloads and metadata too.")
+@click.option("--data-only", is_flag=True, help="Only the payloads of live versions.")
+@click.option("-d", "--delimiter", default="\n", help="Delimiter for --data-only.")
+def _dump_command(**options: Any) -> int:
+    """Print the records of FILE (a topic's .sow file): offset, sequence, kind, key,
+    timestamps and size, like the AMPS SOW dump utility."""
+    return _runner("dump", _cmd_dump)(**options)
+
+
+@cli.command("stats", short_help="Statistics of every topic, as JSON.")
+@click.argument("directory")
+def _stats_command(**options: Any) -> int:
+    """Print the statistics of every topic of the store DIRECTORY as JSON."""
+    return _runner("stats", _cmd_stats)(**options)
+
+
+@cli.command("publish", short_help="Publish messages (arguments, or standard input lines).")
+@click.argument("directory")
+@click.argument("topic")
+@click.argument("messages", nargs=-1)
+@click.option("--message-type", default=None, help="The topic's message type (default json).")
+def _publish_command(**options: Any) -> int:
+    """Publish MESSAGES to TOPIC of the store DIRECTORY; without MESSAGES, each line of
+    standard input is one message. Prints the SOW key and sequence of each."""
+    return _runner("publish", _cmd_publish)(**options)
+
+
+@cli.command("compact", short_help="Rewrite topic files with only live records.")
+@click.argument("directory")
+@click.option("--topic", default=None, help="Only this topic (default: every topic).")
+@_progress_option
+def _compact_command(**options: Any) -> int:
+    """Rewrite the topic files of the store DIRECTORY with only their live records."""
+    return _runner("compact", _cmd_compact)(**options)
+
+
+add_commands(cli, _runner)
+
+
+def _usage_error(exc: click.UsageError) -> int:
+    command = exc.ctx.command_path if exc.ctx is not None else "sowlib"
+    message = exc.format_message().replace("\n", " ")
+    print(f"{command}: usage: {message} (see '{command} --help')", file=sys.stderr)
+    return 2
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    """Run the command line; returns the exit status (errors print one line, status 2).
+
+    ``out`` receives what the commands print (default: standard output).
+    """
+    try:
+        status = cli.main(
+            args=list(argv) if argv is not None else None,
+            prog_name="sowlib",
+            standalone_mode=False,
+            obj=out,
+        )
+    except click.UsageError as exc:
+        return _usage_error(exc)
+    except click.Abort:
+        print("sowlib: aborted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return _quiet_pipe()
+    return int(status or 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -13,18 +13,21 @@ import csv
 import json
 import os
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
+
+import click
 
 from sowlib import frames, projection
 from sowlib.cli_input import FORMULA_LEAD, csv_cell, parse_cell, read_messages, unflatten
 from sowlib.errors import ConfigError, UnknownTopicError
-from sowlib.progress import ProgressArg, reporter
+from sowlib.progress import ProgressArg, reporter, track
 from sowlib.query import Record
 from sowlib.store import SowStore
 
 __all__ = [
     "FORMULA_LEAD",
+    "OUTPUT_FORMATS",
     "add_commands",
     "csv_cell",
     "parse_cell",
@@ -175,22 +178,50 @@ def _write_table(rows: Sequence[Mapping[str, Any]], out: TextIO) -> None:
     print(f"({len(rows)} records)", file=out)
 
 
-def _write_parquet(records: Sequence[Record], meta: bool, target: str) -> None:
+def _parquet_table(records: Sequence[Record], meta: bool) -> Any:
     try:
-        import pyarrow.parquet as pq
+        import pyarrow.parquet  # noqa: F401
     except ImportError:
         raise ConfigError("--format", "parquet needs pyarrow: pip install pyarrow") from None
     table = frames.to_arrow(records)
     if not meta:
         table = table.drop_columns([c for c in frames.META_COLUMNS if c in table.column_names])
+    return table
+
+
+def _write_parquet(table: Any, target: Any) -> None:
+    import pyarrow.parquet as pq
+
     pq.write_table(table, target)
 
 
-def _write_records(fmt: str, records: Sequence[Record], meta: bool, out: TextIO) -> None:
-    if fmt == "csv":
-        _write_csv(_rows(records, [r.doc for r in records], meta), out)
+def _binary_stdout(out: TextIO) -> Any:
+    """Standard output's bytes for parquet, when it is redirected to a file or a pipe."""
+    buffer = getattr(out, "buffer", None)
+    if buffer is None or out.isatty():
+        raise ConfigError(
+            "--format", "parquet is binary: redirect standard output, or use export -o FILE.parquet"
+        )
+    return buffer
+
+
+def _write_json(docs: Iterable[Any], out: TextIO) -> None:
+    items = [d.decode("utf-8", "replace") if isinstance(d, bytes) else d for d in docs]
+    out.write(json.dumps(items, ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+def _write_records(
+    fmt: str, records: Sequence[Record], meta: bool, out: TextIO, progress: ProgressArg
+) -> None:
+    # a record's document is decoded when first read: the step the bar follows
+    docs = [r.doc for r in track(records, progress, desc="export", unit="records")]
+    if fmt in ("csv", "table"):
+        rows = _rows(records, docs, meta)
+        (_write_csv if fmt == "csv" else _write_table)(rows, out)
+    elif fmt == "json":
+        _write_json(docs, out)
     else:
-        _write_jsonl((r.doc for r in records), out)
+        _write_jsonl(docs, out)
 
 
 def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
@@ -198,19 +229,18 @@ def _cmd_export(args: argparse.Namespace, out: TextIO) -> int:
     if fmt is None and (args.output or "").lower().endswith(".parquet"):
         fmt = "parquet"
     fmt = fmt or "jsonl"
-    if fmt == "parquet" and not args.output:
-        raise ConfigError("--output", "parquet is written to a file: pass -o FILE.parquet")
-    if fmt == "jsonl" and args.with_meta:
-        raise ConfigError("--with-meta", "metadata columns are for csv and parquet")
+    if fmt in ("jsonl", "json") and args.with_meta:
+        raise ConfigError("--with-meta", "metadata columns are for csv, table and parquet")
     with SowStore(args.directory, readonly=True) as store:
         records = _records(store, args)
     if fmt == "parquet":
-        _write_parquet(records, args.with_meta, args.output)
+        table = _parquet_table(records, args.with_meta)
+        _write_parquet(table, args.output or _binary_stdout(out))
     elif args.output:
         with open(args.output, "w", encoding="utf-8", newline="") as fh:
-            _write_records(fmt, records, args.with_meta, fh)
+            _write_records(fmt, records, args.with_meta, fh, _progress(args))
     else:
-        _write_records(fmt, records, args.with_meta, out)
+        _write_records(fmt, records, args.with_meta, out, _progress(args))
     if args.output:
         print(f"{args.topic}: exported {len(records)} records to {args.output}", file=out)
     return 0
@@ -227,11 +257,20 @@ def _cmd_query(args: argparse.Namespace, out: TextIO) -> int:
             for rec in records:
                 print(rec.data.decode("utf-8", "replace"), file=out)
         return 0
+    if args.format == "json":
+        _write_json(docs, out)
+        return 0
     rows = (
         [_flat(d) for d in docs]
         if args.project
         else _rows(records, [r.doc for r in records], meta=False)
     )
+    if args.format == "parquet":
+        import pyarrow as pa
+
+        table = pa.Table.from_pylist(rows) if args.project else _parquet_table(records, False)
+        _write_parquet(table, _binary_stdout(out))
+        return 0
     (_write_csv if args.format == "csv" else _write_table)(rows, out)
     return 0
 
@@ -249,69 +288,110 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
 
 
 # ----------------------------------------------------------------------------
-# the parsers
+# the commands (click; ``cli`` makes the group)
+
+#: What ``query`` and ``export`` write.
+OUTPUT_FORMATS = ("jsonl", "json", "csv", "table", "parquet")
+Runner = Callable[[str, Callable[[argparse.Namespace, TextIO], int]], Callable[..., int]]
 
 
 def _progress(args: argparse.Namespace) -> ProgressArg:
     return bool(args.progress)
 
 
-def _query_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("directory", help="the store directory")
-    p.add_argument("topic")
-    p.add_argument("filter", nargs="?", default=None, help="an AMPS filter")
-    p.add_argument("--message-type", default=None)
-    p.add_argument("--order-by", default=None, help='e.g. "/price DESC"')
-    p.add_argument("--top-n", type=int, default=None)
-    p.add_argument("--skip-n", type=int, default=None)
+def _query_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    f = click.option("--skip-n", type=int, default=None, help="Skip N records first.")(f)
+    f = click.option("--top-n", type=int, default=None, help="At most N records.")(f)
+    f = click.option("--order-by", default=None, help='Sort, e.g. "/price DESC, /id".')(f)
+    f = click.option("--message-type", default=None, help="The topic's message type.")(f)
+    f = click.argument("filter", required=False, default=None)(f)
+    f = click.argument("topic")(f)
+    return click.argument("directory")(f)
 
 
-def add_progress_option(p: argparse.ArgumentParser) -> None:
-    """``--progress`` / ``--no-progress`` (default: a bar when a terminal is watching)."""
-    p.add_argument(
-        "--progress",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="a progress bar on standard error (needs tqdm; never in CI or without a terminal)",
+def add_commands(group: click.Group, runner: Runner) -> None:
+    """Add ``import``, ``export``, ``query`` and ``explain`` to the ``sowlib`` group;
+    ``runner(name, run)`` makes each command's callback."""
+
+    @group.command("import", short_help="Publish JSON lines or CSV files into a topic.")
+    @click.argument("directory")
+    @click.argument("topic")
+    @click.argument("files", nargs=-1, required=True)
+    @click.option(
+        "--format",
+        type=click.Choice(["jsonl", "csv"]),
+        default=None,
+        help="The files' format (default: from each file's extension).",
     )
-
-
-def add_commands(sub: Any) -> None:
-    """Add ``import``, ``export``, ``query`` and ``explain`` to the ``sowlib`` parser."""
-    p = sub.add_parser("import", help="publish JSON lines or CSV files into a topic")
-    p.add_argument("directory", help="the store directory")
-    p.add_argument("topic")
-    p.add_argument("files", nargs="+", help="input files; - reads standard input")
-    p.add_argument("--format", choices=["jsonl", "csv"], default=None)
-    p.add_argument("--message-type", default=None)
-    p.add_argument("--keys", default=None, help="key paths to create the topic, e.g. /id,/region")
-    p.add_argument(
+    @click.option("--message-type", default=None, help="The topic's message type.")
+    @click.option(
+        "--keys",
+        default=None,
+        help="Key paths that create the topic when it does not exist, e.g. /id,/region.",
+    )
+    @click.option(
         "--csv-text",
-        dest="typed",
-        action="store_false",
-        help="keep every CSV cell as text (default: cells that parse as JSON are JSON values)",
+        "typed",
+        flag_value=False,
+        default=True,
+        help="Keep every CSV cell as text (default: cells that parse as JSON are JSON).",
     )
-    add_progress_option(p)
-    p.set_defaults(run=_cmd_import)
-
-    p = sub.add_parser("export", help="write a topic's records as JSON lines, CSV or Parquet")
-    _query_options(p)
-    p.add_argument("-o", "--output", default=None, help="output file (default: standard output)")
-    p.add_argument("--format", choices=["jsonl", "csv", "parquet"], default=None)
-    p.add_argument(
-        "--with-meta", action="store_true", help="csv/parquet: add sow_key, seq, timestamps"
+    @click.option(
+        "--progress/--no-progress",
+        default=True,
+        show_default=True,
+        help="A progress bar on standard error (never in CI or without a terminal).",
     )
-    p.set_defaults(run=_cmd_export)
+    def import_command(**options: Any) -> int:
+        """Publish the messages of FILES (JSON lines or CSV; - reads standard input) into
+        TOPIC of the store DIRECTORY, in batches of 5,000."""
+        return runner("import", _cmd_import)(**options)
 
-    p = sub.add_parser("query", help="print the records matching an AMPS filter")
-    _query_options(p)
-    p.add_argument("--format", choices=["jsonl", "table", "csv"], default="jsonl")
-    p.add_argument("--project", default=None, help='a JMESPath projection, e.g. "{id: orderId}"')
-    p.set_defaults(run=_cmd_query)
+    @group.command("export", short_help="Write a topic's records as JSON, CSV or Parquet.")
+    @_query_options
+    @click.option("-o", "--output", default=None, help="Output file (default: standard output).")
+    @click.option(
+        "--format",
+        type=click.Choice(OUTPUT_FORMATS),
+        default=None,
+        help="Output format (default: from the output file's extension, else jsonl).",
+    )
+    @click.option(
+        "--with-meta", is_flag=True, help="csv/table/parquet: add sow_key, seq and the timestamps."
+    )
+    @click.option(
+        "--progress/--no-progress",
+        default=True,
+        show_default=True,
+        help="A progress bar on standard error (never in CI or without a terminal).",
+    )
+    def export_command(**options: Any) -> int:
+        """Write the records of TOPIC in the store DIRECTORY matching FILTER (an AMPS
+        filter; all when absent) as their documents."""
+        return runner("export", _cmd_export)(**options)
 
-    p = sub.add_parser("explain", help="say which index a query would use")
-    p.add_argument("directory", help="the store directory")
-    p.add_argument("topic")
-    p.add_argument("filter", nargs="?", default=None)
-    p.add_argument("--message-type", default=None)
-    p.set_defaults(run=_cmd_explain)
+    @group.command("query", short_help="Print the records matching an AMPS filter.")
+    @_query_options
+    @click.option(
+        "--format",
+        type=click.Choice(OUTPUT_FORMATS),
+        default="jsonl",
+        show_default=True,
+        help="jsonl prints the stored messages; parquet needs a redirect.",
+    )
+    @click.option("--project", default=None, help='A JMESPath projection, e.g. "{id: orderId}".')
+    def query_command(**options: Any) -> int:
+        """Print the records of TOPIC in the store DIRECTORY matching FILTER (an AMPS
+        filter such as "/price > 100"; all when absent). Options may come before or
+        after FILTER."""
+        return runner("query", _cmd_query)(**options)
+
+    @group.command("explain", short_help="Say which index a query would use.")
+    @click.argument("directory")
+    @click.argument("topic")
+    @click.argument("filter", required=False, default=None)
+    @click.option("--message-type", default=None, help="The topic's message type.")
+    def explain_command(**options: Any) -> int:
+        """Say which plan a query of TOPIC with FILTER would use: the index, the estimated
+        candidates, and whether the index answers the filter exactly."""
+        return runner("explain", _cmd_explain)(**options)

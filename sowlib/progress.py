@@ -1,8 +1,11 @@
 """The ``progress=`` convention of long operations, and a tqdm bar where one helps.
 
-A long operation takes ``progress``: None or False (silent), True (a tqdm bar when
-tqdm is installed and the run is interactive), or a callable ``progress(done,
-total)`` (``total`` None when unknown). Imports only ``errors``; tqdm is optional.
+A long operation takes ``progress``: None or False (silent), True (a ``tqdm.auto`` bar
+when the run is interactive: a widget in a notebook with ipywidgets, text in a
+terminal or a notebook without), a tqdm bar of the caller's (advanced, never closed),
+or a callable ``progress(done, total)`` (``total`` None when unknown). Counts are
+shown scaled (``24.4k records``, bytes as ``23.2MB``). Imports only ``errors``; tqdm
+is a dependency, imported when a bar is drawn.
 """
 
 from __future__ import annotations
@@ -11,17 +14,40 @@ import os
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sized
+from contextlib import contextmanager
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from sowlib.errors import ConfigError
 
-__all__ = ["ProgressArg", "ProgressCallback", "Reporter", "interactive", "reporter", "track"]
+__all__ = [
+    "Bar",
+    "ProgressArg",
+    "ProgressCallback",
+    "Reporter",
+    "callback_for",
+    "interactive",
+    "reporter",
+    "track",
+]
 
 #: ``progress(done, total)``: ``done`` never decreases; ``total`` is None when unknown.
 ProgressCallback = Callable[[int, int | None], object]
+
+
+@runtime_checkable
+class Bar(Protocol):
+    """What sowlib uses of a progress bar the caller hands in (a ``tqdm`` instance)."""
+
+    total: Any
+
+    def update(self, n: int = 1) -> object: ...
+
+    def refresh(self) -> object: ...
+
+
 #: What a ``progress=`` argument accepts.
-ProgressArg = ProgressCallback | bool | None
+ProgressArg = ProgressCallback | Bar | bool | None
 
 T = TypeVar("T")
 
@@ -30,29 +56,47 @@ T = TypeVar("T")
 INTERVAL = 0.1
 
 
+def _in_kernel() -> bool:
+    """Whether this process is a notebook kernel (not merely a process that imported one)."""
+    ipython = sys.modules.get("IPython") if "ipykernel" in sys.modules else None
+    get_ipython = getattr(ipython, "get_ipython", None)
+    shell = get_ipython() if callable(get_ipython) else None
+    try:
+        return shell is not None and "IPKernelApp" in shell.config
+    except (AttributeError, TypeError):
+        return False
+
+
 def interactive() -> bool:
     """Whether a person is watching: a notebook kernel, or a terminal on stderr, and not CI."""
     if os.environ.get("CI"):
         return False
-    if "ipykernel" in sys.modules:
+    if _in_kernel():
         return True
     stream = sys.stderr
     return stream is not None and hasattr(stream, "isatty") and stream.isatty()
 
 
 def _bar(total: int | None, desc: str, unit: str) -> Any:
-    """A tqdm bar, or None when tqdm is missing."""
+    """A ``tqdm.auto`` bar (None when tqdm cannot be imported); counts scaled, bytes in
+    powers of 1024."""
     try:
-        if "ipykernel" in sys.modules:
-            try:
-                from tqdm.notebook import tqdm
-            except ImportError:  # no ipywidgets: the text bar works in notebooks too
-                from tqdm import tqdm
-        else:
-            from tqdm import tqdm
+        import warnings
+
+        with warnings.catch_warnings():  # tqdm.auto's note that ipywidgets is missing
+            warnings.simplefilter("ignore")
+            from tqdm.auto import tqdm
     except ImportError:
         return None
-    return tqdm(total=total, desc=desc or None, unit=unit, leave=False, dynamic_ncols=True)
+    return tqdm(
+        total=total,
+        desc=desc or None,
+        unit=unit,
+        unit_scale=True,
+        unit_divisor=1024 if unit == "B" else 1000,
+        leave=False,
+        dynamic_ncols=True,
+    )
 
 
 class Reporter:
@@ -61,6 +105,9 @@ class Reporter:
     ``update`` takes the absolute count, ``advance`` a step. Counts only grow and
     never pass a known total; the callback is called at most every ``INTERVAL``
     seconds, plus once at the start and once with the final count at :meth:`close`.
+    A bar from ``make_bar(total)`` is made at the first count above zero (an
+    operation that turns out to have nothing to do draws none) and closed at the end;
+    a bar given as ``bar`` is the caller's and is left open.
     """
 
     def __init__(
@@ -69,9 +116,13 @@ class Reporter:
         bar: Any,
         total: int | None,
         clock: Callable[[], float] = time.monotonic,
+        *,
+        make_bar: Callable[[int | None], Any] | None = None,
     ) -> None:
         self._callback = callback
         self._bar = bar
+        self._make_bar = make_bar
+        self._owns_bar = False
         self._clock = clock
         self.total = total
         self.done = 0
@@ -99,6 +150,8 @@ class Reporter:
             done = min(done, self.total)
         if done <= self.done:
             return
+        if self._make_bar is not None:
+            self._bar, self._make_bar, self._owns_bar = self._make_bar(self.total), None, True
         if self._bar is not None:
             self._bar.update(done - self.done)
         self.done = done
@@ -125,7 +178,10 @@ class Reporter:
         self._closed = True
         self._emit()
         if self._bar is not None:
-            self._bar.close()
+            if self._owns_bar:
+                self._bar.close()
+            else:
+                self._bar.refresh()
 
     def __enter__(self) -> Reporter:
         return self
@@ -145,8 +201,8 @@ def reporter(
     """The reporter for a ``progress=`` argument.
 
     Args:
-        progress: None/False (silent), True (a tqdm bar when installed and
-            :func:`interactive`), or a callable ``(done, total)``.
+        progress: None/False (silent), True (a ``tqdm.auto`` bar when
+            :func:`interactive`), a tqdm bar to advance, or a callable ``(done, total)``.
         total: the expected count, if known.
         desc: the bar's label.
         unit: what is counted.
@@ -165,13 +221,39 @@ def reporter(
     if progress is None or progress is False:
         return Reporter(None, None, total)
     if progress is True:
-        bar = _bar(total, desc, unit) if interactive() else None
-        return Reporter(None, bar, total)
+        if not interactive():
+            return Reporter(None, None, total)
+        return Reporter(None, None, total, make_bar=lambda now: _bar(now, desc, unit))
+    if isinstance(progress, Bar):
+        if total is not None and progress.total is None:
+            progress.total = total
+        return Reporter(None, progress, total)
     if callable(progress):
         return Reporter(progress, None, total)
     raise ConfigError(
-        "progress", f"{progress!r} is not None, a bool or a callable progress(done, total)"
+        "progress",
+        f"{progress!r} is not None, a bool, a tqdm bar or a callable progress(done, total)",
     )
+
+
+@contextmanager
+def callback_for(
+    progress: ProgressArg, *, desc: str = "", unit: str = "records"
+) -> Iterator[ProgressCallback | None]:
+    """The ``progress(done, total)`` callable to hand an operation that reports its
+    own counts: None when silent, the caller's callable itself (its calls unchanged),
+    else a :class:`Reporter` drawing the bar, closed when the block ends.
+
+    Raises:
+        ConfigError: a bad ``progress`` (see :func:`reporter`).
+    """
+    if progress is None or progress is False:
+        yield None
+    elif callable(progress) and not isinstance(progress, Bar | Reporter):
+        yield progress
+    else:
+        with reporter(progress, desc=desc, unit=unit) as rep:
+            yield rep
 
 
 def track(

@@ -5,6 +5,7 @@ Composes topics, storage logs and key generators; ``spark`` sits above it.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import threading
@@ -39,6 +40,7 @@ from sowlib.keys import (
     key_generator_map,
     stored_key_generator,
 )
+from sowlib.progress import ProgressArg
 from sowlib.query import Record
 from sowlib.reconfigure import (
     check_message_types,
@@ -90,7 +92,7 @@ class SowStore:
         fs: Any = None,
         key_generators: Mapping[str, Callable[[Any], str]] | None = None,
         cache_bytes: int | None = None,
-        progress: Callable[[int, int], object] | None = None,
+        progress: ProgressArg = None,
     ) -> None:
         """Open (or create) the store at ``path``; None keeps it in memory.
 
@@ -107,9 +109,8 @@ class SowStore:
                 under the pattern topic's name.
             cache_bytes: each topic's budget for cached records (None: the default,
                 8 MiB; 0: no cache). ``create_topic(cache_bytes=)`` overrides it.
-            progress: ``progress(done, total)``, called while an opening topic rebuilds
-                its indexes from the log (after a crash, or when its saved indexes are
-                unusable), once per batch of records, for each topic in turn.
+            progress: ``(done, total)``, True or a tqdm bar (:mod:`sowlib.progress`) while
+                a topic rebuilds its indexes as it opens (after a crash, or saved ones unusable).
         Raises:
             StorePathError: the OS refused the path (permissions, a file in the way).
             StoreNotFoundError: a read-only open of a missing directory.
@@ -167,32 +168,33 @@ class SowStore:
                     if full not in self._files:  # a restart: edited definitions apply
                         self._disk[id(self._open_file(full))] = True
 
-    def _open_file(self, full: str) -> Topic:
+    def _open_log(self, full: str) -> tuple[TopicConfig, AppendLog]:
         # Read the config first: opening a writer consumes the checkpoint, so the
         # log must be opened once, with the topic's own sync and slab settings.
         try:
             config = TopicConfig.from_dict(json.loads(read_header(full).meta))
         except (ValueError, TypeError, RecursionError) as exc:
             raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from exc
-        generator = self._generator_for(config)
+        sync = config.durability == "sync" and not self.readonly
+        log = AppendLog(
+            full, readonly=self.readonly, sync=sync, slab_size=config.slab_size, fs=self._fs
+        )
+        return config, log
+
+    def _open_file(self, full: str) -> Topic:
         # One pause for the recovery walk and the key map built from it: the
         # walk's tuples are dropped before the collector could look at them.
         with paused_gc():
-            log = AppendLog(
-                full,
-                readonly=self.readonly,
-                sync=config.durability == "sync" and not self.readonly,
-                slab_size=config.slab_size,
-                fs=self._fs,
-            )
+            config, log = self._open_log(full)
             topic = Topic(
                 config,
                 log,
                 clock=self.clock,
                 readonly=self.readonly,
-                key_generator=generator,
+                key_generator=self._generator_for(config),
                 cache_bytes=self.cache_bytes,
                 progress=self._progress,
+                reopen=functools.partial(self._open_log, full) if self.readonly else None,
             )
         self._topics[(config.name, config.message_type)] = topic
         self._files.add(full)
@@ -482,22 +484,14 @@ class SowStore:
     def refresh(self) -> int:
         """Read-only stores: pick up what the writer appended (new topics too).
 
-        Returns the number of records applied. A topic the writer compacted is
-        reopened.
+        Returns the number of records applied. A topic the writer compacted continues
+        on the new file: handles got before stay valid.
         """
         with self._lock:
             self._check_open()
             applied = 0
-            for key, topic in list(self._topics.items()):
-                got = topic.refresh()
-                if got < 0:  # the file was replaced by compaction: reopen it
-                    path = topic.path
-                    topic.close()
-                    del self._topics[key]
-                    self._files.discard(path)
-                    applied += len(self._open_file(path))
-                else:
-                    applied += got
+            for topic in list(self._topics.values()):
+                applied += topic.refresh()  # after a compaction, on the new file
             if self.path is not None:
                 before = len(self._topics)
                 with os_errors(self.path, "refresh the store"):

@@ -360,7 +360,7 @@ def test_a_store_reports_the_progress_of_an_index_rebuild(tmp_path: Path) -> Non
     for name in os.listdir(tmp_path / "store"):
         if name.endswith(".ckpt"):
             os.unlink(tmp_path / "store" / name)  # as a crash leaves it: no checkpoint
-    seen: list[tuple[int, int]] = []
+    seen: list[tuple[int, int | None]] = []
     with SowStore(tmp_path / "store", progress=lambda done, total: seen.append((done, total))):
         pass
     assert seen

@@ -1,8 +1,9 @@
 """Topic: the public face of one SOW topic — locking and argument checks over its parts.
 
-The parts: the key map (``keymap``), the writer (``writer``), records and the cache
-(``views``, ``cache``), expiry (``expiry``), the query source (``source``), opening
-and checkpoints (``loader``). Every public method takes the topic's lock.
+The by-key reads and the guards are inherited (``keyreads``). The parts: the key map
+(``keymap``), the writer (``writer``), records and the cache (``views``, ``cache``),
+expiry (``expiry``), the query source (``source``), opening and checkpoints
+(``loader``). Every public method takes the topic's lock.
 """
 
 from __future__ import annotations
@@ -11,29 +12,23 @@ import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime
 from itertools import islice
-from typing import Any
-
-from xxhash import xxh64_intdigest
+from typing import Any, cast
 
 from sowlib.config import TopicConfig
 from sowlib.display import topic_html
-from sowlib.errors import (
-    ArgumentError,
-    ReadOnlyError,
-    StoreClosedError,
-    UnsupportedOperationError,
-)
+from sowlib.errors import EncodeError, UnsupportedOperationError
 from sowlib.expr import Filter, compile_filter, regex_budget
-from sowlib.index.types import Key
+from sowlib.frames import frame_messages, is_frame, plain
 from sowlib.keys import validate_user_key
-from sowlib.progress import ProgressArg, track
+from sowlib.progress import ProgressArg, callback_for, track
 from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
 from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic.checks import check_topic, topic_stats
-from sowlib.topic.loader import Progress, checkpoint_blob, load
-from sowlib.topic.parts import as_of, build_parts, int_key_format, key_head, key_of_values
+from sowlib.topic.keyreads import KeyReads
+from sowlib.topic.loader import checkpoint_blob, load
+from sowlib.topic.parts import as_of, build_parts, int_key_format, key_head
 
 __all__ = ["Topic"]
 
@@ -41,7 +36,7 @@ _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
 _CHANGE = {_PUT: "publish", _DELETE: "delete", _EXPIRE: "expire"}
 
 
-class Topic:
+class Topic(KeyReads):
     """A SOW topic: the latest record per SOW key, persisted in one log.
 
     Get one from :meth:`SowStore.create_topic` or :meth:`SowStore.topic`. Memory is
@@ -67,16 +62,23 @@ class Topic:
         readonly: bool = False,
         key_generator: Callable[[Any], str] | None = None,
         cache_bytes: int | None = None,
-        progress: Progress | None = None,
+        progress: ProgressArg = None,
+        reopen: Callable[[], tuple[TopicConfig, Log]] | None = None,
     ) -> None:
-        self.config = config
-        self.name = config.name
-        self.message_type = config.message_type
         self._clock = clock
         self._readonly = readonly
         self._lock = threading.RLock()
         self._closed = False
-        parts = self._p = build_parts(config, log, clock, key_generator, cache_bytes)
+        self._key_generator, self._cache_bytes, self._reopen = key_generator, cache_bytes, reopen
+        self._wire(config, log, progress)
+
+    def _wire(self, config: TopicConfig, log: Log, progress: ProgressArg) -> None:
+        """Build the parts over ``log`` and load them (the constructor, and a reopen)."""
+        parts = build_parts(config, log, self._clock, self._key_generator, self._cache_bytes)
+        with callback_for(progress, desc=f"rebuild {config.name}") as callback:
+            load(parts.writer, callback)
+        self.config, self.name, self.message_type = config, config.name, config.message_type
+        self._p = parts
         self.key_fields = parts.key_fields
         self.indexes = parts.indexes
         self._int_key = int_key_format(parts.content)  # see lookup
@@ -85,24 +87,9 @@ class Topic:
         self._read_key = views.key_reader(key_head(parts.content), expiry, self._lock)
         self._read_sow_key = views.key_reader(None, expiry, self._lock, sow_keys=True)
         self._log = log
-        load(parts.writer, progress)
         self._tick()
 
     # ------------------------------------------------------------------ guards
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError(f"topic {self.name!r}")
-
-    def _check_writable(self, operation: str) -> None:
-        self._check_open()
-        if self._readonly:
-            raise ReadOnlyError(f"topic {self.name!r}", operation)
-
-    def _tick(self) -> None:
-        """Process due expirations (lazily, on every operation; spec §10)."""
-        if self._p.expiry.due(self._clock()):
-            self._p.writer.process_expirations(self._clock(), self._readonly)
 
     def _compile(self, flt: str | Filter | None) -> Filter | None:
         if flt is None:
@@ -114,9 +101,6 @@ class Topic:
                 "a content filter", f"{what} filtered; use '1=1' or sow_keys="
             )
         return compiled
-
-    def _key_of(self, sow_key: object) -> Key | None:
-        return self._p.keys.key_of(sow_key) if type(sow_key) is str else None
 
     # ------------------------------------------------------------------ writes
 
@@ -131,7 +115,8 @@ class Topic:
         """Store ``data`` as the latest record for its key; O(1) plus index upkeep.
 
         Args:
-            data: the message as text, bytes, or a value the codec can encode (a dict).
+            data: the message as text, bytes, or a value the codec can encode (a dict;
+                pandas/numpy scalars and datetimes are made :func:`sowlib.frames.plain`).
             expiration: seconds to live, overriding the topic default (0 = never);
                 honoured only when the topic has expiration enabled.
             sow_key: the key, for topics without key fields (publisher-supplied keys).
@@ -147,13 +132,13 @@ class Topic:
             self._check_writable("publish")
             self._tick()
             writer = self._p.writer
-            payload, doc = writer.decode_input(data)
+            payload, doc = self._decode(data)
             key = writer.key(doc, sow_key, data)
             return writer.write(key, payload, doc, expiration, to_corr(correlation_id))
 
     def publish_many(
         self,
-        messages: Iterable[str | bytes | dict[str, Any]],
+        messages: Iterable[str | bytes | dict[str, Any]] | Any,
         *,
         expiration: float | None = None,
         key_values: Sequence[Any] | None = None,
@@ -162,13 +147,17 @@ class Topic:
         """Publish several messages; every one is validated before any is stored.
 
         Args:
-            messages: the messages (text, bytes or dicts).
+            messages: the messages (text, bytes or dicts), or a ``pandas.DataFrame``: a
+                message per row, a field per column, missing cells left out
+                (:func:`sowlib.frames.frame_messages`). pandas and numpy values in
+                dicts are made plain first (:func:`sowlib.frames.plain`).
             expiration: seconds to live for each (see :meth:`publish`).
             key_values: for writers that render the messages from values they hold
                 (``sowlib.spark``'s sink): each message's key-field values (a tuple in key
                 order for compound keys), trusted: hashed instead of parsed out.
             progress: ``progress(read, total)`` as messages are read from ``messages``
-                (total None for an iterator), or True for a bar (:mod:`sowlib.progress`).
+                (total None for an iterator), True for a bar, or a tqdm bar to advance
+                (:mod:`sowlib.progress`).
         Returns:
             One PublishResult per message.
         Raises:
@@ -178,12 +167,25 @@ class Topic:
             self._check_writable("publish")
             self._tick()
             self._p.writer.expires_at(expiration, 0.0)  # validate before anything is written
+            if is_frame(messages):
+                messages = frame_messages(messages)
             if progress is not None:
                 messages = track(messages, progress, desc="publish", unit="messages")
             batch = messages if isinstance(messages, list | tuple) else list(messages)
             if not batch:
                 return []
-            return self._p.writer.write_many(batch, expiration, key_values)
+            try:
+                return self._p.writer.write_many(batch, expiration, key_values)
+            except EncodeError:  # pandas/numpy values: made plain, then every codec holds them
+                made = [m if isinstance(m, str | bytes) else plain(m) for m in batch]
+                return self._p.writer.write_many(made, expiration, key_values)
+
+    def _decode(self, data: object) -> tuple[bytes, Any]:
+        """The payload and document of a message, pandas/numpy values made plain."""
+        try:
+            return self._p.writer.decode_input(data)
+        except EncodeError:
+            return self._p.writer.decode_input(plain(data))
 
     def delta_publish(
         self,
@@ -211,7 +213,7 @@ class Topic:
                     "delta_publish", f"{self.message_type} messages cannot be merged"
                 )
             writer = self._p.writer
-            payload, delta = writer.decode_input(data)
+            payload, delta = self._decode(data)
             key = writer.key(delta, sow_key, data)
             head = self._p.keys.header(key)
             corr = to_corr(correlation_id)
@@ -223,67 +225,7 @@ class Topic:
             return writer.write(key, payload, doc, expiration, corr, delta)
 
     # ------------------------------------------------------------------ reads by key
-
-    def get(self, sow_key: str) -> Record | None:
-        """The record stored under ``sow_key``, or None; O(1), a dict lookup when cached."""
-        rec = NotImplemented if (read := self._read_sow_key) is None else read(sow_key)  # in C
-        if rec is not NotImplemented:
-            return rec  # type: ignore[no-any-return]
-        key = self._key_of(sow_key)
-        return None if key is None else self._get(key)
-
-    def _get(self, key: Key) -> Record | None:
-        # Lock-free when cached: writers drop a key from the cache under the lock before
-        # changing it. The clock is asked only when an expiration is pending.
-        p = self._p
-        pending = p.expiry.heap and p.expiry.due(self._clock())
-        if not pending and (cached := p.cache.get(key)) is not None and not self._closed:
-            return cached
-        with self._lock:
-            if self._closed or pending:  # the checks inline: this is the by-key read path
-                self._check_open()
-                self._tick()
-            return p.views.read(key)
-
-    def lookup(self, *key_values: Any) -> Record | None:
-        """The record whose key fields hold ``key_values`` (in key order), or None; O(1).
-
-        Hashed directly as the content key generator does (no message is built).
-
-        Example:
-            >>> orders.lookup(1042)  # doctest: +SKIP
-        Raises:
-            UnsupportedOperationError: the topic's keys are not content keys.
-            QueryOptionError: not one value per key field.
-        """
-        read = self._read_key if len(key_values) == 1 else None  # the steps below in one call
-        rec = NotImplemented if read is None else read(key_values[0])
-        if rec is not NotImplemented:
-            return rec  # type: ignore[no-any-return]
-        int_key = self._int_key
-        if int_key is not None and len(key_values) == 1 and type(key_values[0]) is int:
-            return self._get(xxh64_intdigest(int_key % key_values[0]))
-        key = key_of_values(self._p, self.name, key_values)
-        return None if key is None else self._get(key)
-
-    def key_for_values(self, values: Sequence[Any]) -> str | None:
-        """The SOW key of a message with key fields ``values``; None: a NULL, no content keys."""
-        content = self._p.content
-        return None if content is None else content.key_for_values(values)
-
-    def lookup_many(self, rows: Iterable[Sequence[Any]]) -> list[Record | None]:
-        """:meth:`lookup` of each row of key values (a tuple or list), in order.
-
-        Raises:
-            QueryOptionError: ``rows`` or a row is not a sequence of key values.
-        """
-        if isinstance(rows, str | bytes) or not isinstance(rows, Iterable):
-            raise ArgumentError("rows", rows, "an iterable of key-value tuples")
-        rows = list(rows)
-        for row in rows:
-            if not isinstance(row, tuple | list):
-                raise ArgumentError("rows", row, "a tuple of key values per row")
-        return [self.lookup(*row) for row in rows]
+    # get, lookup, lookup_many, topic[values]: sowlib.topic.keyreads.KeyReads
 
     def key_for(self, message: str | bytes | dict[str, Any] | Any) -> str:
         """The SOW key ``message`` would be stored under (without storing it)."""
@@ -506,14 +448,18 @@ class Topic:
                 return 0
             return self._p.writer.process_expirations(self._clock(), self._readonly)
 
-    def compact(self, progress: Callable[[int, int | None], None] | None = None) -> None:
+    def compact(self, progress: ProgressArg = None) -> None:
         """Rewrite the log with only live records (and retained history); O(file size).
 
-        ``progress(copied, total)`` is called as records are copied."""
+        Args:
+            progress: ``progress(copied, total)`` as records are copied, True for a
+                bar, or a tqdm bar to advance (:mod:`sowlib.progress`).
+        """
         with self._lock:
             self._check_writable("compact")
             self._tick()
-            self._p.writer.compact(progress)
+            with callback_for(progress, desc=f"compact {self.name}") as callback:
+                self._p.writer.compact(cast("Callable[[int, int | None], None]", callback))
 
     def stats(self) -> dict[str, Any]:
         """Counters and sizes (spec §16): records, bytes, garbage ratio, indexes, ..."""
@@ -522,12 +468,25 @@ class Topic:
             return topic_stats(self._p, self.config)
 
     def refresh(self) -> int:
-        """Read-only topics: apply what the writer appended since; returns records applied."""
+        """Read-only topics: apply what the writer appended since; returns records applied.
+
+        When the writer replaced the file (a compaction), this topic continues on the
+        new file, the same object with its subscriptions (every record of the new file
+        counts as applied); without a way to reopen (a topic made by hand), -1.
+        """
         with self._lock:
             self._check_open()
-            records = self._log.refresh()
+            records, reopen = self._log.refresh(), self._reopen
             if records is None:
-                return -1
+                if reopen is None:
+                    return -1
+                # the writer replaced the file (compaction): this handle continues on it
+                old, subs = self._log, self._p.subs
+                config, log = reopen()
+                self._wire(config, log, None)
+                self._p.subs = self._p.writer.subs = subs
+                old.close(None)
+                return len(self._p.keys)
             self._p.writer.apply_many(records)
             self._tick()
             return len(records)
