@@ -19,7 +19,6 @@ from sowlib.index.types import Key
 from sowlib.paths import FieldPath
 from sowlib.record import Record
 from sowlib.topic.parts import Parts, key_of_values
-from sowlib.topic.slots import KeyReader
 
 __all__ = ["KeyReads", "field_names"]
 
@@ -57,8 +56,8 @@ class KeyReads:
     _readonly: bool
     _clock: Callable[[], float]
     _int_key: bytes | None
-    _read_key: KeyReader | None
-    _read_sow_key: KeyReader | None
+    _read_key: Callable[[Any], Any] | None
+    _read_sow_key: Callable[[Any], Any] | None
 
     # ------------------------------------------------------------------ guards
 
