@@ -4,7 +4,7 @@ AMPS users edit the configuration and restart. Indexes, expiration, the history
 window, storage tuning and the recorded file name may change (the next open uses
 them); the key fields, key domain, key generator, message type and
 transient/persistent durability may not, since the stored keys and file depend on them. Imports
-``errors``, ``config``, ``storage`` and ``journal.bookmarks`` only.
+``errors``, ``config``, ``keys``, ``storage`` and ``journal.bookmarks`` only.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import attrs
 from sowlib.config import TopicConfig
 from sowlib.errors import ConfigError, QueryOptionError
 from sowlib.journal.bookmarks import parse_bookmark
+from sowlib.keys import load_key_generator
 from sowlib.storage import AppendLog
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "reopen_with",
     "rewrite_topic_header",
     "store_dir_for",
+    "trusted_generator",
 ]
 
 #: Fields a restart may change, with the words used in messages.
@@ -204,3 +206,13 @@ def check_recovery_point(config: TopicConfig) -> None:
         raise ConfigError(
             "RecoveryPoint", f"{text!r}: expected now, epoch, a bookmark or a time ({exc.reason})"
         ) from None
+
+
+def trusted_generator(config: TopicConfig) -> TopicConfig:
+    """A config from the application's XML with its ``KeyGenerator`` built (the
+    XML is trusted: a named module is imported here, and only here)."""
+    spec = config.options.get("key_generator")
+    if spec is None or config.key_generator is not None:
+        return config
+    generator = load_key_generator(spec, domain=config.domain, topic=config.name)
+    return attrs.evolve(config, key_generator=generator)

@@ -35,7 +35,6 @@ from sowlib.keys import (
     AttachedKeyGenerator,
     describe_generator,
     key_generator_map,
-    load_key_generator,
     stored_key_generator,
 )
 from sowlib.query import Record
@@ -44,6 +43,7 @@ from sowlib.reconfigure import (
     check_recovery_point,
     reopen_with,
     store_dir_for,
+    trusted_generator,
 )
 from sowlib.storage import AppendLog, WriterLock
 from sowlib.storage.memory import MemoryLog
@@ -57,6 +57,7 @@ from sowlib.store_files import (
     topic_file_name,
 )
 from sowlib.topic import Topic
+from sowlib.views import DerivedTopics
 
 __all__ = ["SowStore", "topic_file_name"]
 
@@ -64,17 +65,7 @@ _readers: dict[str, SowStore] = {}
 _readers_lock = threading.Lock()
 
 
-def _trusted_generator(config: TopicConfig) -> TopicConfig:
-    """A config from the application's XML with its ``KeyGenerator`` built (the
-    XML is trusted: a named module is imported here, and only here)."""
-    spec = config.options.get("key_generator")
-    if spec is None or config.key_generator is not None:
-        return config
-    generator = load_key_generator(spec, domain=config.domain, topic=config.name)
-    return attrs.evolve(config, key_generator=generator)
-
-
-class SowStore:
+class SowStore(DerivedTopics):
     """A set of SOW topics in one directory (or in memory when ``path`` is None).
 
     One writer process per directory (an exclusive lock); any number of
@@ -257,11 +248,12 @@ class SowStore:
         """
         from sowlib.config import load_config
 
-        configs = [_trusted_generator(c) for c in load_config(source, base_dir=base_dir, env=env)]
+        configs = [trusted_generator(c) for c in load_config(source, base_dir=base_dir, env=env)]
         store = cls(store_dir_for(source, base_dir, configs), **kwargs)
         try:
             for config in check_message_types(store.topics(), configs):
                 store._add_topic(config)
+            store.open_derived_topics()  # views and conflated topics follow their topics
         except BaseException:
             store.close()
             raise
@@ -540,6 +532,7 @@ class SowStore:
             if self._closed:
                 return
             self._closed = True
+            self._close_derived()  # the timer thread and the views' subscriptions
             failure: BaseException | None = None
             try:
                 for topic in self._topics.values():
