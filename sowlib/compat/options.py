@@ -10,6 +10,7 @@ from typing import Any
 
 from sowlib.compat.message import Handler
 from sowlib.errors import ArgumentError, QueryOptionError
+from sowlib.views.query import split_fields
 
 __all__ = [
     "BOOKMARK_SUBSCRIBE",
@@ -70,6 +71,8 @@ def parse_options(options: str | int | None) -> dict[str, Any]:
             out[name] = int(value)
         elif name == "select" and value.startswith("[") and value.endswith("]"):
             out[name] = value
+        elif name in ("projection", "grouping") and value.startswith("[") and value.endswith("]"):
+            out[name] = split_fields(value)  # an aggregated query (sowlib.views)
         else:
             raise QueryOptionError("options", part, "unknown or malformed option")
     return out

@@ -307,9 +307,9 @@ def compile_view(spec: ViewSpec) -> CompiledView:
             raise ConfigError(where, f"{entry!r}: the target {target} is projected twice")
         targets.add(target)
         for sub in walk(node):
-            if isinstance(sub, Field) and not sub.path.names[0].startswith(_SLOT):
-                if sub.path not in plains:
-                    plains.append(sub.path)
+            plain = isinstance(sub, Field) and not sub.path.names[0].startswith(_SLOT)
+            if plain and isinstance(sub, Field) and sub.path not in plains:
+                plains.append(sub.path)
         direct: tuple[str, int] | None = None
         compute: Callable[[Any], Any] | None = None
         if isinstance(node, Field):
@@ -322,9 +322,7 @@ def compile_view(spec: ViewSpec) -> CompiledView:
             fn = compile_node(node)
             compute = lambda doc, fn=fn: fn(doc, None)  # noqa: E731  # bound per field
         fields.append(ProjectedField(target, entry, direct, compute))
-    groups = tuple(
-        _path(g, f"Grouping/Field[{i}]") for i, g in enumerate(spec.grouping, 1)
-    )
+    groups = tuple(_path(g, f"Grouping/Field[{i}]") for i, g in enumerate(spec.grouping, 1))
     if spec.filter is not None:
         try:
             compile_filter(spec.filter)

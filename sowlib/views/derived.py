@@ -18,7 +18,12 @@ from sowlib.timer import Timer
 from sowlib.units import parse_duration
 from sowlib.views.definition import ViewSpec, compile_view
 from sowlib.views.maintain import ConflationMaintainer, ViewMaintainer
-from sowlib.views.query import AggregateSubscription, aggregate_records, compile_query
+from sowlib.views.query import (
+    AggregateRecord,
+    AggregateSubscription,
+    aggregate_sow,
+    compile_query,
+)
 
 __all__ = ["DerivedTopics"]
 
@@ -184,7 +189,9 @@ class DerivedTopics:
         with state.lock:
             for topic in store.topics():
                 options = topic.config.options
-                if topic.name in state.maintainers or not ("view" in options or "conflated" in options):
+                if topic.name in state.maintainers or not (
+                    "view" in options or "conflated" in options
+                ):
                     continue
                 self._attach(topic)
                 started.append(topic.name)
@@ -220,21 +227,46 @@ class DerivedTopics:
     def sow_aggregate(
         self,
         topic: str,
+        filter: Any = None,
         *,
         projection: Iterable[str] | str,
         grouping: Iterable[str] | str = (),
-        filter: Any = None,
-    ) -> list[dict[str, Any]]:
-        """One aggregated message per group of the records of ``topic`` matching ``filter``.
+        order_by: str | None = None,
+        top_n: int | None = None,
+        skip_n: int | None = None,
+        **options: Any,
+    ) -> list[AggregateRecord]:
+        """An aggregated query: one record per group of ``topic``'s records matching ``filter``.
 
-        The projection and grouping are those of :meth:`create_view`; nothing is kept.
+        ``projection`` and ``grouping`` are those of :meth:`create_view`; ``order_by``,
+        ``skip_n`` and ``top_n`` apply to the groups; other ``options`` (``sow_keys``,
+        ``bookmark``) to the records read. Nothing is kept; O(matching records).
 
+        Returns:
+            Records with ``sow_key``, ``data`` (encoded in the topic's message type) and ``doc``.
         Raises:
-            QueryOptionError: a bad projection or grouping. FilterError: a bad filter.
+            QueryOptionError: a bad projection, grouping or option. FilterError: a bad filter.
+
+        Example:
+            >>> from sowlib import SowStore
+            >>> store = SowStore()
+            >>> t = store.create_topic("t", keys=["/id"])
+            >>> _ = t.publish_many([{"id": 1, "g": "x", "v": 2}, {"id": 2, "g": "x", "v": 5}])
+            >>> [r.doc for r in store.sow_aggregate("t", projection=["/g", "MAX(/v) AS /top"],
+            ...                                      grouping=["/g"])]
+            [{'g': 'x', 'top': 5}]
         """
         store: Any = self
-        view = compile_query(topic, projection, grouping, filter)
-        return aggregate_records(view, store.topic(topic).sow(filter))
+        return aggregate_sow(
+            store.topic(topic),
+            filter,
+            projection=projection,
+            grouping=grouping,
+            order_by=order_by,
+            top_n=top_n,
+            skip_n=skip_n,
+            **options,
+        )
 
     def sow_and_subscribe_aggregate(
         self,

@@ -54,14 +54,14 @@ class ViewMaintainer:
             return
         if command == "group_end":
             self._loading = False
-            for group in list(self.table.groups.values()):
-                self._emit(group)
+            for each in list(self.table.groups.values()):
+                self._emit(each)
             return
         if command in ("sow", "publish"):
             touched = self.table.put(msg.sow_key or "", msg.doc)
         elif command == "oof":
-            group = self.table.remove(msg.sow_key or "")
-            touched = [] if group is None else [group]
+            left = self.table.remove(msg.sow_key or "")
+            touched = [] if left is None else [left]
         else:
             return
         if not self._loading:

@@ -5,17 +5,69 @@ Imports the engine and ``subscriptions``; topics are duck-typed.
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import attrs
+
+from sowlib.codecs import get_codec
 from sowlib.errors import ConfigError, QueryOptionError
+from sowlib.query.order import OrderBy
 from sowlib.subscriptions import Message
 from sowlib.views.definition import CompiledView, ViewSpec, compile_view
 from sowlib.views.engine import GroupTable
 from sowlib.views.maintain import ViewMaintainer
 
-__all__ = ["AggregateSubscription", "aggregate_records", "compile_query"]
+__all__ = [
+    "AggregateRecord",
+    "AggregateSubscription",
+    "aggregate_records",
+    "aggregate_sow",
+    "aggregated",
+    "compile_query",
+    "split_fields",
+]
+
+
+@attrs.frozen
+class AggregateRecord:
+    """One group of an aggregated query, shaped like a query's ``Record``."""
+
+    sow_key: str
+    data: bytes
+    doc: dict[str, Any]
+    topic: str
+    seq: int = 0
+    timestamp: float = 0.0
+    expiration: float | None = None
+    correlation_id: bytes = b""
+
+
+def split_fields(text: str) -> list[str]:
+    """``"[/a, SUM(/b) AS /c]"`` (an AMPS ``projection=``/``grouping=`` option) -> its
+    fields; commas inside parentheses or quotes do not split."""
+    body = text.strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1]
+    out, depth, cur, quote = [], 0, "", ""
+    for ch in body:
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([":
+            depth += 1
+        elif ch in ")]":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            out.append(cur.strip())
+            cur = ""
+            continue
+        cur += ch
+    out.append(cur.strip())
+    return [f for f in out if f]
 
 
 def compile_query(
@@ -40,6 +92,55 @@ def aggregate_records(view: CompiledView, records: Iterable[Any]) -> list[dict[s
     table = GroupTable(view)
     table.load((r.sow_key, r.doc) for r in records)
     return [table.render(group) for group in table.groups.values()]
+
+
+def aggregate_sow(
+    topic: Any,
+    filter: Any,
+    *,
+    projection: Iterable[str] | str,
+    grouping: Iterable[str] | str = (),
+    order_by: str | None = None,
+    top_n: int | None = None,
+    skip_n: int | None = None,
+    **query: Any,
+) -> list[AggregateRecord]:
+    """An aggregated ``sow`` of ``topic``: the records matching ``filter`` (and the other
+    ``query`` options of ``Topic.sow``, such as ``sow_keys`` or ``bookmark``) grouped and
+    aggregated; ``order_by``, ``skip_n`` and ``top_n`` then apply to the groups.
+
+    Raises:
+        QueryOptionError: a bad projection, grouping or ordering. FilterError: a bad filter.
+    """
+    view = compile_query(topic.name, projection, grouping, filter)
+    table = GroupTable(view)
+    table.load((r.sow_key, r.doc) for r in topic.sow(filter, **query))
+    encode = get_codec(topic.message_type).encode
+    out = []
+    for group in table.groups.values():
+        doc = table.render(group)
+        out.append(AggregateRecord(group.sow_key, encode(doc), doc, topic.name))
+    if order_by is not None:
+        order = OrderBy.parse(order_by)
+        out.sort(key=lambda r: order.sort_key(r.doc, r.sow_key))
+    start = skip_n or 0
+    return out[start : None if top_n is None else start + top_n]
+
+
+def aggregated(topic: Any, options: Mapping[str, Any]) -> Callable[..., list[AggregateRecord]]:
+    """``topic.sow`` aggregated by the ``projection``/``grouping`` of parsed AMPS options.
+
+    Raises:
+        QueryOptionError: a grouping without a projection.
+    """
+    if "projection" not in options:
+        raise QueryOptionError("grouping", options.get("grouping"), "needs a projection")
+    return functools.partial(
+        aggregate_sow,
+        topic,
+        projection=options["projection"],
+        grouping=options.get("grouping", ()),
+    )
 
 
 class _Deliver:
