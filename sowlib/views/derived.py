@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from sowlib.codecs import get_codec
-from sowlib.errors import ConfigError, ReadOnlyError, TopicExistsError
+from sowlib.errors import ConfigError, FilterError, ReadOnlyError, TopicExistsError
+from sowlib.expr import compile_filter
 from sowlib.subscriptions import Message
 from sowlib.timer import Timer
 from sowlib.units import parse_duration
@@ -139,6 +140,7 @@ class DerivedTopics:
                 if existing.config.options.get(kind) == spec and existing.message_type == mtype:
                     return existing
                 raise TopicExistsError(spec["name"], f"it is not this {kind}")
+            self._check(kind, spec, source, mtype)  # before the topic exists: nothing to undo
             target = store.create_topic(
                 spec["name"],
                 message_type=mtype,
@@ -149,6 +151,27 @@ class DerivedTopics:
             self._attach(target)
             return target
 
+    @staticmethod
+    def _check(kind: str, spec: dict[str, Any], source: Any, message_type: str) -> None:
+        """Raise ``ConfigError`` for a definition that cannot be maintained."""
+        where = f"{'View' if kind == 'view' else 'ConflatedTopic'}[{spec['name']}]"
+        if not get_codec(source.message_type).supports_filter:
+            raise ConfigError(
+                f"{where}/UnderlyingTopic",
+                f"{source.message_type} messages cannot be read, so they cannot be derived from",
+            )
+        get_codec(message_type)  # an unknown message type: ConfigError
+        if kind == "view":
+            compile_view(ViewSpec.from_dict(spec))
+            return
+        if source.message_type != message_type:
+            raise ConfigError(f"{where}/MessageType", "must be the underlying topic's")
+        if spec.get("filter") is not None:
+            try:
+                compile_filter(spec["filter"])
+            except FilterError as exc:
+                raise ConfigError(f"{where}/Filter", str(exc)) from None
+
     def _attach(self, target: Any) -> None:
         """Start maintaining the derived topic ``target`` (its options name what it is)."""
         store: Any = self
@@ -156,20 +179,13 @@ class DerivedTopics:
         options = target.config.options
         kind = "view" if "view" in options else "conflated"
         spec = options[kind]
-        where = f"{'View' if kind == 'view' else 'ConflatedTopic'}[{target.name}]"
         source = store.topic(spec["underlying"])
-        if not get_codec(source.message_type).supports_filter:
-            raise ConfigError(
-                f"{where}/UnderlyingTopic",
-                f"{source.message_type} messages cannot be read, so they cannot be derived from",
-            )
+        self._check(kind, spec, source, target.message_type)
         maintainer: ViewMaintainer | ConflationMaintainer
         if kind == "view":
             view = compile_view(ViewSpec.from_dict(spec))
             maintainer = ViewMaintainer(view, source, target)
         else:
-            if source.message_type != target.message_type:
-                raise ConfigError(f"{where}/MessageType", "must be the underlying topic's")
             maintainer = ConflationMaintainer(target.name, source, target, spec.get("filter"))
             state.timer.register(maintainer.flush, spec["interval"])
             state.timer.start()

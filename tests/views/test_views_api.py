@@ -1,0 +1,251 @@
+"""Views, conflated topics and aggregated queries through the store, the configuration and
+the AMPS facade: the sample configuration, queries on a view, errors, the timer thread."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sowlib import SowStore
+from sowlib.compat import Client, Command
+from sowlib.errors import (
+    ConfigError,
+    QueryOptionError,
+    ReadOnlyError,
+    TopicExistsError,
+    UnknownTopicError,
+)
+from sowlib.subscriptions import Message
+from tests.conftest import FakeClock
+
+SAMPLE = Path(__file__).parent / "sample_config.xml"
+ORDERS = [
+    {"orderId": 1, "customer": "ann", "quantity": 2, "price": 10.0},
+    {"orderId": 2, "customer": "bob", "quantity": 1, "price": 4.5},
+    {"orderId": 3, "customer": "ann", "quantity": 3, "price": 1.0},
+]
+
+
+def test_sample_configuration_view_loads_and_answers_sow(tmp_path: Path) -> None:
+    with SowStore.from_config(SAMPLE, base_dir=tmp_path) as store:
+        assert store.derived_topics() == {
+            "customer-order-totals": "view",
+            "orders-conflated": "conflated",
+        }
+        store.topic("orders").publish_many(ORDERS)
+        view = store.topic("customer-order-totals")
+        got = {r.doc["customer"]: r.doc["total"] for r in view.sow()}
+        assert got == {"ann": 23.0, "bob": 4.5}
+        assert [r.doc for r in view.sow("/total > 5")] == [{"customer": "ann", "total": 23.0}]
+        top = view.sow(order_by="/total DESC", top_n=1)
+        assert [r.doc["customer"] for r in top] == ["ann"]
+
+
+def test_a_reopened_store_rebuilds_its_views_from_the_underlying_topic(tmp_path: Path) -> None:
+    with SowStore.from_config(SAMPLE, base_dir=tmp_path) as store:
+        store.topic("orders").publish_many(ORDERS)
+    with SowStore.from_config(SAMPLE, base_dir=tmp_path) as store:
+        totals = {r.doc["customer"]: r.doc["total"] for r in store["customer-order-totals"].sow()}
+        assert totals == {"ann": 23.0, "bob": 4.5}
+        assert len(store.topic("orders-conflated")) == 3  # copied when it opens
+
+
+def test_the_facade_queries_a_view_by_name(tmp_path: Path) -> None:
+    with SowStore.from_config(SAMPLE, base_dir=tmp_path) as store:
+        store.topic("orders").publish_many(ORDERS)
+        client = Client("views", store)
+        client.connect("tcp://127.0.0.1:9007/amps/json")
+        client.logon()
+        got = [m for m in client.sow("customer-order-totals") if m.get_command() == "sow"]
+        totals = {json.loads(m.get_data())["customer"] for m in got}
+        assert totals == {"ann", "bob"}
+
+
+def test_facade_aggregated_sow_with_projection_and_grouping_options() -> None:
+    store = SowStore()
+    store.create_topic("orders", keys=["/orderId"]).publish_many(ORDERS)
+    client = Client("agg", store)
+    client.connect("tcp://127.0.0.1:9007/amps/json")
+    client.logon()
+    options = "projection=[/customer,SUM(/quantity * /price) AS /total,COUNT(*) AS /n],grouping=[/customer]"
+    stream = client.execute(
+        Command("sow").set_topic("orders").set_options(options).set_order_by("/total DESC")
+    )
+    docs = [json.loads(m.get_data()) for m in stream if m.get_command() == "sow"]
+    assert docs == [
+        {"customer": "ann", "total": 23.0, "n": 2},
+        {"customer": "bob", "total": 4.5, "n": 1},
+    ]
+    filtered = client.sow("orders", "/customer = 'bob'", options=options)
+    docs = [json.loads(m.get_data()) for m in filtered if m.get_command() == "sow"]
+    assert docs == [{"customer": "bob", "total": 4.5, "n": 1}]
+    with pytest.raises(QueryOptionError):
+        client.sow("orders", options="grouping=[/customer]")
+    with pytest.raises(QueryOptionError):
+        client.sow("orders", options="projection=[NOPE(/x) AS /y]")
+
+
+def test_store_aggregated_query_and_subscription() -> None:
+    store = SowStore()
+    orders = store.create_topic("orders", keys=["/orderId"])
+    orders.publish_many(ORDERS)
+    rows = store.sow_aggregate(
+        "orders", "/price > 2", projection=["/customer", "COUNT(*) AS /n"], grouping="/customer"
+    )
+    assert sorted((r.doc["customer"], r.doc["n"]) for r in rows) == [("ann", 1), ("bob", 1)]
+    got: list[Message] = []
+    sub = store.sow_and_subscribe_aggregate(
+        got.append,
+        "orders",
+        projection=["/customer", "MAX(/price) AS /top"],
+        grouping=["/customer"],
+    )
+    assert [m.command for m in got] == ["group_begin", "sow", "sow", "group_end"]
+    got.clear()
+    orders.publish({"orderId": 4, "customer": "bob", "quantity": 1, "price": 99})
+    assert [(m.command, m.doc) for m in got] == [("publish", {"customer": "bob", "top": 99})]
+    got.clear()
+    orders.sow_delete("/customer = 'bob'")
+    assert [m.command for m in got][-1] == "oof"
+    sub.unsubscribe()
+    orders.publish({"orderId": 5, "customer": "cy", "quantity": 1, "price": 1})
+    assert [m.command for m in got][-1] == "oof"
+    assert not sub.active
+
+
+def test_a_view_is_subscribable_with_oof() -> None:
+    store = SowStore()
+    orders = store.create_topic("orders", keys=["/orderId"])
+    view = store.create_view(
+        "big", "orders", projection=["/customer", "SUM(/quantity) AS /q"], grouping=["/customer"]
+    )
+    got: list[Message] = []
+    view.sow_and_subscribe(got.append, "/q > 2", oof=True)
+    orders.publish(ORDERS[0])
+    orders.publish(ORDERS[2])  # ann: 2 + 3 > 2
+    orders.sow_delete("/orderId = 3")  # ann: 2, out of the filter's focus
+    assert [(m.command, m.reason) for m in got[2:]] == [("publish", None), ("oof", "match")]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"projection": []}, ConfigError),
+        ({"projection": ["SUM(/a) + AS /x"]}, ConfigError),
+        ({"projection": ["SUM(/a)"]}, ConfigError),  # an expression needs AS
+        ({"projection": ["SUM(SUM(/a)) AS /x"]}, ConfigError),
+        ({"projection": ["SUM(*) AS /x"]}, ConfigError),
+        ({"projection": ["/a", "MAX(/b) AS /a"]}, ConfigError),  # one target twice
+        ({"projection": ["/a"], "grouping": ["/a[0]"]}, ConfigError),
+        ({"projection": ["/a"], "filter": "/a >"}, ConfigError),
+        ({"projection": ["/a"], "underlying": "nope"}, UnknownTopicError),
+    ],
+)
+def test_bad_view_definitions_are_refused_and_create_nothing(
+    kwargs: dict[str, Any], error: type[Exception]
+) -> None:
+    store = SowStore()
+    store.create_topic("orders", keys=["/orderId"])
+    underlying = kwargs.pop("underlying", "orders")
+    with pytest.raises(error):
+        store.create_view("v", underlying, **kwargs)
+    assert "v" not in store
+    assert store.derived_topics() == {}
+
+
+def test_view_names_and_readers() -> None:
+    store = SowStore()
+    store.create_topic("orders", keys=["/orderId"])
+    view = store.create_view("v", "orders", projection=["COUNT(*) AS /n"])
+    again = store.create_view("v", "orders", projection=["COUNT(*) AS /n"])
+    assert again is view
+    with pytest.raises(TopicExistsError):
+        store.create_view("v", "orders", projection=["COUNT(*) AS /m"])
+    with pytest.raises(TopicExistsError):
+        store.create_view("orders", "orders", projection=["COUNT(*) AS /m"])
+    with pytest.raises(ConfigError):
+        store.create_conflated_topic("c", "orders", interval="0s")
+
+
+def test_readonly_store_cannot_create_views(tmp_path: Path) -> None:
+    with SowStore(tmp_path) as writer:
+        writer.create_topic("orders", keys=["/orderId"])
+        with SowStore(tmp_path, readonly=True) as reader, pytest.raises(ReadOnlyError):
+            reader.create_view("v", "orders", projection=["COUNT(*) AS /n"])
+
+
+def test_binary_underlying_topic_is_refused() -> None:
+    store = SowStore()
+    store.create_topic("raw", message_type="binary", durability="transient")
+    with pytest.raises(ConfigError):
+        store.create_view("v", "raw", projection=["COUNT(*) AS /n"])
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "<View><Name>v</Name><MessageType>json</MessageType></View>",
+        "<View><Name>v</Name><UnderlyingTopic>t</UnderlyingTopic><MessageType>json</MessageType></View>",
+        "<View><Name>v</Name><UnderlyingTopic>t</UnderlyingTopic><MessageType>json</MessageType>"
+        "<Projection/></View>",
+        "<View><Name>v</Name><UnderlyingTopic>t</UnderlyingTopic><MessageType>json</MessageType>"
+        "<Projection><Field>/a</Field></Projection><Bogus/></View>",
+        "<View><Name>v</Name><UnderlyingTopic><Join>[t].[/a] = [u].[/b]</Join></UnderlyingTopic>"
+        "<MessageType>json</MessageType><Projection><Field>/a</Field></Projection></View>",
+        "<View><Name>v</Name><UnderlyingTopic>nope</UnderlyingTopic><MessageType>json</MessageType>"
+        "<Projection><Field>/a</Field></Projection></View>",
+        "<ConflatedTopic><Name>c</Name><UnderlyingTopic>t</UnderlyingTopic>"
+        "<MessageType>json</MessageType></ConflatedTopic>",
+        "<ConflatedTopic><Name>c</Name><UnderlyingTopic>t</UnderlyingTopic>"
+        "<MessageType>json</MessageType><Interval>soon</Interval></ConflatedTopic>",
+        "<ConflatedTopic><Name>c</Name><UnderlyingTopic>t</UnderlyingTopic>"
+        "<MessageType>xml</MessageType><Interval>1s</Interval></ConflatedTopic>",
+    ],
+)
+def test_bad_derived_elements_are_config_errors(body: str) -> None:
+    xml = (
+        "<SOW><Topic><Name>t</Name><MessageType>json</MessageType><Key>/a</Key>"
+        f"<Durability>transient</Durability></Topic>{body}</SOW>"
+    )
+    with pytest.raises((ConfigError, UnknownTopicError)):
+        SowStore.from_config(xml)
+
+
+def test_conflation_runs_on_the_timer_thread_and_stops_on_close() -> None:
+    store = SowStore()
+    ticks = store.create_topic("ticks", keys=["/sym"])
+    conflated = store.create_conflated_topic("ticks-fast", "ticks", interval=0.05)
+    got: list[Message] = []
+    arrived = threading.Event()
+
+    def on_message(message: Message) -> None:
+        got.append(message)
+        arrived.set()
+
+    conflated.subscribe(on_message)
+    for px in range(50):
+        ticks.publish({"sym": "A", "px": px})
+    assert arrived.wait(5)
+    time.sleep(0.2)
+    assert [json.loads(m.data)["px"] for m in got] == [49]  # the latest only
+    threads = [t for t in threading.enumerate() if t.name == "sowlib-conflation"]
+    assert threads
+    store.close()
+    assert all(not t.is_alive() for t in threads)
+
+
+def test_tick_drives_conflation_with_an_injected_clock() -> None:
+    clock = FakeClock()
+    store = SowStore(clock=clock)
+    ticks = store.create_topic("ticks", keys=["/sym"])
+    conflated = store.create_conflated_topic("c", "ticks", interval="10s")
+    ticks.publish({"sym": "A", "px": 1})
+    assert store.tick() == 0 and len(conflated) == 0
+    clock.advance(10)
+    assert store.tick() == 1 and len(conflated) == 1
+    store.close()
