@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from sortedcontainers import SortedList
+from sortedcontainers import SortedKeyList
 
 from sowlib.expr import runtime
 
@@ -234,15 +234,19 @@ class Count(Aggregate):
 
 
 class _Ordered(Aggregate):
-    """MIN and MAX: the numbers of the group in a sorted list (NaN skipped)."""
+    """MIN and MAX: the group's values in a sorted list, ordered as ``order_by`` orders
+    mixed values (numbers and numeric text numerically, then other text byte-wise).
+    NaN is skipped."""
 
     @staticmethod
     def convert(value: Any) -> Any:
-        v = aggregate_number(value)
-        return None if v is None or v != v else v
+        v = runtime.first(value)
+        if v is None or (type(v) is float and v != v):
+            return None
+        return int(v) if type(v) is bool else v
 
     def __init__(self) -> None:
-        self.values: Any = SortedList()
+        self.values: Any = SortedKeyList(key=runtime.order_key)
 
     def add(self, v: Any) -> None:
         self.values.add(v)
@@ -252,14 +256,14 @@ class _Ordered(Aggregate):
 
 
 class Min(_Ordered):
-    """MIN over the group's numbers."""
+    """MIN over the group's values."""
 
     def value(self) -> Any:
         return self.values[0] if self.values else None
 
 
 class Max(_Ordered):
-    """MAX over the group's numbers."""
+    """MAX over the group's values."""
 
     def value(self) -> Any:
         return self.values[-1] if self.values else None

@@ -62,7 +62,8 @@ def _reference(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
             floats = any(isinstance(n, float) for n in nums)
             row["sum"] = float(exact) if floats else int(exact)
             row["avg"] = float(exact / len(nums))
-            row["min"], row["max"] = min(nums), max(nums)
+            present = [d["v"] for d in members if _number(d.get("v")) is not None]
+            row["min"], row["max"] = min(present, key=float), max(present, key=float)
             mean = exact / len(nums)
             var = sum(((Fraction(n) - mean) ** 2 for n in nums), Fraction(0))
             row["sdp"] = math.sqrt(float(var / len(nums)))

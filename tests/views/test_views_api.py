@@ -72,7 +72,10 @@ def test_facade_aggregated_sow_with_projection_and_grouping_options() -> None:
     client = Client("agg", store)
     client.connect("tcp://127.0.0.1:9007/amps/json")
     client.logon()
-    options = "projection=[/customer,SUM(/quantity * /price) AS /total,COUNT(*) AS /n],grouping=[/customer]"
+    options = (
+        "projection=[/customer,SUM(/quantity * /price) AS /total,COUNT(*) AS /n],"
+        "grouping=[/customer]"
+    )
     stream = client.execute(
         Command("sow").set_topic("orders").set_options(options).set_order_by("/total DESC")
     )
@@ -245,7 +248,9 @@ def test_tick_drives_conflation_with_an_injected_clock() -> None:
     ticks = store.create_topic("ticks", keys=["/sym"])
     conflated = store.create_conflated_topic("c", "ticks", interval="10s")
     ticks.publish({"sym": "A", "px": 1})
-    assert store.tick() == 0 and len(conflated) == 0
+    assert store.tick() == 0
+    assert len(conflated) == 0
     clock.advance(10)
-    assert store.tick() == 1 and len(conflated) == 1
+    assert store.tick() == 1
+    assert len(conflated) == 1
     store.close()
