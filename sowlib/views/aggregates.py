@@ -54,7 +54,7 @@ def exact_float(x: int | float) -> int:
     if type(x) is int:
         return x << _SHIFT
     num, den = float(x).as_integer_ratio()
-    return num * (_ONE // den)
+    return num << (_SHIFT + 1 - den.bit_length())  # den is a power of two
 
 
 def _ratio(num: int, den: int) -> float:

@@ -126,6 +126,10 @@ class ProjectedField:
     text: str
     direct: tuple[str, int] | None  # ("agg", i) or ("plain", i)
     compute: Callable[[Any], Any] | None
+    names: tuple[str, ...] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "names", self.target.names)
 
 
 @attrs.frozen
@@ -138,17 +142,30 @@ class CompiledView:
     fields: tuple[ProjectedField, ...]
     groups: tuple[FieldPath, ...]
 
+    # the hot path of every change: resolvers and converters looked up once
+    _group_getters: tuple[Callable[[Any], Any], ...] = attrs.field(init=False, repr=False)
+    _readers: tuple[tuple[Callable[[Any], Any], Callable[[Any], Any]], ...] = attrs.field(
+        init=False, repr=False
+    )
+    _plain_getters: tuple[Callable[[Any], Any], ...] = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        object.__setattr__(self, "_group_getters", tuple(p.getter for p in self.groups))
+        readers = tuple((a.state.convert, a.argument) for a in self.aggregates)
+        object.__setattr__(self, "_readers", readers)
+        object.__setattr__(self, "_plain_getters", tuple(p.getter for p in self.plains))
+
     def group_of(self, doc: Any) -> tuple[Any, ...]:
         """The group key of a record (missing and NULL grouping values are None)."""
-        return tuple(distinct_value(p.resolve(doc)) for p in self.groups)
+        return tuple([distinct_value(get(doc)) for get in self._group_getters])
 
     def values_of(self, doc: Any) -> tuple[Any, ...]:
         """Each aggregate's converted argument for the record (None: not counted)."""
-        return tuple(a.state.convert(a.argument(doc)) for a in self.aggregates)
+        return tuple([convert(read(doc)) for convert, read in self._readers])
 
     def plains_of(self, doc: Any) -> tuple[Any, ...]:
         """The non-aggregated fields' values in the record."""
-        return tuple(p.resolve(doc) for p in self.plains)
+        return tuple([get(doc) for get in self._plain_getters])
 
     def render(self, results: Sequence[Any], plains: Sequence[Any]) -> dict[str, Any]:
         """The view's message for a group: NULL results are left out."""
@@ -165,14 +182,18 @@ class CompiledView:
                 value = f.compute(slots)
             if value is None or value is MISSING:
                 continue
-            _put(out, f.target, value)
+            names = f.names
+            if len(names) == 1:
+                out[names[0]] = value
+            else:
+                _put(out, names, value)
         return out
 
     def _slots(self, results: Sequence[Any], plains: Sequence[Any]) -> dict[str, Any]:
         doc: dict[str, Any] = {f"{_SLOT}{i}": v for i, v in enumerate(results)}
         for path, value in zip(self.plains, plains, strict=True):
             if value is not MISSING:
-                _put(doc, path, value)
+                _put(doc, path.names, value)
         return doc
 
 
@@ -182,8 +203,7 @@ def group_sow_key(group: tuple[Any, ...]) -> str:
     return str(xxh64_intdigest(text.encode("utf-8", "surrogatepass")))
 
 
-def _put(target: dict[str, Any], path: FieldPath, value: Any) -> None:
-    names = path.names
+def _put(target: dict[str, Any], names: tuple[str, ...], value: Any) -> None:
     for name in names[:-1]:
         inner = target.get(name)
         if not isinstance(inner, dict):
