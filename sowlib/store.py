@@ -57,7 +57,7 @@ from sowlib.store_files import (
     topic_file_name,
 )
 from sowlib.topic import Topic
-from sowlib.views import DerivedTopics
+from sowlib.views import DerivedTopics, grouped_sow
 
 __all__ = ["SowStore", "topic_file_name"]
 
@@ -458,6 +458,8 @@ class SowStore(DerivedTopics):
         """Query every topic whose name matches the regular expression ``topic_regex``.
 
         Results come topic by topic in creation order; each record names its topic.
+        With ``projection=[...]`` (and ``grouping=[...]``) each topic answers one
+        aggregated record per group (see :meth:`sow_aggregate`).
 
         Raises:
             FilterError: a bad filter.
@@ -466,9 +468,12 @@ class SowStore(DerivedTopics):
                 characters, or one that spent ``TOPIC_REGEX_SECONDS`` matching names.
         """
         pattern = TopicPattern(topic_regex, "topic_regex")
-        out: list[Record] = []
+        out: list[Any] = []
         for topic in pattern.select((t.name, t) for t in self.topics()):
-            out.extend(topic.sow(filter, **options))
+            if "projection" in options or "grouping" in options:  # aggregated: one per group
+                out.extend(grouped_sow(topic, filter, options))
+            else:
+                out.extend(topic.sow(filter, **options))
         return out
 
     def process_expirations(self) -> int:

@@ -9,14 +9,16 @@ from sowlib.views.aggregates import AGGREGATES
 from sowlib.views.definition import CompiledView, ViewSpec, compile_view
 from sowlib.views.derived import DerivedTopics
 from sowlib.views.engine import GroupTable
-from sowlib.views.query import AggregateSubscription
+from sowlib.views.query import AggregateRecord, AggregateSubscription, grouped_sow
 
 __all__ = [
     "AGGREGATES",
+    "AggregateRecord",
     "AggregateSubscription",
     "CompiledView",
     "DerivedTopics",
     "GroupTable",
     "ViewSpec",
     "compile_view",
+    "grouped_sow",
 ]

@@ -26,6 +26,7 @@ __all__ = [
     "aggregate_records",
     "aggregate_sow",
     "aggregated",
+    "grouped_sow",
     "compile_query",
     "split_fields",
 ]
@@ -141,6 +142,17 @@ def aggregated(topic: Any, options: Mapping[str, Any]) -> Callable[..., list[Agg
         projection=options["projection"],
         grouping=options.get("grouping", ()),
     )
+
+
+def grouped_sow(topic: Any, filter: Any, options: Mapping[str, Any]) -> list[AggregateRecord]:
+    """``topic.sow(filter, **options)`` where ``options`` hold ``projection`` (and
+    ``grouping``): the aggregated query of :func:`aggregate_sow`.
+
+    Raises:
+        QueryOptionError: a grouping without a projection, a bad projection or grouping.
+    """
+    rest = {k: v for k, v in options.items() if k not in ("projection", "grouping")}
+    return aggregated(topic, options)(filter, **rest)
 
 
 class _Deliver:

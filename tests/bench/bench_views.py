@@ -83,8 +83,7 @@ def sow_vs_sqlite(messages: list[bytes]) -> dict[str, float]:
         [(d["customer"], d["quantity"], d["price"]) for d in docs],
     )
     query = (
-        "SELECT customer, SUM(quantity * price), COUNT(*), MAX(price) FROM orders"
-        " GROUP BY customer"
+        "SELECT customer, SUM(quantity * price), COUNT(*), MAX(price) FROM orders GROUP BY customer"
     )
     sql_seconds, got = best(lambda: db.execute(query).fetchall())
     assert len(got) == len(rows)

@@ -254,3 +254,15 @@ def test_tick_drives_conflation_with_an_injected_clock() -> None:
     assert store.tick() == 1
     assert len(conflated) == 1
     store.close()
+
+
+def test_store_sow_takes_projection_and_grouping() -> None:
+    store = SowStore()
+    store.create_topic("orders", keys=["/orderId"]).publish_many(ORDERS)
+    rows = store.sow(
+        "ord.*", projection=["/customer", "SUM(/quantity) AS /q"], grouping=["/customer"]
+    )
+    assert sorted((r.doc["customer"], r.doc["q"]) for r in rows) == [("ann", 5), ("bob", 1)]
+    assert all(json.loads(r.data) == r.doc for r in rows)
+    with pytest.raises(QueryOptionError):
+        store.sow("orders", grouping=["/customer"])
