@@ -25,6 +25,7 @@ __all__ = [
     "AggregateSubscription",
     "aggregate_records",
     "aggregate_sow",
+    "aggregate_subscription",
     "aggregated",
     "grouped_sow",
     "compile_query",
@@ -204,3 +205,18 @@ class AggregateSubscription:
 
     def __exit__(self, *exc: object) -> None:
         self.unsubscribe()
+
+
+def aggregate_subscription(
+    topic: Any, options: Mapping[str, Any], filter: Any, callback: Callable[[Message], object]
+) -> AggregateSubscription:
+    """An :class:`AggregateSubscription` from the ``projection``/``grouping`` of parsed
+    AMPS options.
+
+    Raises:
+        QueryOptionError: a grouping without a projection, a bad projection or grouping.
+    """
+    if "projection" not in options:
+        raise QueryOptionError("grouping", options.get("grouping"), "needs a projection")
+    view = compile_query(topic.name, options["projection"], options.get("grouping", ()), filter)
+    return AggregateSubscription(view, topic, callback)

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sowlib import SowStore
-from sowlib.compat import Client, Command
+from sowlib.compat import Client, Command, UsageException
 from sowlib.errors import (
     ConfigError,
     QueryOptionError,
@@ -266,3 +266,22 @@ def test_store_sow_takes_projection_and_grouping() -> None:
     assert all(json.loads(r.data) == r.doc for r in rows)
     with pytest.raises(QueryOptionError):
         store.sow("orders", grouping=["/customer"])
+
+
+def test_facade_aggregated_sow_and_subscribe() -> None:
+    store = SowStore()
+    orders = store.create_topic("orders", keys=["/orderId"])
+    orders.publish_many(ORDERS)
+    client = Client("agg-sub", store)
+    client.connect("tcp://127.0.0.1:9007/amps/json")
+    client.logon()
+    got: list[Any] = []
+    options = "projection=[/customer,COUNT(*) AS /n],grouping=[/customer]"
+    client.sow_and_subscribe(got.append, "orders", options=options)
+    initial = [json.loads(m.get_data()) for m in got if m.get_command() == "sow"]
+    assert sorted(d["customer"] for d in initial) == ["ann", "bob"]
+    got.clear()
+    orders.publish({"orderId": 9, "customer": "bob", "quantity": 1, "price": 1})
+    assert [json.loads(m.get_data()) for m in got] == [{"customer": "bob", "n": 2}]
+    with pytest.raises(UsageException):
+        client.subscribe(got.append, "orders", options=options)
