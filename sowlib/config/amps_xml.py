@@ -31,9 +31,7 @@ AMPS_VERSION = "5.3"
 _SOW_TAGS = ("SOW", "TopicMetaData")
 _TOPIC_TAGS = ("Topic", "TopicDefinition")
 #: SOW-backed objects of an AMPS server that sowlib does not implement: a ConfigError names them.
-IGNORED_SOW_ELEMENTS = frozenset(
-    {"Queue", "LocalQueue", "DistributedQueue", "GroupLocalQueue"}
-)
+IGNORED_SOW_ELEMENTS = frozenset({"Queue", "LocalQueue", "DistributedQueue", "GroupLocalQueue"})
 _UNSUPPORTED = {
     "Preprocessing": "field construction before key generation is not implemented",
     "Enrichment": "enrichment is not implemented",
