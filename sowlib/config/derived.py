@@ -8,6 +8,7 @@ model, ``errors``, ``paths`` and ``units``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ DERIVED_TAGS = frozenset({"View", "ConflatedTopic"})
 _VIEW_SINGLE = {"Name", "UnderlyingTopic", "MessageType", "Projection", "Grouping", "Filter"}
 _CONFLATED_SINGLE = {"Name", "UnderlyingTopic", "MessageType", "Interval", "Filter", "Expiration"}
 Expand = Callable[[str, str], str]
+_LEFT = re.compile(r"\s*(?:\[[^\]]+\]\.)?\[([^\]]+)\]\.\[")
 
 
 def _tag(element: Any) -> str:
@@ -74,11 +76,19 @@ def _singles(element: Any, where: str, allowed: set[str]) -> dict[str, tuple[str
     return values
 
 
-def _underlying(values: dict[str, tuple[str, Any]], expand: Expand) -> str:
+def _underlying(values: dict[str, tuple[str, Any]], expand: Expand) -> tuple[str, str | None]:
+    """The underlying topic, and the join text when it is a ``<Join>`` (its left topic)."""
     path, kid = values["UnderlyingTopic"]
-    if any(_tag(k) == "Join" for k in _children(kid)):
-        raise ConfigError(f"{path}/Join", "views over a join of topics are not implemented")
-    return _text(kid, path, expand)
+    joins = _children(kid)
+    if not joins:
+        return _text(kid, path, expand), None
+    if len(joins) > 1 or _tag(joins[0]) != "Join":
+        raise ConfigError(path, "expected one Join element (a join of two topics)")
+    text = _text(joins[0], f"{path}/Join", expand)
+    left = _LEFT.match(text)
+    if left is None:
+        raise ConfigError(f"{path}/Join", f"{text!r} is not '[topic].[/field] = [topic].[/field]'")
+    return left.group(1), text
 
 
 def derived_config(element: Any, where: str, expand: Expand) -> TopicConfig:
@@ -104,7 +114,7 @@ def derived_config(element: Any, where: str, expand: Expand) -> TopicConfig:
         return None if got is None else _text(got[1], got[0], expand)
 
     name, message_type = text("Name") or "", (text("MessageType") or "").lower()
-    underlying = _underlying(values, expand)
+    underlying, join = _underlying(values, expand)
     expiration = None
     if kind == "View":
         if "Projection" not in values:
@@ -114,6 +124,9 @@ def derived_config(element: Any, where: str, expand: Expand) -> TopicConfig:
         if "Grouping" in values:
             gpath, gkid = values["Grouping"]
             for number, field in enumerate(_fields(gkid, gpath, expand), 1):
+                if join is not None:  # [topic].[/path]: checked when the store compiles it
+                    grouping.append(field)
+                    continue
                 try:
                     grouping.append(parse_path(field).to_text())
                 except FieldPathError as exc:
@@ -126,9 +139,12 @@ def derived_config(element: Any, where: str, expand: Expand) -> TopicConfig:
                 "grouping": grouping,
                 "filter": text("Filter"),
                 "message_type": message_type,
+                "join": join,
             }
         }
     else:
+        if join is not None:
+            raise ConfigError(f"{where}/UnderlyingTopic/Join", "a conflated topic has one topic")
         if "Interval" not in values:
             raise ConfigError(f"{where}/Interval", "is required")
         interval = parse_duration(text("Interval") or "", values["Interval"][0])

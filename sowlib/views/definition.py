@@ -37,11 +37,12 @@ class ViewSpec:
 
     Attributes:
         name: the view's topic name.
-        underlying: the topic it aggregates.
+        underlying: the topic it aggregates (a join's left topic).
         projection: ``"/customer"``, ``"SUM(/quantity * /price) AS /total"``...
         grouping: field paths; one view record per distinct combination.
         filter: only underlying records matching it count (None: all).
         message_type: the view's message type (None: the underlying topic's).
+        join: ``"[a].[/x] = [b].[/y]"``: the view aggregates the join of two topics.
     """
 
     name: str
@@ -50,6 +51,7 @@ class ViewSpec:
     grouping: tuple[str, ...] = ()
     filter: str | None = None
     message_type: str | None = None
+    join: str | None = None
 
     @classmethod
     def make(
@@ -60,6 +62,7 @@ class ViewSpec:
         grouping: Iterable[str] | str = (),
         filter: str | None = None,
         message_type: str | None = None,
+        join: str | None = None,
     ) -> ViewSpec:
         """Check the types of the arguments and build the spec.
 
@@ -79,7 +82,9 @@ class ViewSpec:
                     raise ConfigError(what, f"{item!r} is not a field expression")
         if filter is not None and not isinstance(filter, str):
             raise ConfigError("filter", f"{filter!r} is not a filter expression")
-        return cls(name, underlying, fields, groups, filter, message_type)
+        if join is not None and not isinstance(join, str):
+            raise ConfigError("join", f"{join!r} is not a join expression")
+        return cls(name, underlying, fields, groups, filter, message_type, join)
 
     def to_dict(self) -> dict[str, Any]:
         """The spec as JSON-able data (stored in the view topic's options)."""
@@ -90,6 +95,7 @@ class ViewSpec:
             "grouping": list(self.grouping),
             "filter": self.filter,
             "message_type": self.message_type,
+            "join": self.join,
         }
 
     @classmethod
@@ -102,6 +108,7 @@ class ViewSpec:
             data.get("grouping", ()),
             data.get("filter"),
             data.get("message_type"),
+            data.get("join"),
         )
 
 

@@ -18,6 +18,7 @@ from sowlib.subscriptions import Message
 from sowlib.timer import Timer
 from sowlib.units import parse_duration
 from sowlib.views.definition import ViewSpec, compile_view
+from sowlib.views.join import JoinMaintainer, parse_join, qualify_spec
 from sowlib.views.maintain import ConflationMaintainer, ViewMaintainer
 from sowlib.views.query import (
     AggregateRecord,
@@ -34,7 +35,7 @@ class _State:
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.lock = threading.RLock()
-        self.maintainers: dict[str, ViewMaintainer | ConflationMaintainer] = {}
+        self.maintainers: dict[str, ViewMaintainer | ConflationMaintainer | JoinMaintainer] = {}
         self.timer = Timer(clock, name="sowlib-conflation")
 
 
@@ -54,12 +55,13 @@ class DerivedTopics:
     def create_view(
         self,
         name: str,
-        underlying: str,
+        underlying: str | None = None,
         *,
         projection: Iterable[str] | str,
         grouping: Iterable[str] | str = (),
         filter: str | None = None,
         message_type: str | None = None,
+        join: str | None = None,
     ) -> Any:
         """Create a view: a topic holding one aggregated record per group of ``underlying``.
 
@@ -76,6 +78,9 @@ class DerivedTopics:
             grouping: ``["/customer"]``; none: the whole topic is one group.
             filter: only underlying records matching it are aggregated.
             message_type: the view's message type (default: the underlying topic's).
+            join: instead of ``underlying``, ``"[orders].[/sym] = [companies].[/ticker]"``
+                (``LEFT JOIN``/``RIGHT JOIN`` for ``=`` keep one side's unmatched
+                records); fields are then named ``[orders].[/qty]``.
         Returns:
             The view's :class:`~sowlib.topic.Topic`.
         Raises:
@@ -93,7 +98,14 @@ class DerivedTopics:
             >>> [r.doc for r in view.sow()]
             [{'customer': 'ann', 'total': 10}]
         """
-        spec = ViewSpec.make(name, underlying, projection, grouping, filter, message_type)
+        if join is not None:
+            left = parse_join(join).left
+            if underlying not in (None, left):
+                raise ConfigError("underlying", "a join view's underlying topic is the join's")
+            underlying = left
+        if underlying is None:
+            raise ConfigError("underlying", "a view needs an underlying topic or a join")
+        spec = ViewSpec.make(name, underlying, projection, grouping, filter, message_type, join)
         return self._add_derived("view", spec.to_dict(), spec.message_type, None)
 
     def create_conflated_topic(
@@ -141,6 +153,8 @@ class DerivedTopics:
                     return existing
                 raise TopicExistsError(spec["name"], f"it is not this {kind}")
             self._check(kind, spec, source, mtype)  # before the topic exists: nothing to undo
+            if spec.get("join"):
+                self._check(kind, spec, store.topic(parse_join(spec["join"]).right), mtype)
             target = store.create_topic(
                 spec["name"],
                 message_type=mtype,
@@ -162,7 +176,8 @@ class DerivedTopics:
             )
         get_codec(message_type)  # an unknown message type: ConfigError
         if kind == "view":
-            compile_view(ViewSpec.from_dict(spec))
+            view = ViewSpec.from_dict(spec)
+            compile_view(view if view.join is None else qualify_spec(view))
             return
         if source.message_type != message_type:
             raise ConfigError(f"{where}/MessageType", "must be the underlying topic's")
@@ -181,8 +196,13 @@ class DerivedTopics:
         spec = options[kind]
         source = store.topic(spec["underlying"])
         self._check(kind, spec, source, target.message_type)
-        maintainer: ViewMaintainer | ConflationMaintainer
-        if kind == "view":
+        maintainer: ViewMaintainer | ConflationMaintainer | JoinMaintainer
+        if kind == "view" and spec.get("join"):
+            join = parse_join(spec["join"])
+            other = store.topic(join.right)
+            self._check(kind, spec, other, target.message_type)
+            maintainer = JoinMaintainer(ViewSpec.from_dict(spec), join, source, other, target)
+        elif kind == "view":
             view = compile_view(ViewSpec.from_dict(spec))
             maintainer = ViewMaintainer(view, source, target)
         else:
@@ -217,7 +237,7 @@ class DerivedTopics:
         """The derived topics: name -> ``"view"`` or ``"conflated"``."""
         state = self._derived()
         return {
-            name: "view" if isinstance(m, ViewMaintainer) else "conflated"
+            name: "conflated" if isinstance(m, ConflationMaintainer) else "view"
             for name, m in state.maintainers.items()
         }
 

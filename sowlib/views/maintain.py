@@ -14,7 +14,7 @@ from sowlib.subscriptions import Message
 from sowlib.views.definition import CompiledView
 from sowlib.views.engine import Group, GroupTable
 
-__all__ = ["ConflationMaintainer", "ViewMaintainer"]
+__all__ = ["ConflationMaintainer", "ViewMaintainer", "emit"]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -26,6 +26,21 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b) or (a != a and b != b)
+
+
+def emit(table: GroupTable, target: Any, group: Group) -> None:
+    """Write ``group``'s change into the view's topic: its new message when it changed, a
+    delete when its last member left."""
+    if not group.members:
+        if group.rendered is not None:
+            group.rendered = None
+            target.sow_delete_by_keys(group.sow_key)
+        return
+    out = table.render(group)
+    if group.rendered is not None and _same(out, group.rendered):
+        return
+    group.rendered = out
+    target.publish(out, sow_key=group.sow_key)
 
 
 class ViewMaintainer:
@@ -69,16 +84,7 @@ class ViewMaintainer:
                 self._emit(group)
 
     def _emit(self, group: Group) -> None:
-        if not group.members:
-            if group.rendered is not None:
-                group.rendered = None
-                self.target.sow_delete_by_keys(group.sow_key)
-            return
-        out = self.table.render(group)
-        if group.rendered is not None and _same(out, group.rendered):
-            return
-        group.rendered = out
-        self.target.publish(out, sow_key=group.sow_key)
+        emit(self.table, self.target, group)
 
     def close(self) -> None:
         """Stop following the underlying topic."""

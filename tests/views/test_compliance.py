@@ -1,9 +1,10 @@
 """Runs the derived-topic compliance cases (``tests/views/cases/*.json``).
 
 A file is a list of cases. A case names the underlying topic's settings
-(``topic``: ``keys``, ``expiration``), then either a ``view`` (``projection``,
-``grouping``, ``filter``) or a ``conflated`` topic (``interval``, ``filter``,
-``expiration``), and ``steps``. A step does one thing:
+(``topic``: ``keys``, ``expiration``; or ``topics``: several by name, for a join, and
+a step's ``topic`` says which one it publishes to or deletes from), then either a
+``view`` (``projection``, ``grouping``, ``filter``, ``join``) or a ``conflated`` topic
+(``interval``, ``filter``, ``expiration``), and ``steps``. A step does one thing:
 
 - ``publish``: a message (with ``expiration``: seconds to live);
 - ``delete``: a filter, deleted with ``sow_delete``;
@@ -52,10 +53,13 @@ def _seen(message: Any) -> dict[str, Any]:
 def test_compliance_case(case: dict[str, Any]) -> None:
     clock = FakeClock()
     with SowStore(clock=clock) as store:
-        settings = case.get("topic", {})
-        source = store.create_topic(
-            "source", keys=settings.get("keys", ["/id"]), expiration=settings.get("expiration")
-        )
+        topics = case.get("topics", {"source": case.get("topic", {})})
+        for name, settings in topics.items():
+            store.create_topic(
+                name, keys=settings.get("keys", ["/id"]), expiration=settings.get("expiration")
+            )
+        first = next(iter(topics))
+        source = store.topic(first)
         for message in case.get("initial", []):
             source.publish(message)
         interval = 0.0
@@ -63,10 +67,11 @@ def test_compliance_case(case: dict[str, Any]) -> None:
             spec = case["view"]
             derived = store.create_view(
                 "derived",
-                "source",
+                None if "join" in spec else "source",
                 projection=spec["projection"],
                 grouping=spec.get("grouping", []),
                 filter=spec.get("filter"),
+                join=spec.get("join"),
             )
         else:
             spec = case["conflated"]
@@ -83,10 +88,11 @@ def test_compliance_case(case: dict[str, Any]) -> None:
         received.clear()
         for number, step in enumerate(case["steps"], 1):
             where = f"step {number}: {step.get('comment', '')}"
+            target = store.topic(step.get("topic", first))
             if "publish" in step:
-                source.publish(step["publish"], expiration=step.get("expiration"))
+                target.publish(step["publish"], expiration=step.get("expiration"))
             elif "delete" in step:
-                source.sow_delete(step["delete"])
+                target.sow_delete(step["delete"])
             elif "advance" in step:
                 clock.advance(step["advance"])
                 store.process_expirations()

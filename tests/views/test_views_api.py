@@ -200,6 +200,8 @@ def test_binary_underlying_topic_is_refused() -> None:
         "<Projection><Field>/a</Field></Projection><Bogus/></View>",
         "<View><Name>v</Name><UnderlyingTopic><Join>[t].[/a] = [u].[/b]</Join></UnderlyingTopic>"
         "<MessageType>json</MessageType><Projection><Field>/a</Field></Projection></View>",
+        "<View><Name>v</Name><UnderlyingTopic><Join>t = u</Join></UnderlyingTopic>"
+        "<MessageType>json</MessageType><Projection><Field>/a</Field></Projection></View>",
         "<View><Name>v</Name><UnderlyingTopic>nope</UnderlyingTopic><MessageType>json</MessageType>"
         "<Projection><Field>/a</Field></Projection></View>",
         "<ConflatedTopic><Name>c</Name><UnderlyingTopic>t</UnderlyingTopic>"
@@ -285,3 +287,47 @@ def test_facade_aggregated_sow_and_subscribe() -> None:
     assert [json.loads(m.get_data()) for m in got] == [{"customer": "bob", "n": 2}]
     with pytest.raises(UsageException):
         client.subscribe(got.append, "orders", options=options)
+
+
+def test_a_join_view_from_the_configuration_builds_from_existing_records() -> None:
+    xml = """<SOW>
+      <Topic><Name>orders</Name><MessageType>json</MessageType><Key>/id</Key>
+        <Durability>transient</Durability></Topic>
+      <Topic><Name>companies</Name><MessageType>json</MessageType><Key>/ticker</Key>
+        <Durability>transient</Durability></Topic>
+      <View><Name>by-company</Name><MessageType>json</MessageType>
+        <UnderlyingTopic><Join>[json].[orders].[/sym] = [json].[companies].[/ticker]</Join>
+        </UnderlyingTopic>
+        <Projection><Field>[companies].[/name]</Field>
+          <Field>SUM([orders].[/qty]) AS /qty</Field></Projection>
+        <Grouping><Field>[companies].[/name]</Field></Grouping>
+      </View></SOW>"""
+    with SowStore.from_config(xml) as store:
+        store.topic("companies").publish({"ticker": "A", "name": "Acme"})
+        store.topic("orders").publish_many([{"id": i, "sym": "A", "qty": i} for i in range(4)])
+        assert [r.doc for r in store.topic("by-company").sow()] == [{"name": "Acme", "qty": 6}]
+    store = SowStore()
+    store.create_topic("orders", keys=["/id"]).publish({"id": 1, "sym": "A", "qty": 2})
+    store.create_topic("companies", keys=["/ticker"]).publish({"ticker": "A", "name": "Acme"})
+    view = store.create_view(
+        "v",
+        join="[orders].[/sym] = [companies].[/ticker]",
+        projection=["[companies].[/name]", "SUM([orders].[/qty]) AS /qty"],
+        grouping=["[companies].[/name]"],
+    )
+    assert [r.doc for r in view.sow()] == [{"name": "Acme", "qty": 2}]
+
+
+@pytest.mark.parametrize(
+    "join",
+    ["[orders].[/sym] == [companies].[/t]", "[orders].[/a] = [orders].[/b]", "orders = companies"],
+)
+def test_bad_joins_are_config_errors(join: str) -> None:
+    store = SowStore()
+    store.create_topic("orders", keys=["/id"])
+    store.create_topic("companies", keys=["/ticker"])
+    with pytest.raises(ConfigError):
+        store.create_view("v", join=join, projection=["COUNT(*) AS /n"])
+    with pytest.raises(UnknownTopicError):
+        store.create_view("v", join="[orders].[/a] = [nope].[/b]", projection=["COUNT(*) AS /n"])
+    assert "v" not in store
