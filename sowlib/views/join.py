@@ -136,9 +136,7 @@ class JoinMaintainer:
                 docs[key] = (value, msg.doc)
                 by_value.setdefault(value, set()).add(key)
                 touched.add(value)
-            groups: list[Group] = []
-            for value in touched:
-                groups.extend(self._rebuild(value))
+            groups = self._rebuild(touched)
             if not self._loading:
                 seen: set[int] = set()
                 for group in groups:
@@ -146,12 +144,8 @@ class JoinMaintainer:
                         seen.add(id(group))
                         emit(self.table, self.target, group)
 
-    def _rebuild(self, value: Any) -> list[Group]:
-        """Recompute the rows of one join value; returns the groups touched.
-
-        New and changed rows go in before the rows that left come out, so a group that
-        keeps any row is never emptied (and deleted) on the way.
-        """
+    def _rows_of(self, value: Any) -> dict[str, dict[str, Any]]:
+        """The joined rows of one join value, by row id (unique across values)."""
         if value is None:  # NULL joins nothing (outer sides keep their records below)
             lefts: set[str] = set()
             rights: set[str] = set()
@@ -171,16 +165,27 @@ class JoinMaintainer:
             if rk is not None:
                 doc[self.join.right] = self._docs[1][rk][1]
             if self._filter is None or self._filter.matches(doc) is True:
-                rows[f"{lk or ''}{_SEP}{rk or ''}"] = doc
+                rows[f"{lk or ''}{_SEP}{rk or ''}{_SEP}{value!r}"] = doc
+        return rows
+
+    def _rebuild(self, values: set[Any]) -> list[Group]:
+        """Recompute the rows of the join values a change touched; returns the groups touched.
+
+        Every new and changed row goes in before any row that left comes out, so a
+        group that keeps a row is never emptied (and deleted) on the way.
+        """
+        fresh = {value: self._rows_of(value) for value in values}
         groups: list[Group] = []
-        for row, doc in rows.items():
-            groups.extend(self.table.put(row, doc))
-        for row in self._rows.pop(value, set()) - rows.keys():
-            group = self.table.remove(row)
-            if group is not None:
-                groups.append(group)
-        if rows:
-            self._rows[value] = set(rows)
+        for rows in fresh.values():
+            for row, doc in rows.items():
+                groups.extend(self.table.put(row, doc))
+        for value, rows in fresh.items():
+            for row in self._rows.pop(value, set()) - rows.keys():
+                group = self.table.remove(row)
+                if group is not None:
+                    groups.append(group)
+            if rows:
+                self._rows[value] = set(rows)
         return groups
 
     def close(self) -> None:

@@ -128,3 +128,71 @@ class ViewVsRecompute(RuleBasedStateMachine):
 
 
 TestViewVsRecompute = ViewVsRecompute.TestCase
+
+
+class JoinVsRecompute(RuleBasedStateMachine):
+    """A join view (inner or left) against the join and aggregate recomputed from scratch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.store = SowStore()
+        self.orders = self.store.create_topic("orders", keys=["/id"])
+        self.companies = self.store.create_topic("companies", keys=["/ticker"])
+        projection = ["[companies].[/sector]", "SUM([orders].[/qty]) AS /qty", "COUNT(*) AS /n"]
+        self.views = {
+            outer: self.store.create_view(
+                f"v-{outer}",
+                join=f"[orders].[/sym] {op} [companies].[/ticker]",
+                projection=projection,
+                grouping=["[companies].[/sector]"],
+            )
+            for outer, op in (("inner", "="), ("left", "LEFT JOIN"))
+        }
+
+    @rule(
+        key=st.integers(0, 8),
+        sym=st.sampled_from(["A", "B", "C", None]),
+        qty=st.integers(0, 9),
+    )
+    def order(self, key: int, sym: str | None, qty: int) -> None:
+        doc: dict[str, Any] = {"id": key, "qty": qty}
+        if sym is not None:
+            doc["sym"] = sym
+        self.orders.publish(doc)
+
+    @rule(ticker=st.sampled_from(["A", "B", "C"]), sector=st.sampled_from(["x", "y"]))
+    def company(self, ticker: str, sector: str) -> None:
+        self.companies.publish({"ticker": ticker, "sector": sector})
+
+    @rule(key=st.integers(0, 8))
+    def drop_order(self, key: int) -> None:
+        self.orders.sow_delete(f"/id = {key}")
+
+    @rule(ticker=st.sampled_from(["A", "B", "C"]))
+    def drop_company(self, ticker: str) -> None:
+        self.companies.sow_delete(f"/ticker = '{ticker}'")
+
+    @invariant()
+    def agrees(self) -> None:
+        companies = {r.doc["ticker"]: r.doc for r in self.companies.sow()}
+        for outer, view in self.views.items():
+            groups: dict[Any, list[int]] = {}
+            for order in (r.doc for r in self.orders.sow()):
+                company = companies.get(order.get("sym")) if "sym" in order else None
+                if company is None and outer == "inner":
+                    continue
+                sector = None if company is None else company["sector"]
+                groups.setdefault(sector, []).append(order["qty"])
+            expected = []
+            for sector, qtys in groups.items():
+                row: dict[str, Any] = {"qty": sum(qtys), "n": len(qtys)}
+                if sector is not None:
+                    row["sector"] = sector
+                expected.append(row)
+            assert _canon([r.doc for r in view.sow()]) == _canon(expected), outer
+
+    def teardown(self) -> None:
+        self.store.close()
+
+
+TestJoinVsRecompute = JoinVsRecompute.TestCase
