@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from sowlib import SowStore
-from sowlib.compat import Client, Command, UsageException
+from sowlib.compat import Client, Command, MessageStream, UsageException
 from sowlib.errors import (
     ConfigError,
     QueryOptionError,
@@ -24,6 +24,14 @@ from sowlib.subscriptions import Message
 from tests.conftest import FakeClock
 
 SAMPLE = Path(__file__).parent / "sample_config.xml"
+
+
+def sow_docs(got: Any) -> list[Any]:
+    """The documents of the ``sow`` messages of a finished facade query stream."""
+    assert isinstance(got, MessageStream)
+    return [json.loads(m.get_data()) for m in got if m is not None and m.get_command() == "sow"]
+
+
 ORDERS = [
     {"orderId": 1, "customer": "ann", "quantity": 2, "price": 10.0},
     {"orderId": 2, "customer": "bob", "quantity": 1, "price": 4.5},
@@ -61,8 +69,7 @@ def test_the_facade_queries_a_view_by_name(tmp_path: Path) -> None:
         client = Client("views", store)
         client.connect("tcp://127.0.0.1:9007/amps/json")
         client.logon()
-        got = [m for m in client.sow("customer-order-totals") if m.get_command() == "sow"]
-        totals = {json.loads(m.get_data())["customer"] for m in got}
+        totals = {d["customer"] for d in sow_docs(client.sow("customer-order-totals"))}
         assert totals == {"ann", "bob"}
 
 
@@ -79,14 +86,12 @@ def test_facade_aggregated_sow_with_projection_and_grouping_options() -> None:
     stream = client.execute(
         Command("sow").set_topic("orders").set_options(options).set_order_by("/total DESC")
     )
-    docs = [json.loads(m.get_data()) for m in stream if m.get_command() == "sow"]
-    assert docs == [
+    assert sow_docs(stream) == [
         {"customer": "ann", "total": 23.0, "n": 2},
         {"customer": "bob", "total": 4.5, "n": 1},
     ]
     filtered = client.sow("orders", "/customer = 'bob'", options=options)
-    docs = [json.loads(m.get_data()) for m in filtered if m.get_command() == "sow"]
-    assert docs == [{"customer": "bob", "total": 4.5, "n": 1}]
+    assert sow_docs(filtered) == [{"customer": "bob", "total": 4.5, "n": 1}]
     with pytest.raises(QueryOptionError):
         client.sow("orders", options="grouping=[/customer]")
     with pytest.raises(QueryOptionError):
