@@ -229,20 +229,23 @@ def test_bad_derived_elements_are_config_errors(body: str) -> None:
 def test_conflation_runs_on_the_timer_thread_and_stops_on_close() -> None:
     store = SowStore()
     ticks = store.create_topic("ticks", keys=["/sym"])
-    conflated = store.create_conflated_topic("ticks-fast", "ticks", interval=0.05)
-    got: list[Message] = []
-    arrived = threading.Event()
+    conflated = store.create_conflated_topic("ticks-fast", "ticks", interval=0.2)
+    got: list[int] = []
+    latest = threading.Event()
 
     def on_message(message: Message) -> None:
-        got.append(message)
-        arrived.set()
+        got.append(json.loads(message.data)["px"])
+        if got[-1] == 49:
+            latest.set()
 
     conflated.subscribe(on_message)
+    start = time.monotonic()
     for px in range(50):
         ticks.publish({"sym": "A", "px": px})
-    assert arrived.wait(5)
-    time.sleep(0.2)
-    assert [json.loads(m.data)["px"] for m in got] == [49]  # the latest only
+    assert latest.wait(5)
+    elapsed = time.monotonic() - start
+    assert got[-1] == 49  # the latest reached the subscriber...
+    assert len(got) <= elapsed / 0.2 + 1  # ...in at most one message per interval
     threads = [t for t in threading.enumerate() if t.name == "sowlib-conflation"]
     assert threads
     store.close()
