@@ -61,6 +61,7 @@ from sowlib.store_files import (
     topic_file_name,
 )
 from sowlib.topic import Topic
+from sowlib.views import DerivedTopics, grouped_sow
 
 __all__ = ["SowStore", "topic_file_name"]
 
@@ -68,7 +69,7 @@ _readers: dict[str, SowStore] = {}
 _readers_lock = threading.Lock()
 
 
-class SowStore:
+class SowStore(DerivedTopics):
     """A set of SOW topics in one directory (or in memory when ``path`` is None).
 
     One writer process per directory (an exclusive lock); any number of
@@ -260,6 +261,7 @@ class SowStore:
             for config in check_message_types(store.topics(), configs):
                 store._add_topic(config)
             store.journal = store_journal(source, store, base_dir, env)
+            store.open_derived_topics()  # views and conflated topics follow their topics
         except BaseException:
             store.close()
             raise
@@ -464,6 +466,8 @@ class SowStore:
         """Query every topic whose name matches the regular expression ``topic_regex``.
 
         Results come topic by topic in creation order; each record names its topic.
+        With ``projection=[...]`` (and ``grouping=[...]``) each topic answers one
+        aggregated record per group (see :meth:`sow_aggregate`).
 
         Raises:
             FilterError: a bad filter.
@@ -472,9 +476,12 @@ class SowStore:
                 characters, or one that spent ``TOPIC_REGEX_SECONDS`` matching names.
         """
         pattern = TopicPattern(topic_regex, "topic_regex")
-        out: list[Record] = []
+        out: list[Any] = []
         for topic in pattern.select((t.name, t) for t in self.topics()):
-            out.extend(topic.sow(filter, **options))
+            if "projection" in options or "grouping" in options:  # aggregated: one per group
+                out.extend(grouped_sow(topic, filter, options))
+            else:
+                out.extend(topic.sow(filter, **options))
         return out
 
     def process_expirations(self) -> int:
@@ -530,6 +537,7 @@ class SowStore:
             if self._closed:
                 return
             self._closed = True
+            self._close_derived()  # the timer thread and the views' subscriptions
             failure: BaseException | None = None
             try:
                 if self.journal is not None:

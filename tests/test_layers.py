@@ -48,6 +48,7 @@ LAYERS = {
     "sowlib.paths": 1,
     "sowlib.projection": 1,
     "sowlib.progress": 1,
+    "sowlib.timer": 1,
     "sowlib.cli_input": 1,
     # the filter language, codecs, the log, keys, results' record type
     "sowlib.expr": 2,
@@ -71,6 +72,7 @@ LAYERS = {
     "sowlib.results": 6,
     "sowlib.topic": 7,
     "sowlib.reconfigure": 7,
+    "sowlib.views": 7,  # derived topics: below the store, beside (never importing) topic
     "sowlib.store": 8,
     # what sits on the store
     "sowlib.cli_data": 9,

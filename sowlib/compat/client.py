@@ -40,6 +40,7 @@ from sowlib.errors import QueryOptionError
 from sowlib.journal import EPOCH, MOST_RECENT, NOW
 from sowlib.results import split_keys
 from sowlib.store import SowStore
+from sowlib.views.query import aggregated
 
 __all__ = ["Client"]
 
@@ -245,7 +246,8 @@ class Client(Settings, Subscriber, Sender):
 
         Returns a stream of ``group_begin``, one ``sow`` message per record and
         ``group_end``; with a handler, calls it for each and returns the query id.
-        ``options`` may carry ``skip_n=N``, ``top_n=N`` and ``select=[...]``.
+        ``options`` may carry ``skip_n=N``, ``top_n=N``, ``select=[...]``, and
+        ``projection=[...]`` with ``grouping=[...]`` (one aggregated message per group).
         """
         handler, a = bind_arguments(SOW, args, kwargs)
         return self._sow(handler, a, sow_keys=None, query_id=None, acks=())
@@ -268,7 +270,9 @@ class Client(Settings, Subscriber, Sender):
         query_id = query_id or f"q{next(_ids)}"
         records: list[Any] = []
         for topic in topics:
-            got = topic.sow(
+            grouped = "projection" in opts or "grouping" in opts  # an aggregated query
+            sow = aggregated(topic, opts) if grouped else topic.sow
+            got = sow(
                 a["filter"],
                 order_by=a["order_by"],
                 top_n=opts.get("top_n", a["top_n"]),

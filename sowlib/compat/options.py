@@ -10,6 +10,7 @@ from typing import Any
 
 from sowlib.compat.message import Handler
 from sowlib.errors import ArgumentError, QueryOptionError
+from sowlib.views.query import split_fields
 
 __all__ = [
     "BOOKMARK_SUBSCRIBE",
@@ -74,6 +75,8 @@ def parse_options(options: str | int | None) -> dict[str, Any]:
             out[name] = value
         elif name in _PACING and eq and value:
             out[name] = value  # replay pacing: accepted, a replay runs at full speed
+        elif name in ("projection", "grouping") and value.startswith("[") and value.endswith("]"):
+            out[name] = split_fields(value)  # an aggregated query (sowlib.views)
         else:
             raise QueryOptionError("options", part, "unknown or malformed option")
     return out

@@ -36,6 +36,7 @@ from sowlib.expr import compile_filter
 from sowlib.journal import EPOCH, MOST_RECENT, Entry
 from sowlib.results import split_keys
 from sowlib.subscriptions import Message as Event
+from sowlib.views.query import aggregate_subscription
 
 __all__ = ["Subscriber"]
 
@@ -254,6 +255,9 @@ class Subscriber(abc.ABC):
         for name, why in (("select", "select lists on"), ("skip_n", "paginated")):
             if name in opts:
                 raise UsageException(f"{why} subscriptions are not available in process")
+        grouped = "projection" in opts or "grouping" in opts  # aggregated (sowlib.views)
+        if grouped and (not sow or delta):
+            raise UsageException("an aggregated subscription is a sow_and_subscribe")
         if a.get("bookmark") and sow:
             raise UsageException(
                 "historical sow_and_subscribe is not available in process;"
@@ -285,6 +289,10 @@ class Subscriber(abc.ABC):
                 common: dict[str, Any] = dict(
                     oof=oof, delta=delta, no_empties=no_empties, on_error=on_error
                 )
+                if grouped:
+                    grouping = aggregate_subscription(topic, opts, a["filter"], deliver)
+                    live.add(grouping.unsubscribe)
+                    continue
                 if sow:
                     top_n = opts.get("top_n", a.get("top_n"))
                     sub = topic.sow_and_subscribe(

@@ -17,6 +17,7 @@ from typing import Any
 from lxml import etree
 
 from sowlib.codecs.xml_codec import hardened_parser
+from sowlib.config.derived import DERIVED_TAGS, derived_config
 from sowlib.config.model import CHAINING_OPTIONS, DURABILITIES, TopicConfig
 from sowlib.config.pattern import TopicPattern
 from sowlib.errors import ConfigError, FieldPathError
@@ -30,9 +31,7 @@ AMPS_VERSION = "5.3"
 _SOW_TAGS = ("SOW", "TopicMetaData")
 _TOPIC_TAGS = ("Topic", "TopicDefinition")
 #: SOW-backed objects of an AMPS server that sowlib does not implement: a ConfigError names them.
-IGNORED_SOW_ELEMENTS = frozenset(
-    {"View", "ConflatedTopic", "Queue", "LocalQueue", "DistributedQueue", "GroupLocalQueue"}
-)
+IGNORED_SOW_ELEMENTS = frozenset({"Queue", "LocalQueue", "DistributedQueue", "GroupLocalQueue"})
 _UNSUPPORTED = {
     "Preprocessing": "field construction before key generation is not implemented",
     "Enrichment": "enrichment is not implemented",
@@ -354,10 +353,13 @@ def load_xml_config(
                     f"{tag} is not implemented by sowlib; keep it in the server's configuration"
                     " only (the topics it reads from load without it)",
                 )
-            if tag not in _TOPIC_TAGS:
+            if tag not in _TOPIC_TAGS and tag not in DERIVED_TAGS:
                 raise ConfigError(f"{where}/{tag}", "unknown element (expected Topic)")
             topic_where = f"{where}/{tag}[{topics}]"
-            config = _topic(child, topic_where, expander, base)
+            if tag in DERIVED_TAGS:  # View, ConflatedTopic: transient topics the store maintains
+                config = derived_config(child, topic_where, expander.expand)
+            else:
+                config = _topic(child, topic_where, expander, base)
             ident = (config.name, config.message_type)
             if ident in seen:
                 raise ConfigError(topic_where, f"duplicates the topic defined at {seen[ident]}")
@@ -377,8 +379,9 @@ def load_config(
     ``source`` is a file path, XML text (a ``str`` starting with ``<``) or bytes.
     The root may be ``<SOW>``/``<TopicMetaData>`` or a whole AMPS configuration,
     in which case every SOW section below the root is read (none: no topics).
-    ``<Topic>``/``<TopicDefinition>`` children become configs; ``View``,
-    ``ConflatedTopic`` and queue definitions are skipped. ``${NAME}`` expands
+    ``<Topic>``/``<TopicDefinition>`` children become configs, and so do ``<View>``
+    and ``<ConflatedTopic>`` (transient, their definition in ``options``; see
+    :mod:`sowlib.config.derived`); queue definitions raise ``ConfigError``. ``${NAME}`` expands
     from ``env`` (default ``os.environ``) plus ``AMPS_CONFIG_DIRECTORY``,
     ``AMPS_CONFIG_PATH`` and ``AMPS_VERSION``. ``FileName`` keeps its tokens
     (see :func:`expand_file_name`; the store expands them once, when it creates

@@ -1,0 +1,304 @@
+"""Aggregate states of views and aggregated queries: each takes ``add``/``remove`` of one value.
+
+Sums are exact (integers, and floats as integer multiples of 2**-1074), so a state
+maintained through any sequence of adds and removes answers exactly what a fresh
+computation over the remaining values answers. Imports only ``expr.runtime`` and
+``sortedcontainers``.
+"""
+
+from __future__ import annotations
+
+import abc
+import enum
+import math
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from sortedcontainers import SortedKeyList
+
+from sowlib.expr import runtime
+
+__all__ = [
+    "AGGREGATES",
+    "Aggregate",
+    "aggregate_number",
+    "distinct_value",
+    "exact_float",
+]
+
+#: Every finite float is an integer multiple of 2**-1074 (the smallest subnormal).
+_SHIFT = 1074
+_ONE = 1 << _SHIFT
+
+
+def aggregate_number(value: Any) -> int | float | None:
+    """The number an aggregate sees: NULL, missing and non-numeric values give None.
+
+    Numbers as they are, booleans as 0/1, numeric text converted as the filter
+    language converts it (``"5"`` is 5), an array's first element.
+    """
+    v = runtime.first(value)
+    t = type(v)
+    if t is int or t is float:
+        return v  # type: ignore[no-any-return]
+    if t is bool:
+        return int(v)
+    if t is str:
+        return runtime.parse_number(v)
+    return None
+
+
+def exact_float(x: int | float) -> int:
+    """``x * 2**1074`` as an exact integer (``x`` finite)."""
+    if type(x) is int:
+        return x << _SHIFT
+    num, den = float(x).as_integer_ratio()
+    return num << (_SHIFT + 1 - den.bit_length())  # den is a power of two
+
+
+def _ratio(num: int, den: int) -> float:
+    """``num / den`` correctly rounded (Python's int true division), inf past the range."""
+    try:
+        return num / den
+    except OverflowError:
+        return math.inf if (num > 0) == (den > 0) else -math.inf
+
+
+class _NaN(enum.Enum):
+    """NaN as one value (``nan != nan``, but COUNT_DISTINCT and grouping need one identity)."""
+
+    NAN = "NaN"
+
+    def __repr__(self) -> str:
+        return "NaN"
+
+
+def distinct_value(value: Any) -> Any:
+    """The hashable identity COUNT_DISTINCT and grouping use for a value (None for NULL)."""
+    v = runtime.normalize(value)
+    if v is None:
+        return None
+    if type(v) is list:
+        return tuple(distinct_value(x) for x in v)
+    if type(v) is float and v != v:
+        return _NaN.NAN
+    return v
+
+
+class Aggregate(abc.ABC):
+    """One aggregate over one group: values come and go; ``value()`` is the result.
+
+    Subclasses keep running state so that ``add``, ``remove`` and ``value`` cost
+    O(1) (O(log n) for MIN and MAX). ``remove`` is only called with a value that
+    was added.
+    """
+
+    #: turns a raw field value into what the state holds (None: skipped).
+    convert: Callable[[Any], Any] = staticmethod(aggregate_number)
+
+    @abc.abstractmethod
+    def add(self, v: Any) -> None:
+        """Count ``v`` (a converted, non-None value) in."""
+
+    @abc.abstractmethod
+    def remove(self, v: Any) -> None:
+        """Take one ``v`` that was added back out."""
+
+    @abc.abstractmethod
+    def value(self) -> Any:
+        """The aggregate over the values now in (None: NULL)."""
+
+
+class _Moments(Aggregate):
+    """Count, exact sum and exact sum of squares, plus the non-finite values seen."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.floats = 0  # how many of the values are floats (the result type of SUM)
+        self.s1 = 0  # sum * 2**1074
+        self.s2 = 0  # sum of squares * 2**2148
+        self.nan = 0
+        self.pos_inf = 0
+        self.neg_inf = 0
+
+    def _step(self, v: int | float, sign: int) -> None:
+        self.n += sign
+        if type(v) is float:
+            self.floats += sign
+            if not math.isfinite(v):
+                if v != v:
+                    self.nan += sign
+                elif v > 0:
+                    self.pos_inf += sign
+                else:
+                    self.neg_inf += sign
+                return
+        x = exact_float(v)
+        self.s1 += sign * x
+        self.s2 += sign * x * x
+
+    def add(self, v: Any) -> None:
+        self._step(v, 1)
+
+    def remove(self, v: Any) -> None:
+        self._step(v, -1)
+
+    def _special(self) -> float | None:
+        """The non-finite result, or None when every value is finite."""
+        if self.nan or (self.pos_inf and self.neg_inf):
+            return math.nan
+        if self.pos_inf:
+            return math.inf
+        if self.neg_inf:
+            return -math.inf
+        return None
+
+    def total(self) -> int | float | None:
+        if self.n == 0:
+            return None
+        special = self._special()
+        if special is not None:
+            return special
+        if self.floats == 0:
+            return self.s1 >> _SHIFT
+        return _ratio(self.s1, _ONE)
+
+    def mean(self) -> float | None:
+        if self.n == 0:
+            return None
+        special = self._special()
+        return special if special is not None else _ratio(self.s1, _ONE * self.n)
+
+    def stddev(self, sample: bool) -> float | None:
+        n = self.n
+        if n == 0 or (sample and n == 1):
+            return None
+        special = self._special()
+        if special is not None:
+            return math.nan
+        num = n * self.s2 - self.s1 * self.s1  # n² · variance_pop · 2**2148
+        den = n * (n - 1 if sample else n)
+        return math.sqrt(_ratio(num, den << (2 * _SHIFT)))
+
+
+class Sum(_Moments):
+    """SUM: integers stay integers; any float makes the result a float."""
+
+    def value(self) -> Any:
+        return self.total()
+
+
+class Avg(_Moments):
+    """AVG: the exact mean, correctly rounded to a float."""
+
+    def value(self) -> Any:
+        return self.mean()
+
+
+class StddevPop(_Moments):
+    """STDDEV_POP: population standard deviation."""
+
+    def value(self) -> Any:
+        return self.stddev(sample=False)
+
+
+class StddevSamp(_Moments):
+    """STDDEV_SAMP: sample standard deviation (NULL for fewer than two values)."""
+
+    def value(self) -> Any:
+        return self.stddev(sample=True)
+
+
+def _present(value: Any) -> Any:
+    """COUNT's view of a value: anything non-NULL counts."""
+    return None if runtime.is_null(value) else True
+
+
+class Count(Aggregate):
+    """COUNT(/x): the number of non-NULL values; COUNT(*): the number of records."""
+
+    convert = staticmethod(_present)
+
+    def __init__(self) -> None:
+        self.n = 0
+
+    def add(self, v: Any) -> None:
+        self.n += 1
+
+    def remove(self, v: Any) -> None:
+        self.n -= 1
+
+    def value(self) -> Any:
+        return self.n
+
+
+class _Ordered(Aggregate):
+    """MIN and MAX: the group's values in a sorted list, ordered as ``order_by`` orders
+    mixed values (numbers and numeric text numerically, then other text byte-wise).
+    NaN is skipped."""
+
+    @staticmethod
+    def convert(value: Any) -> Any:
+        v = runtime.first(value)
+        if v is None or (type(v) is float and v != v):
+            return None
+        return int(v) if type(v) is bool else v
+
+    def __init__(self) -> None:
+        self.values: Any = SortedKeyList(key=runtime.order_key)
+
+    def add(self, v: Any) -> None:
+        self.values.add(v)
+
+    def remove(self, v: Any) -> None:
+        self.values.remove(v)
+
+
+class Min(_Ordered):
+    """MIN over the group's values."""
+
+    def value(self) -> Any:
+        return self.values[0] if self.values else None
+
+
+class Max(_Ordered):
+    """MAX over the group's values."""
+
+    def value(self) -> Any:
+        return self.values[-1] if self.values else None
+
+
+class CountDistinct(Aggregate):
+    """COUNT_DISTINCT: how many different non-NULL values (1 and 1.0 are one value)."""
+
+    convert = staticmethod(distinct_value)
+
+    def __init__(self) -> None:
+        self.counts: Counter[Any] = Counter()
+
+    def add(self, v: Any) -> None:
+        self.counts[v] += 1
+
+    def remove(self, v: Any) -> None:
+        left = self.counts[v] - 1
+        if left:
+            self.counts[v] = left
+        else:
+            del self.counts[v]
+
+    def value(self) -> Any:
+        return len(self.counts)
+
+
+#: Aggregate function name -> state class.
+AGGREGATES: dict[str, type[Aggregate]] = {
+    "SUM": Sum,
+    "COUNT": Count,
+    "AVG": Avg,
+    "MIN": Min,
+    "MAX": Max,
+    "STDDEV_POP": StddevPop,
+    "STDDEV_SAMP": StddevSamp,
+    "COUNT_DISTINCT": CountDistinct,
+}

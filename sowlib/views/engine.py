@@ -1,0 +1,117 @@
+"""The aggregate engine: groups of records kept current as records arrive, change and leave.
+
+Shared by views (maintained for the store's lifetime) and aggregated queries (fed
+once). Imports only :mod:`sowlib.views.definition` and :mod:`sowlib.views.aggregates`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sowlib.views.aggregates import Aggregate
+from sowlib.views.definition import CompiledView, group_sow_key
+
+__all__ = ["Group", "GroupTable"]
+
+
+class Group:
+    """One group: its aggregate states and its members, most recently updated last."""
+
+    __slots__ = ("key", "members", "rendered", "sow_key", "states")
+
+    def __init__(self, key: tuple[Any, ...], states: list[Aggregate]) -> None:
+        self.key = key
+        self.sow_key = group_sow_key(key)
+        self.states = states
+        # member SOW key -> its non-aggregated field values; dict order = update order
+        self.members: dict[str, tuple[Any, ...]] = {}
+        self.rendered: dict[str, Any] | None = None  # the last message sent for it
+
+
+class GroupTable:
+    """Every group of one view: ``put`` and ``remove`` records; O(aggregates) each.
+
+    MIN and MAX cost O(log n) in the group's size; the others O(1).
+
+    Example:
+        >>> from sowlib.views.definition import ViewSpec, compile_view
+        >>> spec = ViewSpec.make("v", "orders", ["/c", "SUM(/q) AS /total"], ["/c"])
+        >>> table = GroupTable(compile_view(spec))
+        >>> _ = table.put("1", {"c": "a", "q": 2}); _ = table.put("2", {"c": "a", "q": 3})
+        >>> table.render(table.groups[("a",)])
+        {'c': 'a', 'total': 5}
+    """
+
+    def __init__(self, view: CompiledView) -> None:
+        self.view = view
+        self.groups: dict[tuple[Any, ...], Group] = {}
+        # member SOW key -> (group key, converted aggregate arguments)
+        self.members: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.groups)
+
+    def put(self, key: str, doc: Any) -> list[Group]:
+        """Add or replace the record ``key``; returns the groups it changed (one or two)."""
+        view = self.view
+        group_key = view.group_of(doc)
+        values = view.values_of(doc)
+        plains = view.plains_of(doc)
+        touched: list[Group] = []
+        old = self.members.get(key)
+        if old is not None:
+            old_group = self.groups[old[0]]
+            if old[0] != group_key:
+                self._take_out(old_group, key, old[1])
+                touched.append(old_group)
+            else:  # same group: swap the values, move the member to the end
+                for state, before, after in zip(old_group.states, old[1], values, strict=True):
+                    if before != after or type(before) is not type(after):
+                        if before is not None:
+                            state.remove(before)
+                        if after is not None:
+                            state.add(after)
+                del old_group.members[key]
+                old_group.members[key] = plains
+                self.members[key] = (group_key, values)
+                return [old_group]
+        group = self.groups.get(group_key)
+        if group is None:
+            states = [a.state() for a in view.aggregates]
+            group = self.groups[group_key] = Group(group_key, states)
+        for state, value in zip(group.states, values, strict=True):
+            if value is not None:
+                state.add(value)
+        group.members[key] = plains
+        self.members[key] = (group_key, values)
+        touched.append(group)
+        return touched
+
+    def remove(self, key: str) -> Group | None:
+        """Take the record ``key`` out; returns its group (None when it was not in)."""
+        old = self.members.get(key)
+        if old is None:
+            return None
+        group = self.groups[old[0]]
+        self._take_out(group, key, old[1])
+        return group
+
+    def _take_out(self, group: Group, key: str, values: tuple[Any, ...]) -> None:
+        for state, value in zip(group.states, values, strict=True):
+            if value is not None:
+                state.remove(value)
+        del group.members[key]
+        del self.members[key]
+        if not group.members:
+            del self.groups[group.key]
+
+    def render(self, group: Group) -> dict[str, Any]:
+        """The message of ``group`` (its non-aggregated fields from its latest record)."""
+        latest = next(reversed(group.members.values()))
+        return self.view.render([s.value() for s in group.states], latest)
+
+    def load(self, records: Iterable[tuple[str, Any]]) -> None:
+        """``put`` every ``(key, doc)``; for a fresh table and aggregated queries."""
+        for key, doc in records:
+            self.put(key, doc)

@@ -1,0 +1,144 @@
+"""Keeping derived topics current: a view's groups and a conflated topic's pending changes.
+
+Each maintainer subscribes (with OOF) to its underlying topic and writes into its
+own transient topic, so queries, indexes and subscriptions of the derived topic are
+those of any topic. Topics are duck-typed (this package sits below ``sowlib.topic``).
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from sowlib.subscriptions import Message
+from sowlib.views.definition import CompiledView
+from sowlib.views.engine import Group, GroupTable
+
+__all__ = ["ConflationMaintainer", "ViewMaintainer", "emit"]
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal documents with equal value types (a SUM going from 2 to 2.0 is a change)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) or (a != a and b != b)
+
+
+def emit(table: GroupTable, target: Any, group: Group) -> None:
+    """Write ``group``'s change into the view's topic: its new message when it changed, a
+    delete when its last member left."""
+    if not group.members:
+        if group.rendered is not None:
+            group.rendered = None
+            target.sow_delete_by_keys(group.sow_key)
+        return
+    out = table.render(group)
+    if group.rendered is not None and _same(out, group.rendered):
+        return
+    group.rendered = out
+    target.publish(out, sow_key=group.sow_key)
+
+
+class ViewMaintainer:
+    """One view: the underlying topic's changes, aggregated into the view's topic.
+
+    A group's record is published only when its message changes, and deleted (its
+    subscribers get the OOF) when its last member leaves.
+    """
+
+    def __init__(self, view: CompiledView, source: Any, target: Any) -> None:
+        self.view = view
+        self.source = source
+        self.target = target
+        self.table = GroupTable(view)
+        self._loading = False
+        self.subscription = source.sow_and_subscribe(self._on_message, view.spec.filter, oof=True)
+
+    @property
+    def name(self) -> str:
+        return self.view.spec.name
+
+    def _on_message(self, msg: Message) -> None:
+        command = msg.command
+        if command == "group_begin":
+            self._loading = True  # the initial records: publish each group once, at the end
+            return
+        if command == "group_end":
+            self._loading = False
+            for each in list(self.table.groups.values()):
+                self._emit(each)
+            return
+        if command in ("sow", "publish"):
+            touched = self.table.put(msg.sow_key or "", msg.doc)
+        elif command == "oof":
+            left = self.table.remove(msg.sow_key or "")
+            touched = [] if left is None else [left]
+        else:
+            return
+        if not self._loading:
+            for group in touched:
+                self._emit(group)
+
+    def _emit(self, group: Group) -> None:
+        emit(self.table, self.target, group)
+
+    def close(self) -> None:
+        """Stop following the underlying topic."""
+        self.subscription.unsubscribe()
+
+
+class ConflationMaintainer:
+    """One conflated topic: the underlying topic's latest change per key, applied each interval.
+
+    Between two intervals only the latest change of a key is kept: several updates
+    become one publish, an update then a delete one delete, a delete then a publish
+    one publish. An expiration of the underlying record is applied as a delete.
+    """
+
+    def __init__(self, name: str, source: Any, target: Any, filter: str | None) -> None:
+        self.name = name
+        self.source = source
+        self.target = target
+        self._pending: dict[str, bytes | None] = {}  # key -> data, None: delete
+        self._lock = threading.Lock()
+        self._loading = False
+        self.flushes = 0
+        self.subscription = source.sow_and_subscribe(self._on_message, filter, oof=True)
+
+    def _on_message(self, msg: Message) -> None:
+        command = msg.command
+        if command == "group_begin":
+            self._loading = True
+        elif command == "group_end":
+            self._loading = False
+        elif command == "sow" and self._loading:  # the current state: copied at once
+            self.target.publish(msg.data, sow_key=msg.sow_key)
+        elif command in ("publish", "oof") and msg.sow_key is not None:
+            with self._lock:
+                self._pending[msg.sow_key] = msg.data if command == "publish" else None
+
+    @property
+    def pending(self) -> int:
+        """How many keys have a change waiting for the next interval."""
+        return len(self._pending)
+
+    def flush(self, now: float | None = None) -> int:
+        """Apply the pending changes (the interval elapsed); returns how many."""
+        with self._lock:
+            pending, self._pending = self._pending, {}
+        deletes = [key for key, data in pending.items() if data is None]
+        for key, data in pending.items():
+            if data is not None:
+                self.target.publish(data, sow_key=key)
+        if deletes:
+            self.target.sow_delete_by_keys(deletes)
+        self.flushes += 1
+        return len(pending)
+
+    def close(self) -> None:
+        """Stop following the underlying topic (pending changes are dropped)."""
+        self.subscription.unsubscribe()
