@@ -19,6 +19,7 @@ from lxml import etree
 from sowlib.codecs.xml_codec import hardened_parser
 from sowlib.config.model import CHAINING_OPTIONS, DURABILITIES, TopicConfig
 from sowlib.config.pattern import TopicPattern
+from sowlib.config.queues import QUEUE_TAGS
 from sowlib.errors import ConfigError, FieldPathError
 from sowlib.paths import parse_path
 from sowlib.units import parse_count, parse_duration, parse_size
@@ -30,9 +31,7 @@ AMPS_VERSION = "5.3"
 _SOW_TAGS = ("SOW", "TopicMetaData")
 _TOPIC_TAGS = ("Topic", "TopicDefinition")
 #: SOW-backed objects of an AMPS server that sowlib does not implement: a ConfigError names them.
-IGNORED_SOW_ELEMENTS = frozenset(
-    {"View", "ConflatedTopic", "Queue", "LocalQueue", "DistributedQueue", "GroupLocalQueue"}
-)
+IGNORED_SOW_ELEMENTS = frozenset({"View", "ConflatedTopic", "DistributedQueue"})
 _UNSUPPORTED = {
     "Preprocessing": "field construction before key generation is not implemented",
     "Enrichment": "enrichment is not implemented",
@@ -348,6 +347,8 @@ def load_xml_config(
         where = _tag(section) + (f"[{number}]" if len(sections) > 1 else "")
         for topics, child in enumerate(_children(section), 1):
             tag = _tag(child)
+            if tag in QUEUE_TAGS:
+                continue  # read by sowlib.config.queues
             if tag in IGNORED_SOW_ELEMENTS:
                 raise ConfigError(
                     f"{where}/{tag}",
@@ -377,8 +378,8 @@ def load_config(
     ``source`` is a file path, XML text (a ``str`` starting with ``<``) or bytes.
     The root may be ``<SOW>``/``<TopicMetaData>`` or a whole AMPS configuration,
     in which case every SOW section below the root is read (none: no topics).
-    ``<Topic>``/``<TopicDefinition>`` children become configs; ``View``,
-    ``ConflatedTopic`` and queue definitions are skipped. ``${NAME}`` expands
+    ``<Topic>``/``<TopicDefinition>`` children become configs; queue
+    definitions are skipped (:func:`sowlib.config.queues.queue_definitions` reads them). ``${NAME}`` expands
     from ``env`` (default ``os.environ``) plus ``AMPS_CONFIG_DIRECTORY``,
     ``AMPS_CONFIG_PATH`` and ``AMPS_VERSION``. ``FileName`` keeps its tokens
     (see :func:`expand_file_name`; the store expands them once, when it creates
