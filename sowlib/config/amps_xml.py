@@ -378,9 +378,9 @@ def load_config(
     ``source`` is a file path, XML text (a ``str`` starting with ``<``) or bytes.
     The root may be ``<SOW>``/``<TopicMetaData>`` or a whole AMPS configuration,
     in which case every SOW section below the root is read (none: no topics).
-    ``<Topic>``/``<TopicDefinition>`` children become configs; queue
-    definitions are skipped (:func:`sowlib.config.queues.queue_definitions` reads them). ``${NAME}`` expands
-    from ``env`` (default ``os.environ``) plus ``AMPS_CONFIG_DIRECTORY``,
+    ``<Topic>``/``<TopicDefinition>`` children become configs; queues are left to
+    :func:`sowlib.config.queues.queue_definitions`. ``${NAME}`` expands from ``env``
+    (default ``os.environ``) plus ``AMPS_CONFIG_DIRECTORY``,
     ``AMPS_CONFIG_PATH`` and ``AMPS_VERSION``. ``FileName`` keeps its tokens
     (see :func:`expand_file_name`; the store expands them once, when it creates
     the file) and is joined to ``base_dir`` (default: the configuration file's

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -148,23 +148,31 @@ def _count(text: str, where: str) -> int:
     return value
 
 
+def _same(text: str, where: str) -> str:
+    return text
+
+
+def _lower(text: str, where: str) -> str:
+    return text.lower()
+
+
 def _one(element: Any, where: str, env: Mapping[str, str] | None) -> QueueDef:
     values: dict[str, Any] = {}
-    fields = {
-        "Name": ("name", str),
-        "Topic": ("name", str),
-        "MessageType": ("message_type", str.lower),
-        "UnderlyingTopic": ("underlying_topic", str),
-        "Semantics": ("semantics", str.lower),
+    fields: dict[str, tuple[str, Callable[[str, str], Any]]] = {
+        "Name": ("name", _same),
+        "Topic": ("name", _same),
+        "MessageType": ("message_type", _lower),
+        "UnderlyingTopic": ("underlying_topic", _same),
+        "Semantics": ("semantics", _lower),
         "LeasePeriod": ("lease_period", parse_duration),
-        "FairnessModel": ("fairness", str.lower),
+        "FairnessModel": ("fairness", _lower),
         "MaxPerSubscriptionBacklog": ("max_per_subscription_backlog", _count),
         "MaxBacklog": ("max_backlog", _count),
         "Expiration": ("expiration", parse_duration),
-        "Filter": ("filter", str),
+        "Filter": ("filter", _same),
         "MaxDeliveries": ("max_deliveries", _count),
         "MaxCancels": ("max_cancels", _count),
-        "RecoveryPoint": ("recovery_point", str.lower),
+        "RecoveryPoint": ("recovery_point", _lower),
     }
     for child in element:
         if not isinstance(child.tag, str):
@@ -182,7 +190,7 @@ def _one(element: Any, where: str, env: Mapping[str, str] | None) -> QueueDef:
             raise ConfigError(path, "appears more than once")
         text = _expand((child.text or "").strip(), path, env)
         try:
-            values[attr] = convert(text, path) if convert not in (str, str.lower) else convert(text)
+            values[attr] = convert(text, path)
         except ConfigError as exc:
             raise ConfigError(path, exc.reason) from None
     if "name" not in values:

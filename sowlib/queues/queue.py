@@ -259,11 +259,11 @@ class Queue:
         self.tick()
         with self._lock:
             items = [i for i in self._items.values() if i.lessee is None]
-        out = []
-        for item in items:
-            if flt is None or flt.matches(self._doc(item)) is True:
-                out.append(Delivery(self.name, item.entry, item.bookmark, None, item.deliveries, ""))
-        return out
+        return [
+            Delivery(self.name, item.entry, item.bookmark, None, item.deliveries, "")
+            for item in items
+            if flt is None or flt.matches(self._doc(item)) is True
+        ]
 
     def __len__(self) -> int:
         """Messages in the queue, leased or not."""

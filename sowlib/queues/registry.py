@@ -65,7 +65,8 @@ def open_queue(
         if queue is not None:
             if queue.definition != definition:
                 raise ConfigError(
-                    f"Queue {definition.name}", "a queue of that name exists with another definition"
+                    f"Queue {definition.name}",
+                    "a queue of that name exists with another definition",
                 )
             return queue
         queue = Queue(journal, definition, clock=clock)
