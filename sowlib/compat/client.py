@@ -265,7 +265,7 @@ class Client(Settings, Subscriber, Sender):
                 raise QueryOptionError("options", name, "not valid for sow")
         hub = self._need_hub()
         queue = self._queue(hub, a["topic"])
-        topics = [] if queue else hub.require_sow(a["topic"], self.message_type, "sow")
+        topics = [] if queue is not None else hub.require_sow(a["topic"], self.message_type, "sow")
         query_id = query_id or f"q{next(_ids)}"
         records: list[Any] = []
         for topic in topics:
@@ -284,7 +284,7 @@ class Client(Settings, Subscriber, Sender):
         messages = [m for m in messages if "processed" in acks]
         messages.append(Message("group_begin", a["topic"], **ids))
         messages += [Message.from_record(r, name, query_id) for name, r in records]
-        found = self._queue_browse(queue, a["filter"], query_id) if queue else []
+        found = [] if queue is None else self._queue_browse(queue, a["filter"], query_id)
         messages += found
         messages.append(Message("group_end", a["topic"], **ids))
         counts = {

@@ -67,7 +67,8 @@ class QueueDef:
         filter: only messages matching it enter the queue.
         max_deliveries: a message delivered this many times and returned is expired.
         max_cancels: a message cancelled this many times is expired.
-        recovery_point: where a new queue starts in the log: ``now`` or ``epoch``.
+        recovery_point: where a queue starts in the log the first time it is opened:
+            ``epoch`` (every retained message) or ``now`` (only later ones).
     """
 
     name: str
@@ -82,7 +83,7 @@ class QueueDef:
     filter: str | None = None
     max_deliveries: int | None = None
     max_cancels: int | None = None
-    recovery_point: str = "now"
+    recovery_point: str = "epoch"
 
     def __attrs_post_init__(self) -> None:
         where = f"Queue {self.name}"

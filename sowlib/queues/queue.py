@@ -312,14 +312,16 @@ class Queue:
             elif item.lessee is not None and item.lease_until <= now:
                 self._release(item)
 
-    def _assign(self, now: float) -> list[tuple[Consumer, Delivery]]:
+    def _assign(self, now: float, done: set[int]) -> list[tuple[Consumer, Delivery]]:
+        """Lease (or hand out) every free message a subscription can take, except
+        those already delivered by this pump (``done``)."""
         self._expire(now)
         definition = self.definition
         most_once = definition.semantics == "at-most-once"
         leased = 0 if most_once else self.leased
         out: list[tuple[Consumer, Delivery]] = []
         for item in list(self._items.values()):
-            if item.lessee is not None:
+            if item.lessee is not None or item.entry.seq in done:
                 continue
             if definition.max_backlog is not None and leased >= definition.max_backlog:
                 break
@@ -347,6 +349,7 @@ class Queue:
                 self.name, item.entry, item.bookmark, until, item.deliveries, consumer.name
             )
             out.append((consumer, delivery))
+            done.add(item.entry.seq)
         return out
 
     def pump(self, now: float | None = None) -> int:
@@ -354,6 +357,9 @@ class Queue:
 
         Callbacks run outside the queue's lock; one caught up in a callback (an ack
         from a handler) asks the running pump for another round instead of recursing.
+        A message goes out once per pump: one cancelled from inside its handler waits
+        for the next call that touches the queue, so a handler that always fails
+        cannot spin.
         """
         with self._lock:
             if self._pumping:
@@ -361,11 +367,12 @@ class Queue:
                 return 0
             self._pumping = True
         made = 0
+        done: set[int] = set()
         try:
             while True:
                 with self._lock:
                     self._again = False
-                    batch = self._assign(self.clock() if now is None else now)
+                    batch = self._assign(self.clock() if now is None else now, done)
                 for consumer, delivery in batch:
                     made += 1
                     try:
