@@ -155,7 +155,8 @@ def test_a_lease_that_expires_is_redelivered(server: SowStore, clock: Clock) -> 
     client.connect(URI)
     seen = []
     client.subscribe(seen.append, "sample-queue")
-    assert len(seen) == 1 and seen[0].get_lease_period()
+    assert len(seen) == 1
+    assert seen[0].get_lease_period() == "20231114T222320.000000Z"  # now + LeasePeriod
     clock.now += 61  # LeasePeriod 60s
     client.publish("queue-topic", json.dumps({"id": 99}))  # any call touching the queue
     assert [json.loads(m.get_data())["id"] for m in seen] == [0, 0]
@@ -247,7 +248,8 @@ def test_auto_ack_cancels_a_message_whose_handler_raises(server: SowStore) -> No
 
     client.subscribe(on_message, "sample-queue")
     publisher(1)
-    assert calls == [0] and len(errors) == 1  # cancelled, not redelivered in the same call
+    assert calls == [0]  # cancelled, not redelivered in the same call
+    assert len(errors) == 1
     publisher(1, start=1)  # the next call touching the queue redelivers it
     assert calls == [0, 0, 1]
     client.close()
