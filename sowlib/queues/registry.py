@@ -25,6 +25,10 @@ _queues: weakref.WeakKeyDictionary[Journal, dict[str, Queue]] = weakref.WeakKeyD
 
 
 def _known(journal: Journal, clock: Callable[[], float]) -> dict[str, Queue]:
+    # A queue refers to its journal, so the weak keys never die alone: drop closed ones.
+    for gone in [j for j in _queues if j.closed]:
+        for queue in _queues.pop(gone).values():
+            queue.close()
     if journal.closed:
         raise StoreClosedError(f"journal {journal.directory}")
     known = _queues.setdefault(journal, {})
