@@ -8,6 +8,7 @@ Only the import line differs from a program written for the real client.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -253,3 +254,31 @@ def test_auto_ack_cancels_a_message_whose_handler_raises(server: SowStore) -> No
     publisher(1, start=1)  # the next call touching the queue redelivers it
     assert calls == [0, 0, 1]
     client.close()
+
+
+def test_consumers_in_threads_take_every_message_once(server: SowStore) -> None:
+    total = 200
+    got: list[int] = []
+    lock = threading.Lock()
+    done = threading.Event()
+    clients = [AMPS.Client(f"worker-{i}") for i in range(3)]
+
+    def consume(client) -> None:
+        client.connect(URI)
+        for message in client.subscribe(topic="sample-queue", options="max_backlog=4"):
+            with lock:
+                got.append(json.loads(message.get_data())["id"])
+                if len(got) == total:
+                    done.set()
+            message.ack()
+
+    workers = [threading.Thread(target=consume, args=(c,), daemon=True) for c in clients]
+    for worker in workers:
+        worker.start()
+    publisher(total)
+    assert done.wait(30)
+    for client in clients:
+        client.close()  # ends each stream, so each loop ends
+    for worker in workers:
+        worker.join(timeout=5)
+    assert sorted(got) == list(range(total))
