@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from sowlib.compat.exceptions import DisconnectedException
 from sowlib.compat.hub import Hub
 from sowlib.compat.message import Handler, Message
 from sowlib.compat.stream import MessageStream
@@ -138,7 +139,11 @@ class QueueConsumer(abc.ABC):
 
     def _queue_ack(self, topic: str, bookmark: str, options: str | None) -> bool:
         """Acknowledge ``bookmark`` on ``topic`` if it is a queue; whether it is one."""
-        queue = self._queue(self._need_hub(), topic)
+        try:
+            hub = self._need_hub()
+        except DisconnectedException:
+            return False  # not connected: no queue to reach (a bookmark ack still records)
+        queue = self._queue(hub, topic)
         if queue is None:
             return False
         queue.ack(bookmark, options)
