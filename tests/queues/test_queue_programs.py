@@ -282,3 +282,49 @@ def test_consumers_in_threads_take_every_message_once(server: SowStore) -> None:
     for worker in workers:
         worker.join(timeout=5)
     assert sorted(got) == list(range(total))
+
+
+def test_sow_and_subscribe_and_delta_subscribe_on_a_queue(server: SowStore) -> None:
+    publisher(2)
+    client = AMPS.Client("mixed")
+    client.connect(URI)
+    seen = []
+    client.sow_and_subscribe(seen.append, "sample-queue", options="max_backlog=1")
+    commands = [
+        (m.get_command(), json.loads(m.get_data())["id"] if m.get_data() else None) for m in seen
+    ]
+    # the query lists both waiting messages, then the subscription leases the first
+    assert commands == [
+        ("group_begin", None),
+        ("sow", 0),
+        ("sow", 1),
+        ("group_end", None),
+        ("publish", 0),
+    ]
+    other = AMPS.Client("delta")
+    other.connect(URI)
+    deltas = []
+    other.delta_subscribe(deltas.append, "sample-queue")
+    assert [json.loads(m.get_data()) for m in deltas] == [{"id": 1, "task": "job 1"}]
+    client.close()
+    other.close()
+
+
+def test_at_most_once_queue(tmp_path: Path, clock: Clock) -> None:
+    path = tmp_path / "amo.xml"
+    path.write_text(SAMPLE.replace("at-least-once", "at-most-once"))
+    store = start_server(path, clock)
+    try:
+        publisher(3)
+        client = AMPS.Client("once")
+        client.connect(URI)
+        seen = []
+        client.subscribe(seen.append, "sample-queue")
+        assert [json.loads(m.get_data())["id"] for m in seen] == [0, 1, 2]  # no backlog limit
+        client.close()
+        again = AMPS.Client("again")
+        again.connect(URI)
+        assert [m for m in again.sow("sample-queue") if m.get_command() == "sow"] == []
+    finally:
+        AMPS.reset()
+        store.close()
