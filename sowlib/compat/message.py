@@ -119,6 +119,11 @@ class Message:
             return f"skip_n={int(n)}"
 
         @staticmethod
+        def MaxBacklog(n: int) -> str:
+            """``max_backlog=N``: the most unacknowledged messages of a queue subscription."""
+            return f"max_backlog={int(n)}"
+
+        @staticmethod
         def Rate(rate: str | int) -> str:
             """``rate=R``: the replay rate of a bookmark subscription (``"2x"``, ``500``)."""
             return f"rate={rate}"

@@ -172,7 +172,7 @@ def test_restart_between_a_lease_and_its_ack(config: Path, clock: Clock) -> None
     client = AMPS.Client("consumer")
     client.connect(URI)
     seen = []
-    client.subscribe(seen.append, "sample-queue", options="max_backlog=3")
+    client.subscribe(seen.append, "sample-queue", options=AMPS.Message.Options.MaxBacklog(3))
     seen[1].ack()  # 1 is done; 0 and 2 are leased when the server stops
     AMPS.reset()
     store.close()
