@@ -130,7 +130,6 @@ class Queue:
         self._consumers: list[Consumer] = []
         self._last = 0  # order of the consumer served last (round-robin)
         self._pumping = False
-        self._again = False
         self._filter = compile_filter(definition.filter) if definition.filter else None
         newest = journal.position(journal.last_bookmark()).after
         start = newest if definition.recovery_point.lower() == "now" else 0
@@ -184,7 +183,8 @@ class Queue:
 
         ``max_backlog`` (default 1) caps the messages leased to this subscription at
         once; the queue's ``MaxPerSubscriptionBacklog`` lowers it. Messages waiting in
-        the queue are delivered before this returns.
+        the queue are delivered before this returns (by the thread already
+        delivering, if another one is).
 
         Raises:
             FilterError: a bad filter. QueryOptionError: a backlog below 1.
@@ -272,7 +272,8 @@ class Queue:
     @property
     def leased(self) -> int:
         """Messages leased to subscribers now."""
-        return sum(1 for i in self._items.values() if i.lessee is not None)
+        with self._lock:
+            return sum(1 for i in self._items.values() if i.lessee is not None)
 
     def tick(self, now: float | None = None) -> int:
         """End due leases, remove expired messages and deliver; returns deliveries made."""
@@ -355,37 +356,38 @@ class Queue:
     def pump(self, now: float | None = None) -> int:
         """Check leases and deliver what can be delivered; returns deliveries made.
 
-        Callbacks run outside the queue's lock; one caught up in a callback (an ack
-        from a handler) asks the running pump for another round instead of recursing.
+        Callbacks run outside the queue's lock; a call made while a pump runs (an ack
+        from a handler, a publish from another thread) leaves the work to it: the
+        running pump assigns again after every batch and stops only when nothing is
+        left to deliver.
         A message goes out once per pump: one cancelled from inside its handler waits
         for the next call that touches the queue, so a handler that always fails
         cannot spin.
         """
         with self._lock:
             if self._pumping:
-                self._again = True
-                return 0
+                return 0  # the running pump takes one more round after every delivery
             self._pumping = True
         made = 0
         done: set[int] = set()
         try:
             while True:
                 with self._lock:
-                    self._again = False
                     batch = self._assign(self.clock() if now is None else now, done)
+                    if not batch:  # decided and released under one lock: no call is lost
+                        self._pumping = False
+                        return made
                 for consumer, delivery in batch:
                     made += 1
                     try:
                         consumer.callback(delivery)
                     except Exception:
                         logger.exception("queue %s: a subscriber's callback raised", self.name)
-                with self._lock:
-                    if not batch and not self._again:
-                        return made
                 now = None
-        finally:
+        except BaseException:
             with self._lock:
                 self._pumping = False
+            raise
 
     def close(self) -> None:
         """Stop following the log; every subscription ends (leases are not kept)."""
