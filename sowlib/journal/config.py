@@ -210,7 +210,9 @@ def store_journal(
     if journal is not None:
         try:
             for queue in queues:
-                if not _PATTERN.search(queue.topic) and not journal.covers(queue.topic):
+                if not _PATTERN.search(queue.topic) and not journal.covers(
+                    queue.topic, queue.message_type
+                ):
                     raise ConfigError(
                         f"SOW/Queue {queue.name}/UnderlyingTopic",
                         f"{queue.topic!r} is not recorded by the <TransactionLog>",
