@@ -69,6 +69,7 @@ LAYERS = {
     "sowlib.journal": 4,
     # the query engine and the topic
     "sowlib.query": 5,
+    "sowlib.queues": 5,
     "sowlib.results": 6,
     "sowlib.topic": 7,
     "sowlib.reconfigure": 7,

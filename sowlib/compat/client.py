@@ -266,7 +266,8 @@ class Client(Settings, Subscriber, Sender):
             if name in opts:
                 raise QueryOptionError("options", name, "not valid for sow")
         hub = self._need_hub()
-        topics = hub.require_sow(a["topic"], self.message_type, "sow")
+        queue = self._queue(hub, a["topic"])
+        topics = [] if queue is not None else hub.require_sow(a["topic"], self.message_type, "sow")
         query_id = query_id or f"q{next(_ids)}"
         records: list[Any] = []
         for topic in topics:
@@ -287,8 +288,13 @@ class Client(Settings, Subscriber, Sender):
         messages = [m for m in messages if "processed" in acks]
         messages.append(Message("group_begin", a["topic"], **ids))
         messages += [Message.from_record(r, name, query_id) for name, r in records]
+        found = [] if queue is None else self._queue_browse(queue, a["filter"], query_id)
+        messages += found
         messages.append(Message("group_end", a["topic"], **ids))
-        counts = {"matches": len(records), "records_returned": len(records)}
+        counts = {
+            "matches": len(records) + len(found),
+            "records_returned": len(records) + len(found),
+        }
         for ack in ("stats", "completed"):
             if ack in acks:
                 messages.append(
@@ -467,6 +473,10 @@ class Client(Settings, Subscriber, Sender):
             return self._sow(
                 handler, a, sow_keys=f.get("sow_keys"), query_id=qid, acks=command.acks()
             )
+        queue = self._queue(self._need_hub(), topic) if name == "sow_delete" else None
+        if queue is not None and f.get("bookmark"):  # a queue acknowledgement
+            n = queue.ack(f["bookmark"], f.get("options"))
+            return self._ack(handler, topic, (n, n, n))
         if name == "sow_delete":
             keys = f.get("sow_keys") or f.get("sow_key")
             if keys:

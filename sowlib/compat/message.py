@@ -119,6 +119,11 @@ class Message:
             return f"skip_n={int(n)}"
 
         @staticmethod
+        def MaxBacklog(n: int) -> str:
+            """``max_backlog=N``: the most unacknowledged messages of a queue subscription."""
+            return f"max_backlog={int(n)}"
+
+        @staticmethod
         def Rate(rate: str | int) -> str:
             """``rate=R``: the replay rate of a bookmark subscription (``"2x"``, ``500``)."""
             return f"rate={rate}"
@@ -370,14 +375,21 @@ class Message:
         return int(self._get("bookmark_seq_no", 0) or 0)
 
     def ack(self, options: str | None = None) -> None:
-        """Mark this bookmark-subscription message processed (as ``client.ack(message)``).
+        """Acknowledge this queue or bookmark-subscription message (as
+        ``client.ack(message, options)``); for a queue message ``options`` may be
+        ``cancel`` (return it to the queue) or ``expire``.
 
-        A message that did not come from a bookmark subscription has nothing to
-        acknowledge; the call does nothing then.
+        A message that came from neither has nothing to acknowledge; the call does
+        nothing then.
         """
         acker = self._get("acker")
         if acker is not None:
-            acker(self)
+            acker(self, options=options)
+
+    def get_lease_period(self) -> str:
+        """When the lease of a queue message ends (AMPS timestamp text; "" otherwise)."""
+        until = self._get("lease_until")
+        return "" if until is None else amps_time(until)
 
     def _set(self, name: str, value: Any) -> Message:
         self._fields[name] = value

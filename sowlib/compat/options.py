@@ -47,8 +47,8 @@ def parse_options(options: str | int | None) -> dict[str, Any]:
     """Parse an AMPS ``options`` string such as ``"oof,no_empties,skip_n=5,select=[+/a]"``.
 
     Returns a dict with flags (``oof``, ``no_empties``, ``no_sowkey``, ``send_keys``,
-    ``replace``, ``live``, ``timestamp``: True when present), ``skip_n``/``top_n``
-    ints, ``select`` (the bracketed list text) and ``rate``/``rate_max_gap`` (text;
+    ``replace``, ``live``, ``timestamp``: True when present), ``skip_n``/``top_n``/
+    ``max_backlog`` ints, ``select`` (the bracketed list text) and ``rate``/``rate_max_gap`` (text;
     replay pacing has no effect in process).
 
     Raises:
@@ -67,7 +67,7 @@ def parse_options(options: str | int | None) -> dict[str, Any]:
         name, eq, value = (s.strip() for s in part.partition("="))
         if name in _FLAGS and not eq:
             out[name] = True
-        elif name in ("skip_n", "top_n") and eq:
+        elif name in ("skip_n", "top_n", "max_backlog") and eq:
             if not value.isdigit():
                 raise QueryOptionError(name, value, "expected a non-negative integer")
             out[name] = int(value)

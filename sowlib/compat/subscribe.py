@@ -30,6 +30,7 @@ from sowlib.compat.options import (
     bind_arguments,
     parse_options,
 )
+from sowlib.compat.queueing import QueueConsumer
 from sowlib.compat.stores import BookmarkStore
 from sowlib.compat.stream import MessageStream
 from sowlib.expr import compile_filter
@@ -68,7 +69,7 @@ class _Live:
             close()
 
 
-class Subscriber(abc.ABC):
+class Subscriber(QueueConsumer):
     """Subscriptions of one client, by subscription id."""
 
     message_type: str | None
@@ -169,16 +170,23 @@ class Subscriber(abc.ABC):
             if stream is not None:
                 stream.finish()
 
-    def ack(self, message: Message | str, bookmark: str | None = None) -> None:
-        """Mark a bookmark-subscription message processed (``ack(message)`` or
+    def ack(
+        self, message: Message | str, bookmark: str | None = None, options: str | None = None
+    ) -> None:
+        """Acknowledge a queue message (``options``: ``cancel``, ``expire``), or mark a
+        bookmark-subscription message processed (``ack(message)`` or
         ``ack(topic, bookmark)``); ``MOST_RECENT`` resumes after it. With a bookmark
         store, ``ack(message)`` discards the message there."""
         if isinstance(message, Message):
+            if self._queue_ack(message.get_topic(), message.get_bookmark(), options):
+                return
             sub_id, mark = message.get_sub_id(), message.get_bookmark()
             store = self.get_bookmark_store()
             if store is not None:
                 store.discard_message(message)
         else:
+            if bookmark and self._queue_ack(str(message), bookmark, options):
+                return
             sub_id, mark = str(message), bookmark or ""
         if mark:
             self._bookmarks[sub_id] = mark
@@ -265,6 +273,9 @@ class Subscriber(abc.ABC):
             )
         hub = self._need_hub()
         topic_name = a["topic"]
+        queue = self._queue(hub, topic_name)
+        if queue is not None:  # a delta subscription to a queue gets whole messages
+            return self._queue_subscribe(queue, handler, a, opts, sow=sow)
         topics = hub.sow_topics(topic_name, self.message_type)
         sub_id, target, stream = self._open(handler, a.get("sub_id"), bool(opts.get("replace")))
         keys = set(split_keys(sow_keys) or ()) if sow_keys else None

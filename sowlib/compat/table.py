@@ -183,9 +183,11 @@ _BASE: list[Entry] = list(
             "Client",
             "ack",
             SUPPORTED,
-            "discards in the bookmark store; without one moves the in-memory MOST_RECENT",
+            "a queue message: consumed (options cancel/expire); a bookmark message: discarded"
+            " in the bookmark store, else moves the in-memory MOST_RECENT",
         ),
         Entry("Client", "discard", SUPPORTED, "HAClient: the same as ack(message)"),
+        Entry("Client", "flush_acks", DIFFERS, "nothing to flush: an ack applies at once"),
         Entry("Client", "allocate_message", SUPPORTED, "an empty Message to fill and send"),
         Entry(
             "Client",
@@ -218,8 +220,8 @@ _BASE: list[Entry] = list(
             "Client",
             DIFFERS,
             "set_auto_ack get_auto_ack",
-            "with a bookmark store, a handler's return acks a bookmark message; streams ack"
-            " explicitly",
+            "queue subscriptions: a handler's return acks, a raise cancels; with a bookmark"
+            " store, a handler's return acks a bookmark message; streams ack explicitly",
         ),
         *_many(
             "Client",
@@ -303,7 +305,12 @@ _BASE: list[Entry] = list(
         ),
         Entry("Message", "set_expiration", SUPPORTED, "a lifetime in seconds, for send"),
         Entry("Message", "set_batch_size", DIFFERS, "recorded; records are not batched"),
-        Entry("Message", "ack", SUPPORTED, "bookmark-subscription messages; others: no-op"),
+        Entry(
+            "Message", "ack", SUPPORTED, "queue (cancel/expire) and bookmark messages; else no-op"
+        ),
+        Entry(
+            "Message", "get_lease_period", DIFFERS, "queue messages: the lease's end (timestamp)"
+        ),
         Entry("Message", "fields", SUPPORTED, "sowlib only: the header fields as a dict"),
         Entry("Message", "get_expiration", DIFFERS, "absolute epoch seconds, not the lifetime"),
         Entry("Message", "get_batch_size", DIFFERS, "always 1: records are not batched"),
@@ -323,7 +330,7 @@ _BASE: list[Entry] = list(
             SUPPORTED,
             "constant class; Rate/RateMaxGap are accepted, a replay runs at full speed",
         ),
-        *_many("Message", ABSENT, "get_lease_period get_password", "queues and logon only"),
+        Entry("Message", "get_password", ABSENT, "logon only"),
         # ---------------------------------------------------------------- MessageStream
         *_many(
             "MessageStream",

@@ -20,6 +20,7 @@ from sowlib.codecs.xml_codec import hardened_parser
 from sowlib.config.derived import DERIVED_TAGS, derived_config
 from sowlib.config.model import CHAINING_OPTIONS, DURABILITIES, TopicConfig
 from sowlib.config.pattern import TopicPattern
+from sowlib.config.queues import QUEUE_TAGS
 from sowlib.errors import ConfigError, FieldPathError
 from sowlib.paths import parse_path
 from sowlib.units import parse_count, parse_duration, parse_size
@@ -31,7 +32,7 @@ AMPS_VERSION = "5.3"
 _SOW_TAGS = ("SOW", "TopicMetaData")
 _TOPIC_TAGS = ("Topic", "TopicDefinition")
 #: SOW-backed objects of an AMPS server that sowlib does not implement: a ConfigError names them.
-IGNORED_SOW_ELEMENTS = frozenset({"Queue", "LocalQueue", "DistributedQueue", "GroupLocalQueue"})
+IGNORED_SOW_ELEMENTS = frozenset({"DistributedQueue"})
 _UNSUPPORTED = {
     "Preprocessing": "field construction before key generation is not implemented",
     "Enrichment": "enrichment is not implemented",
@@ -347,6 +348,8 @@ def load_xml_config(
         where = _tag(section) + (f"[{number}]" if len(sections) > 1 else "")
         for topics, child in enumerate(_children(section), 1):
             tag = _tag(child)
+            if tag in QUEUE_TAGS:
+                continue  # read by sowlib.config.queues
             if tag in IGNORED_SOW_ELEMENTS:
                 raise ConfigError(
                     f"{where}/{tag}",
@@ -381,7 +384,8 @@ def load_config(
     in which case every SOW section below the root is read (none: no topics).
     ``<Topic>``/``<TopicDefinition>`` children become configs, and so do ``<View>``
     and ``<ConflatedTopic>`` (transient, their definition in ``options``; see
-    :mod:`sowlib.config.derived`); queue definitions raise ``ConfigError``. ``${NAME}`` expands
+    :mod:`sowlib.config.derived`); queues are left to
+    :func:`sowlib.config.queues.queue_definitions`. ``${NAME}`` expands
     from ``env`` (default ``os.environ``) plus ``AMPS_CONFIG_DIRECTORY``,
     ``AMPS_CONFIG_PATH`` and ``AMPS_VERSION``. ``FileName`` keeps its tokens
     (see :func:`expand_file_name`; the store expands them once, when it creates

@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from lxml import etree
 
 from sowlib.codecs.xml_codec import hardened_parser
+from sowlib.config.queues import queue_definitions
 from sowlib.errors import ConfigError
 from sowlib.journal.journal import Journal, RestorableTopic
 from sowlib.units import parse_size
@@ -35,6 +36,7 @@ IGNORED = frozenset(
 )
 _SIZES = ("FileSize", "JournalSize")
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PATTERN = re.compile(r"[*+?\[\](){}^$|\\]|\.[*+?]")  # what makes a topic a regex
 
 
 def _tag(element: Any) -> str:
@@ -201,9 +203,21 @@ def store_journal(
     """
     if store.readonly:
         return None
+    queues = queue_definitions(source, env)  # <Queue>: run by sowlib.queues over the journal
     journal = journal_from_config(source, base_dir, env=env, clock=store.clock)
+    if journal is None and queues:
+        raise ConfigError(f"SOW/Queue {queues[0].name}", "a queue needs a <TransactionLog>")
     if journal is not None:
         try:
+            for queue in queues:
+                if not _PATTERN.search(queue.topic) and not journal.covers(
+                    queue.topic, queue.message_type
+                ):
+                    raise ConfigError(
+                        f"SOW/Queue {queue.name}/UnderlyingTopic",
+                        f"{queue.topic!r} is not recorded by the <TransactionLog>",
+                    )
+            journal.queue_definitions = tuple(queues)
             journal.watch(store)
         except BaseException:
             journal.close()

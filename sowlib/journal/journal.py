@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import attrs
 
 from sowlib.codecs import get_codec
+from sowlib.config.queues import QueueDef
 from sowlib.errors import (
     ConfigError,
     CorruptRecordError,
@@ -205,6 +206,7 @@ class Journal:
         self._watched: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         self._ids = 0
         self._closed = False
+        self.queue_definitions: tuple[QueueDef, ...] = ()  # <Queue>s run over this log
         self.trim()
 
     def _load_id(self) -> int:
