@@ -20,6 +20,7 @@ import attrs
 
 from sowlib.codecs import get_codec
 from sowlib.compat.exceptions import BadRegexTopicException, InvalidTopicException
+from sowlib.compat.expiry import ExpirySweeper
 from sowlib.errors import UnknownTopicError
 from sowlib.expr import Filter
 from sowlib.journal import Journal
@@ -111,6 +112,7 @@ class Hub:
         self._lock = threading.RLock()
         self._listeners: tuple[Listener, ...] = ()
         self._seq = itertools.count(1)
+        self.expiry = ExpirySweeper()
         if journal is not None:
             journal.watch(store)
 
@@ -185,6 +187,7 @@ class Hub:
         """
         topic = self.sow_topic(name, message_type)
         if topic is not None:
+            self.expiry.watch(topic)  # an expired OOF reaches an idle subscriber
             journalled = self.journal is not None and self.journal.covers(name, topic.message_type)
             with self._lock if journalled else _NOLOCK:
                 write = topic.delta_publish if delta else topic.publish
@@ -232,6 +235,10 @@ class Hub:
         with self._lock:
             self._listeners = (*self._listeners, listener)
         return listener
+
+    def close(self) -> None:
+        """Stop the expiry sweeps (the store stays open: its owner closes it)."""
+        self.expiry.close()
 
     def forget(self, listener: Listener) -> None:
         with self._lock:
