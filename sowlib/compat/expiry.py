@@ -34,7 +34,7 @@ class ExpirySweeper:
     Example:
         >>> from sowlib import SowStore
         >>> store = SowStore()
-        >>> topic = store.create_topic("quotes", key="/id", expiration="enabled")
+        >>> topic = store.create_topic("quotes", keys="/id", expiration="enabled")
         >>> sweeper = ExpirySweeper(interval=0.05)
         >>> sweeper.watch(topic)
         >>> sweeper.watching(topic), sweeper.running
