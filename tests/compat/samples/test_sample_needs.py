@@ -45,6 +45,7 @@ def test_an_idle_subscriber_receives_the_expired_oof(live_store: SowStore) -> No
     watcher.connect(URI)
     watcher.logon()
     stream = watcher.sow_and_subscribe(topic="quotes", filter="/px > 0", oof_enabled="true")
+    assert isinstance(stream, AMPS.MessageStream)
     updater = AMPS.Client("updater")
     updater.connect(URI)
     updater.logon()
@@ -106,7 +107,7 @@ def test_a_restarted_bookmark_subscriber_resumes_from_its_file(tmp_path: Path) -
         publisher = AMPS.Client("publisher")
         publisher.connect(URI)
         for n in range(1, 7):
-            publisher.publish("history", '{"n": %d}' % n)
+            publisher.publish("history", f'{{"n": {n}}}')
 
         def run_once() -> list[int]:
             """One run of the program: three messages, each discarded, then exit."""
