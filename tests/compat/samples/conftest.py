@@ -3,7 +3,9 @@
 They are the client vendor's copyrighted files: the fixture downloads the client's
 source distribution of one exact version with pip into the pytest cache and
 extracts its ``samples/`` directory. ``SOWLIB_AMPS_SAMPLES`` may name an already
-extracted ``samples/`` directory instead (offline runs). When the download fails
+extracted ``samples/`` directory instead (offline runs), and
+``SOWLIB_AMPS_SAMPLES_CACHE`` the download cache (the nox sessions keep it under
+``.nox/``; without either, the pytest cache or a temporary directory). When the download fails
 the tests fail in CI (``CI=true``) and are skipped elsewhere, with the reason.
 """
 
@@ -48,11 +50,13 @@ def samples_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     if given:
         return Path(given)
     cache_api = request.config.cache
-    cache = (
-        Path(cache_api.mkdir("amps-python-client"))
-        if cache_api is not None
-        else tmp_path_factory.mktemp("amps-python-client")
-    )
+    if os.environ.get("SOWLIB_AMPS_SAMPLES_CACHE"):
+        cache = Path(os.environ["SOWLIB_AMPS_SAMPLES_CACHE"])
+        cache.mkdir(parents=True, exist_ok=True)
+    elif cache_api is not None:
+        cache = Path(cache_api.mkdir("amps-python-client"))
+    else:
+        cache = tmp_path_factory.mktemp("amps-python-client")
     try:
         return _fetch(cache)
     except (OSError, subprocess.SubprocessError, tarfile.TarError) as exc:

@@ -292,6 +292,7 @@ CASES: list[Any] = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("steps", "check"), CASES)
 def test_sample_pair_in_one_process(
     samples_dir: Path,
