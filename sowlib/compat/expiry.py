@@ -6,7 +6,7 @@ records when a call reaches it, so a program that publishes a message with an
 expiration and then only waits on a subscription would never see it go. The
 :class:`ExpirySweeper` of a compat hub runs each topic's
 ``process_expirations`` on its own :class:`~sowlib.timer.Timer` thread, started
-by the first publish to a topic with expiration enabled and stopped by
+the first time a client uses a topic with expiration enabled and stopped by
 :meth:`ExpirySweeper.close` (``sowlib.compat.reset()``). Imports ``errors``,
 ``timer`` and ``topic``.
 """

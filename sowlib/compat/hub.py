@@ -131,6 +131,7 @@ class Hub:
             topic = self.store.topic(name, message_type)
         except UnknownTopicError:
             return None
+        self.expiry.watch(topic)  # its records expire (and OOF) while the program idles
         if self.journal is not None:
             self.journal.watch_topic(topic)
         return topic
@@ -149,6 +150,7 @@ class Hub:
             if pattern.fullmatch(t.name) and (message_type in (None, t.message_type))
         ]
         for topic in found:
+            self.expiry.watch(topic)
             if self.journal is not None:
                 self.journal.watch_topic(topic)
         return found
@@ -187,7 +189,6 @@ class Hub:
         """
         topic = self.sow_topic(name, message_type)
         if topic is not None:
-            self.expiry.watch(topic)  # an expired OOF reaches an idle subscriber
             journalled = self.journal is not None and self.journal.covers(name, topic.message_type)
             with self._lock if journalled else _NOLOCK:
                 write = topic.delta_publish if delta else topic.publish

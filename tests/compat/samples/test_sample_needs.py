@@ -70,14 +70,14 @@ def test_an_idle_subscriber_receives_the_expired_oof(live_store: SowStore) -> No
     updater.close()
 
 
-def test_reset_stops_the_sweep_and_a_topic_without_expiration_starts_none(
+def test_a_query_starts_the_sweep_reset_stops_it_and_a_plain_topic_starts_none(
     live_store: SowStore,
 ) -> None:
     client = AMPS.Client("plain")
     client.connect(URI)
     client.publish("plain", '{"id": 1}')
-    assert sweeper_threads() == []  # no topic that can expire was published to
-    client.publish("quotes", '{"id": 1, "px": 1}', expiration=60)
+    assert sweeper_threads() == []  # no topic that can expire was used
+    client.sow("quotes")
     assert len(sweeper_threads()) == 1
     AMPS.reset()
     assert sweeper_threads() == []
