@@ -74,7 +74,8 @@ class ExpirySweeper:
     def sweep(self, now: float | None = None) -> int:
         """Expire what is due in every watched topic; returns how many records expired.
 
-        A topic closed meanwhile is dropped from the watch list.
+        A topic closed meanwhile is dropped from the watch list; when none is left the
+        thread stops (a later :meth:`watch` starts another).
         """
         with self._lock:
             topics = list(self._topics)
@@ -88,6 +89,10 @@ class ExpirySweeper:
                 logger.debug("expiry sweep: topic %r closed", topic.name)
             with self._lock:
                 self._topics = [t for t in self._topics if t is not topic]
+                idle = not self._topics
+                timer, self._timer = (self._timer, None) if idle else (None, self._timer)
+            if timer is not None:  # every watched topic is closed: no thread left behind
+                timer.stop()
         return expired
 
     def close(self) -> None:

@@ -88,14 +88,20 @@ def test_a_sweeper_drops_a_closed_topic(tmp_path: Path) -> None:
     topic = store.create_topic("quotes", keys="/id", expiration="enabled")
     sweeper = ExpirySweeper(interval=60)
     sweeper.watch(topic)
+    assert sweeper.running
     topic.publish('{"id": 1}', expiration=0.01)
     time.sleep(0.05)
     assert sweeper.sweep() == 1
     store.close()
     assert sweeper.sweep() == 0
     assert not sweeper.watching(topic)
+    assert not sweeper.running  # nothing left to sweep: the thread stopped
+    store2 = SowStore(tmp_path / "sow2")
+    sweeper.watch(store2.create_topic("q", keys="/id", expiration="enabled"))
+    assert sweeper.running
     sweeper.close()
     assert not sweeper.running
+    store2.close()
 
 
 def test_a_restarted_bookmark_subscriber_resumes_from_its_file(tmp_path: Path) -> None:
