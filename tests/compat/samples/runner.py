@@ -1,7 +1,7 @@
 """Run official AMPS client samples, unmodified, in one process over one sowlib store.
 
 Usage: ``python runner.py SCENARIO.json`` with the repository on ``PYTHONPATH``
-and the working directory a scratch directory. The scenario names the sample
+and the working directory an empty directory. The scenario names the sample
 directory, the configuration file and a list of steps; the result (each
 program's printed output, what it raised, and whether it finished) is written
 as JSON to the scenario's ``result`` path, then the process ends at once
