@@ -39,7 +39,11 @@ def _tests(session: nox.Session) -> None:
         "-p",
         "no:cacheprovider",
         *session.posargs,
-        env={"HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci")},
+        env={
+            "HYPOTHESIS_PROFILE": os.environ.get("HYPOTHESIS_PROFILE", "ci"),
+            # the official AMPS client samples, downloaded once (tests/compat/samples)
+            "SOWLIB_AMPS_SAMPLES_CACHE": os.path.join(".nox", "amps-samples"),
+        },
     )
 
 

@@ -20,6 +20,7 @@ import attrs
 
 from sowlib.codecs import get_codec
 from sowlib.compat.exceptions import BadRegexTopicException, InvalidTopicException
+from sowlib.compat.expiry import ExpirySweeper
 from sowlib.errors import UnknownTopicError
 from sowlib.expr import Filter
 from sowlib.journal import Journal
@@ -111,6 +112,7 @@ class Hub:
         self._lock = threading.RLock()
         self._listeners: tuple[Listener, ...] = ()
         self._seq = itertools.count(1)
+        self.expiry = ExpirySweeper()
         if journal is not None:
             journal.watch(store)
 
@@ -129,6 +131,7 @@ class Hub:
             topic = self.store.topic(name, message_type)
         except UnknownTopicError:
             return None
+        self.expiry.watch(topic)  # its records expire (and OOF) while the program idles
         if self.journal is not None:
             self.journal.watch_topic(topic)
         return topic
@@ -147,6 +150,7 @@ class Hub:
             if pattern.fullmatch(t.name) and (message_type in (None, t.message_type))
         ]
         for topic in found:
+            self.expiry.watch(topic)
             if self.journal is not None:
                 self.journal.watch_topic(topic)
         return found
@@ -232,6 +236,10 @@ class Hub:
         with self._lock:
             self._listeners = (*self._listeners, listener)
         return listener
+
+    def close(self) -> None:
+        """Stop the expiry sweeps (the store stays open: its owner closes it)."""
+        self.expiry.close()
 
     def forget(self, listener: Listener) -> None:
         with self._lock:

@@ -97,10 +97,13 @@ def detach(uri: str | None = None) -> None:
 
 
 def reset() -> None:
-    """Forget every attachment and every per-URI in-memory store (for tests)."""
+    """Forget every attachment and every per-URI in-memory store (for tests); stop their sweeps."""
     with _lock:
+        hubs = {id(h): h for h in (*_attached.values(), *_defaults.values())}
         _attached.clear()
         _defaults.clear()
+    for hub in hubs.values():
+        hub.close()
 
 
 def hub_for(uri: str) -> Hub:

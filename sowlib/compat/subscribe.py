@@ -41,7 +41,6 @@ from sowlib.views.query import aggregate_subscription
 
 __all__ = ["Subscriber"]
 
-_ids = itertools.count(1)
 Closer = Callable[[], object]
 logger = logging.getLogger(__name__)
 
@@ -79,6 +78,10 @@ class Subscriber(QueueConsumer):
         self._subs: dict[str, _Live] = {}
         self._streams: dict[str, MessageStream] = {}
         self._bookmarks: dict[str, str] = {}
+        # Generated ids count per client, as the real client's do: a program restarted
+        # (or a second client of the same program) gets the same first id, so that a
+        # bookmark store resumes its MOST_RECENT subscription.
+        self._ids = itertools.count(1)
         self.default_max_depth: int | None = None
 
     @abc.abstractmethod
@@ -196,7 +199,7 @@ class Subscriber(QueueConsumer):
     def _open(
         self, handler: Handler | None, sub_id: str | None, replace: bool = False
     ) -> tuple[str, Handler, MessageStream | None]:
-        sub_id = str(sub_id or f"s{next(_ids)}")
+        sub_id = str(sub_id or f"s{next(self._ids)}")
         if sub_id in self._subs:
             if not replace:
                 raise SubscriptionAlreadyExistsException(

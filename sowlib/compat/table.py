@@ -12,6 +12,7 @@ import sys
 import attrs
 
 from sowlib.compat.message import camel_case
+from sowlib.compat.samples_table import render_samples
 
 __all__ = ["ENTRIES", "Entry", "render_table"]
 
@@ -402,6 +403,7 @@ def render_table() -> str:
         out.append("")
     counts = {s: sum(e.status == s for e in ENTRIES) for s in (SUPPORTED, DIFFERS, ABSENT)}
     out.append(f"{counts[SUPPORTED]} supported, {counts[DIFFERS]} differ, {counts[ABSENT]} absent.")
+    out += ["", *render_samples()]
     return "\n".join(out) + "\n"
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -137,12 +138,29 @@ class Queue:
             state_path(journal.directory, self.name, self.message_type), start, sync=sync
         )
         mark = format_bookmark(journal.id, self._acks.start) if self._acks.start else EPOCH
-        self._sub = journal.subscribe(
-            self._arrive, definition.topic, mark, message_type=self.message_type
-        )
+        self._subs = [
+            journal.subscribe(self._arrive, topic, mark, message_type=self.message_type)
+            for topic in self._sources(journal, definition)
+        ]
         if len(self._acks.removed) > 1024:  # drop what no message left in the log needs
             floor = min(self._items, default=newest + 1) - 1
             self._acks.compact(floor)
+
+    @staticmethod
+    def _sources(journal: Journal, definition: QueueDef) -> list[str]:
+        """The underlying topic, and the queue's own name when the journal records it: a
+        publish to the queue topic itself enters the queue too [D] (AMPS's sample
+        configuration has its queue publisher publish to the queue's name)."""
+        topics = [definition.topic]
+        own = definition.name
+        if own != definition.topic and journal.covers(own, definition.message_type):
+            try:
+                covered = re.fullmatch(definition.topic, own) is not None
+            except re.error:
+                covered = False
+            if not covered:  # else the underlying pattern already brings them
+                topics.append(own)
+        return topics
 
     # ------------------------------------------------------------------ arriving
 
@@ -391,7 +409,8 @@ class Queue:
 
     def close(self) -> None:
         """Stop following the log; every subscription ends (leases are not kept)."""
-        self._sub.unsubscribe()
+        for sub in self._subs:
+            sub.unsubscribe()
         with self._lock:
             consumers, self._consumers = self._consumers, []
         for consumer in consumers:

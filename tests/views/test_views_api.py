@@ -261,8 +261,9 @@ def test_tick_drives_conflation_with_an_injected_clock() -> None:
     assert store.tick() == 0
     assert len(conflated) == 0
     clock.advance(10)
-    assert store.tick() == 1
+    assert store.tick() in (0, 1)  # 0 when the store's timer thread ran it first
     assert len(conflated) == 1
+    assert store.tick() == 0  # not due again until the next interval
     store.close()
 
 
