@@ -349,8 +349,8 @@ def test_command_acks_and_ids() -> None:
 
 def test_message_aliases_and_constants() -> None:
     m = Message("oof", "t", data=b"x", reason="expired", sub_id="s", bookmark="1|2|")
-    assert m.getData() == m.get_data() == "x"
-    assert m.getBookmark() == "1|2|"
+    assert m.getData() == m.get_data() == "x"  # type: ignore[attr-defined]
+    assert m.getBookmark() == "1|2|"  # type: ignore[attr-defined]
     assert m.get_reason() == Message.Reason.Expired
     assert Message.Options.TopN(3) == "top_n=3"
     assert Message.Options.Select("-/,+/a") == "select=[-/,+/a]"

@@ -279,7 +279,7 @@ def test_the_reader_checks_its_arguments() -> None:
     with pytest.raises(TypeError):
         reader.rows((1, 2))  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        reader.set_map(5)
+        reader.set_map(5)  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         reader.bind((), len, len)  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="callable"):

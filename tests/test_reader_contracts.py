@@ -56,7 +56,7 @@ def test_reads_after_the_log_grows_use_the_new_map(tmp_path: Path) -> None:
     with SowStore(str(tmp_path), cache_bytes=0) as store:
         t = store.create_topic("t", keys=["/id"])
         t.publish({"id": 0, "v": 0, "pad": PAD})
-        log = t._p.log
+        log: Any = t._p.log  # the mapped log (the Log protocol does not name its map)
         first = log.mm
         assert read_in_c(t, range(1)) == [{"id": 0, "v": 0, "pad": PAD}]
         grown = 0
@@ -86,7 +86,9 @@ def test_reads_after_compaction_use_the_new_file_and_table(tmp_path: Path) -> No
         assert any(views_of(t).keys.offset(k) != off for k, off in before.items())
         assert [d["v"] for d in read_in_c(t, range(500))] == [3] * 500
         t.publish({"id": 7, "v": 9, "pad": PAD})
-        assert t.lookup(7).doc["v"] == 9
+        found = t.lookup(7)
+        assert found is not None
+        assert found.doc["v"] == 9
 
 
 def test_reads_after_a_reload_of_the_table_use_the_new_table(tmp_path: Path) -> None:
@@ -123,7 +125,7 @@ def test_a_read_only_opener_reads_in_c_what_another_process_wrote(tmp_path: Path
         store.create_topic("t", keys=["/id"]).publish({"id": 0, "v": 0, "pad": PAD})
     with SowStore(str(tmp_path), readonly=True, cache_bytes=0) as reader:
         t = reader.topic("t")
-        log = t._p.log
+        log: Any = t._p.log  # the mapped log (the Log protocol does not name its map)
         assert read_in_c(t, range(1))[0]["v"] == 0
         maps = {id(log.mm)}
         for step in range(1, 4):
@@ -151,12 +153,13 @@ def test_expirations_loaded_at_reopen_are_seen_by_the_reader(tmp_path: Path) -> 
     with SowStore(str(tmp_path), clock=lambda: now[0]) as store:
         t = store.topic("t")
         assert len(t._p.expiry) == 1
-        assert t._read_key(2) is NotImplemented  # an expiration pending: the Python path
+        read_key: Any = t._read_key
+        assert read_key(2) is NotImplemented  # an expiration pending: the Python path
         now[0] = 1010.0
         assert t.lookup(2) is not None
         assert len(t) == 1  # key 1 expired by that lookup
         assert t.lookup(1) is None
-        assert t._read_key(2) is not NotImplemented  # nothing pending: read in C
+        assert read_key(2) is not NotImplemented  # nothing pending: read in C
 
 
 def test_after_close_the_reader_holds_no_map(tmp_path: Path) -> None:

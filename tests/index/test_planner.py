@@ -93,7 +93,7 @@ def test_a_query_builds_no_memo_index_when_one_serves_it_and_at_most_one_otherwi
 def test_hash_candidates_are_narrow(orders: FakeSource) -> None:
     found = explain(orders, compile_filter("/zip = '10001' AND /segment = 'smb'"))
     assert found.estimated == 20
-    assert len(found.candidates() or ()) == 20
+    assert len(list(found.candidates() or ())) == 20
 
 
 def test_two_memo_probes_are_intersected_when_cheap(orders: FakeSource) -> None:

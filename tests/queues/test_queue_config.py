@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,7 +119,7 @@ def test_python_equivalent_and_bad_calls(tmp_path: Path) -> None:
         with pytest.raises(NotJournaledError):
             open_queue(journal, "other", underlying_topic="elsewhere")
         journal.record("publish", "work", "json", json.dumps({"n": 1}).encode())
-        got = []
+        got: list[Any] = []
         queue.subscribe(got.append)
         with pytest.raises(QueryOptionError):
             queue.ack(got[0].bookmark, "later")
