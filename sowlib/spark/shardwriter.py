@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from sowlib.errors import ConfigError
 from sowlib.spark.remote import ShardConflictError, join, put_if_absent, read_json, upload_range
 from sowlib.spark.versions import ShardedStore, evict, shard_name, write_json
 from sowlib.store import SowStore
@@ -29,18 +30,30 @@ class ShardWriter:
 
     :meth:`commit` uploads what changed. ``tag`` names the change (the sharded sink
     uses ``query#batch``): a second commit of version ``base + 1`` with the same tag
-    and base adopts the first instead of failing (:attr:`adopted`).
+    and base adopts the first instead of failing (:attr:`adopted`). ``source``: start
+    from this local store directory instead of the shard's files (an upload).
 
     Use as a context manager: leaving it with an exception discards the copy.
     ``store`` is the writer :class:`SowStore`, ``topic`` the shard's topic (created
     on first write).
     """
 
-    def __init__(self, owner: ShardedStore, shard: int, base: int, tag: str | None = None) -> None:
+    def __init__(
+        self,
+        owner: ShardedStore,
+        shard: int,
+        base: int,
+        tag: str | None = None,
+        *,
+        source: str | os.PathLike[str] | None = None,
+    ) -> None:
         owner.check_shard(shard)
         self.owner, self.shard, self.base, self.tag = owner, shard, base, tag
         self.previous = owner.shard_doc(shard, base)
-        source = owner.checkout(shard, base)
+        if source is None:
+            source = owner.checkout(shard, base)
+        elif self.previous["files"]:
+            raise ConfigError("source", "a local store replaces only an empty shard (version 0)")
         self.work = os.path.join(owner.cache(), "work", uuid.uuid4().hex)
         shutil.copytree(source, self.work, ignore=shutil.ignore_patterns(*_SKIP))
         self._inodes = {
