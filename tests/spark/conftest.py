@@ -127,3 +127,11 @@ def bucket(s3_endpoint: str, request: pytest.FixtureRequest) -> str:
     name = f"t-{uuid.uuid4().hex[:20]}"
     s3fs.S3FileSystem(skip_instance_cache=True).mkdir(name)
     return f"s3://{name}"
+
+
+@pytest.fixture
+def s3_options(s3_endpoint: str) -> dict[str, str]:
+    """fsspec options naming the moto server: Spark's Python workers started before the
+    endpoint variables were set, so the tests pass it explicitly (as a cluster would
+    pass a non-default endpoint)."""
+    return {"endpoint_url": s3_endpoint, "key": "testing", "secret": "testing"}
