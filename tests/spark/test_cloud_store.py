@@ -74,9 +74,11 @@ def test_compaction_uploads_a_new_base(tmp_path: Path) -> None:
         w.topic.publish({"id": 0, "n": 9})
         v2 = w.commit()
     store.commit({0: v2}, base=store.latest())
-    log = [f for f in store.shard_doc(0, v2)["files"] if f.endswith(".sow")][0]
+    log = next(f for f in store.shard_doc(0, v2)["files"] if f.endswith(".sow"))
     assert len(store.shard_doc(0, v2)["files"][log]["pieces"]) == 1
-    assert store.shard_doc(0, v2)["files"][log]["size"] < store.shard_doc(0, v1)["files"][log]["size"]
+    assert (
+        store.shard_doc(0, v2)["files"][log]["size"] < store.shard_doc(0, v1)["files"][log]["size"]
+    )
     with ShardedStore(url, cache_dir=tmp_path / "d").open_shard(0) as s:
         docs = _docs(s)
     assert len(docs) == 500
@@ -115,10 +117,12 @@ def test_same_tag_adopts_the_committed_version(tmp_path: Path) -> None:
     store = ShardedStore.create(url, "t", shards=1, keys=["/id"], cache_dir=tmp_path / "c")
     first = ShardWriter(store, 0, 0, "q#4")
     first.topic.publish({"id": 1, "n": 1})
-    assert first.commit() == 1 and not first.adopted
+    assert first.commit() == 1
+    assert not first.adopted
     again = ShardWriter(store, 0, 0, "q#4")  # the same task run twice
     again.topic.publish({"id": 1, "n": 1})
-    assert again.commit() == 1 and again.adopted
+    assert again.commit() == 1
+    assert again.adopted
     store.commit({0: 1}, base=store.latest())
     with store.open_shard(0) as s:
         assert s.topic("t").stats()["last_seq"] == 1  # applied once
@@ -139,7 +143,9 @@ def test_vacuum_keeps_the_latest_and_recent(bucket: str, tmp_path: Path) -> None
     orphan.commit()  # never committed to the store
     assert store.vacuum(3600) == {"commits": 0, "shard_versions": 0, "pieces": 0}
     removed = store.vacuum(0)
-    assert removed["commits"] == 3 and removed["shard_versions"] == 3 and removed["pieces"] > 0
+    assert removed["commits"] == 3
+    assert removed["shard_versions"] == 3
+    assert removed["pieces"] > 0
     with ShardedStore(url, cache_dir=tmp_path / "fresh").open_shard(0) as s:
         assert {d["n"] for d in _docs(s).values()} == {2}
         assert 99 not in _docs(s)

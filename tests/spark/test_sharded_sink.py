@@ -89,7 +89,8 @@ def test_ten_batches_equal_the_single_store(
     assert df.rdd.getNumPartitions() == 3
     got = df.where("price > 50 AND region = 'B'").select("orderId").collect()
     want = {k for k, d in expected.items() if d["price"] > 50 and d["region"] == "B"}
-    assert {r["orderId"] for r in got} == want and want
+    assert {r["orderId"] for r in got} == want
+    assert want
 
     # lookups from a UDF on the executors
     price = lookup_udf(url, "orders", {"price": "double", "region": "string"}, **opts)
@@ -115,7 +116,8 @@ def test_write_sharded_to_a_url_then_stream_on(spark: Any, tmp_path: Path) -> No
     finally:
         for s in shards:
             s.close()
-    assert len(state) == 199 and state[1] == {"orderId": 1, "price": 9.0, "region": "Z"}
+    assert len(state) == 199
+    assert state[1] == {"orderId": 1, "price": 9.0, "region": "Z"}
     assert 2 not in state
     with pytest.raises(ConfigError):
         ShardedSink((tmp_path / "none").as_uri())
