@@ -1,19 +1,21 @@
 """ShardedSink: a ``foreachBatch`` sink that applies each micro-batch on the executors.
 
 The sibling of :class:`~sowlib.spark.sink.SowSink` for a versioned sharded store
-(:mod:`.versions`) at a root URL. Imports pyspark, ``sowlib.errors`` and the
+(:mod:`.versions`) at a root URL. Imports pyspark, pandas, pyarrow, ``sowlib.errors`` and the
 ``.routing``, ``.shards``, ``.versions`` and ``.shardwriter`` modules; never
 ``storage``.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import pandas_udf
 
 from sowlib.errors import ConfigError, StoreNotFoundError
 from sowlib.spark.routing import shard_of
@@ -24,6 +26,7 @@ from sowlib.spark.versions import Commit, ShardedStore
 __all__ = ["ShardedSink"]
 
 _CHUNK = 5_000
+_RESULT = pa.schema([("shard", pa.int32()), ("version", pa.int64())])
 
 
 class ShardedSink:
@@ -94,6 +97,7 @@ class ShardedSink:
             raise ConfigError("topic", f"{root} holds topic {self.store.topic!r}, not {topic!r}")
         self.delete_column = delete_column
         self.query_name = query_name or self.store.topic
+        self._keys: list[int] | None = None
 
     @property
     def last_batch_id(self) -> int | None:
@@ -132,43 +136,87 @@ class ShardedSink:
             if self.delete_column is not None
             else F.lit(False)
         )
-        keys = [key_column(k).alias(f"k{i}") for i, k in enumerate(self.store.keys)]
-        rows = batch_df.select(message.alias("m"), deleted.alias("d"), *keys)
+        keys = [key_column(k) for k in self.store.keys]
         n = self.store.shards
         store = self.store
         shard_versions = base.shards
         tag = f"{self.query_name}#{batch_id}"
 
-        def route(part: int, items: Iterable[Any]) -> Iterator[tuple[tuple[int, int, int], Any]]:
-            for i, row in enumerate(items):
-                yield (shard_of(list(row[2:]), n), part, i), (row[0], bool(row[1]))
+        def shards_of(*cols: pd.Series) -> pd.Series:
+            values = zip(*(c.tolist() for c in cols), strict=True)
+            return pd.Series([shard_of(list(v), n) for v in values], dtype="int32")
 
-        def write(shard: int, items: Iterable[Any]) -> Iterator[tuple[int, int]]:
-            rows = iter(items)
-            first = next(rows, None)
-            if first is None:
-                return
-            writer = ShardWriter(store, shard, shard_versions[shard], tag)
-            with writer:
-                _apply(writer, itertools.chain([first], rows))
-                yield shard, writer.commit()
+        def write(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+            writer: ShardWriter | None = None
+            try:
+                for batch in batches:
+                    if not batch.num_rows:
+                        continue
+                    if writer is None:
+                        shard = int(batch.column(2)[0].as_py())
+                        writer = ShardWriter(store, shard, shard_versions[shard], tag)
+                    _apply(writer, batch.column(0).to_pylist(), batch.column(1))
+                if writer is not None:
+                    version = writer.commit()
+                    yield pa.RecordBatch.from_pydict(
+                        {"shard": [writer.shard], "version": [version]}, schema=_RESULT
+                    )
+            finally:
+                if writer is not None:
+                    writer.discard()
 
+        route = pandas_udf(shards_of, returnType="int")  # type: ignore[call-overload]
+        targets = F.array(*[F.lit(p) for p in self._partition_keys(batch_df)])
         job = (
-            rows.rdd.mapPartitionsWithIndex(route)
-            .repartitionAndSortWithinPartitions(n, partitionFunc=lambda key: key[0])
-            .mapPartitionsWithIndex(write)
+            batch_df.select(
+                message.alias("m"),
+                deleted.alias("d"),
+                route(*keys).alias("s"),
+                # the batch's order: partition by partition, row by row
+                F.monotonically_increasing_id().alias("o"),
+            )
+            .withColumn("p", F.element_at(targets, F.col("s") + 1))
+            .repartition(n, "p")
+            .sortWithinPartitions("o")
+            .select("m", "d", "s")
+            .mapInArrow(write, "shard int, version long")
         )
-        return dict(job.collect())
+        return {int(r["shard"]): int(r["version"]) for r in job.collect()}
+
+    def _partition_keys(self, df: DataFrame) -> list[int]:
+        """For each shard ``i``, an int that Spark's hash partitioning into ``shards``
+        partitions sends to partition ``i`` (``pmod(hash(p), n)``, computed by Spark
+        itself once per sink), so the shuffle moves each shard's rows to one task."""
+        n = self.store.shards
+        if self._keys is None:
+            limit, found = 16 * n, dict[int, int]()
+            while len(found) < n:
+                ids = df.sparkSession.range(0, limit).select(F.col("id").cast("int").alias("p"))
+                rows = (
+                    ids.select("p", F.expr(f"pmod(hash(p), {n})").alias("r"))
+                    .groupBy("r")
+                    .agg(F.min("p").alias("p"))
+                    .collect()
+                )
+                found = {int(r["r"]): int(r["p"]) for r in rows}
+                limit *= 4
+            self._keys = [found[i] for i in range(n)]
+        return self._keys
 
     def __repr__(self) -> str:
         return f"ShardedSink({self.store.root!r}, query_name={self.query_name!r})"
 
 
-def _apply(writer: ShardWriter, items: Iterator[Any]) -> None:
+def _apply(writer: ShardWriter, messages: list[str], deleted: pa.Array) -> None:
     """Publish runs of messages and delete by data, in order."""
+    if not deleted.true_count:
+        for start in range(0, len(messages), _CHUNK):
+            writer.topic.publish_many(messages[start : start + _CHUNK])
+        return
+    flags = deleted.to_pylist()
     run: list[str] = []
-    for _key, (message, deleted) in items:
-        if deleted:
+    for message, gone in zip(messages, flags, strict=True):
+        if gone:
             if run:
                 writer.topic.publish_many(run)
                 run = []
