@@ -1,6 +1,6 @@
 """The sharded sink on ``local-cluster[2,1,1024]``: run by ``test_cluster.py`` in its own process.
 
-Usage: ``python cluster_job.py ROOT_URL ENDPOINT``. Two executor processes with
+Usage: ``python cluster_job.py ROOT_URL ENDPOINT MARKER_FILE``. Two executor processes with
 their own working and local directories; the store is on S3 (moto at ENDPOINT), so
 they share no path. Ten micro-batches of Spark's ``rate-micro-batch`` stream go
 through :class:`ShardedSink`; a UDF fails the first attempt of one task of batch 3
@@ -26,14 +26,21 @@ ROWS = 50
 FAIL_AT = 3 * ROWS + 7
 
 
-def fail_once(value: int) -> int:
-    """Raise on the first attempt of the task holding ``FAIL_AT``."""
-    from pyspark import TaskContext
+def failing_once(marker: str) -> Any:
+    """A function raising on the first attempt of the task holding ``FAIL_AT``; it
+    leaves ``marker`` (a file of the test's, not of the store) so the test knows."""
 
-    ctx = TaskContext.get()
-    if value == FAIL_AT and ctx is not None and ctx.attemptNumber() == 0:
-        raise RuntimeError("the task is killed on its first attempt")
-    return value
+    def fail_once(value: int) -> int:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if value == FAIL_AT and ctx is not None and ctx.attemptNumber() == 0:
+            with open(marker, "a", encoding="utf-8") as fh:
+                fh.write(f"attempt 0 of task {ctx.taskAttemptId()} killed\n")
+            raise RuntimeError("the task is killed on its first attempt")
+        return value
+
+    return fail_once
 
 
 def expected(last_batch: int) -> dict[int, dict[str, Any]]:
@@ -47,7 +54,7 @@ def expected(last_batch: int) -> dict[int, dict[str, Any]]:
     return state
 
 
-def main(url: str, endpoint: str) -> dict[str, Any]:
+def main(url: str, endpoint: str, marker: str) -> dict[str, Any]:
     opts = {"endpoint_url": endpoint, "key": "testing", "secret": "testing"}
     spark = (
         SparkSession.builder.master("local-cluster[2,1,1024]")
@@ -59,7 +66,7 @@ def main(url: str, endpoint: str) -> dict[str, Any]:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    guard = F.udf(fail_once, T.LongType())
+    guard = F.udf(failing_once(marker), T.LongType())
     stream = (
         spark.readStream.format("rate-micro-batch")
         .option("rowsPerBatch", ROWS)
@@ -122,4 +129,4 @@ def main(url: str, endpoint: str) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(main(sys.argv[1], sys.argv[2])))
+    print(json.dumps(main(sys.argv[1], sys.argv[2], sys.argv[3])))

@@ -31,7 +31,7 @@ def test_sharded_sink_on_two_executors_sharing_no_path(
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.pop("SOWLIB_CACHE_DIR", None)  # each executor caches under its own local dir
     done = subprocess.run(
-        [sys.executable, str(JOB), f"{bucket}/cluster", s3_endpoint],
+        [sys.executable, str(JOB), f"{bucket}/cluster", s3_endpoint, str(tmp_path / "killed")],
         env=env,
         cwd=str(tmp_path),
         capture_output=True,
@@ -42,6 +42,7 @@ def test_sharded_sink_on_two_executors_sharing_no_path(
     assert done.returncode == 0, done.stderr[-4000:]
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["error"] is None
+    assert (tmp_path / "killed").read_text().count("killed") >= 1  # a task did fail once
     assert result["last_batch"] >= 9
     assert result["state_ok"]
     assert result["filtered_ok"]
