@@ -58,7 +58,7 @@ def test_ten_batches_equal_the_single_store(
     with SowSink(reference, "orders", keys=["/orderId"], delete_column="gone") as single:
         for i, df in enumerate(frames):
             single(df, i)
-    opts = {"storage_options": s3_options}
+    opts: dict[str, Any] = {"storage_options": s3_options}
     sink = ShardedSink(url, "orders", keys=["/orderId"], shards=3, delete_column="gone", **opts)
     for i, df in enumerate(frames):
         if i == 3:  # the driver dies after the tasks committed their shard versions
