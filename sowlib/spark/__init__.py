@@ -3,17 +3,27 @@
 Never imported by ``sowlib/__init__``: ``import sowlib.spark`` needs pyspark.
 """
 
+from sowlib.spark.cloud import download_sharded, upload_sharded
 from sowlib.spark.columns import to_column
 from sowlib.spark.datasource import SowDataSource, register
 from sowlib.spark.lastvalue import last_value
+from sowlib.spark.remote import ShardConflictError
 from sowlib.spark.session import local_session
 from sowlib.spark.shards import open_sharded, shard_of, write_sharded
+from sowlib.spark.shardsink import ShardedSink
+from sowlib.spark.shardwriter import ShardWriter
 from sowlib.spark.sink import SowSink
 from sowlib.spark.udf import lookup_map_in_pandas, lookup_udf
+from sowlib.spark.versions import ShardedStore
 
 __all__ = [
+    "ShardConflictError",
+    "ShardWriter",
+    "ShardedSink",
+    "ShardedStore",
     "SowDataSource",
     "SowSink",
+    "download_sharded",
     "last_value",
     "local_session",
     "lookup_map_in_pandas",
@@ -22,5 +32,6 @@ __all__ = [
     "register",
     "shard_of",
     "to_column",
+    "upload_sharded",
     "write_sharded",
 ]

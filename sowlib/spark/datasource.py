@@ -44,8 +44,10 @@ from sowlib.expr import compile_filter
 from sowlib.query import Record
 from sowlib.spark import handles
 from sowlib.spark.batches import batch_readable, convert_value, record_batches
+from sowlib.spark.remote import is_url
 from sowlib.spark.render import json_rows, renders
 from sowlib.spark.shards import is_sharded, shard_paths
+from sowlib.spark.versions import ShardedStore
 from sowlib.store import SowStore
 from sowlib.topic import Topic
 
@@ -210,7 +212,9 @@ class _Options:
         path, topic = options.get("path"), options.get("topic")
         if not path or not topic:
             raise ConfigError("sow", "the options 'path' and 'topic' are required")
-        self.path: str = os.path.abspath(path)
+        self.url = is_url(path)  # a versioned sharded store (sowlib.spark.versions)
+        self.path: str = path if self.url else os.path.abspath(path)
+        self.storage = {k[8:]: v for k, v in options.items() if k.lower().startswith("storage.")}
         self.topic: str = topic
         self.message_type = options.get("message_type", "json").lower()
         self.filter = options.get("filter") or None
@@ -221,9 +225,17 @@ class _Options:
         if self.filter is not None:
             compile_filter(self.filter)  # a bad filter fails at planning, with its offset
 
-    def stores(self) -> list[str]:
-        """The store directories to read: every shard of a sharded store, or the path."""
-        return shard_paths(self.path) if is_sharded(self.path) else [self.path]
+    def stores(self) -> list[_StorePartition]:
+        """What to read: every shard of a sharded store (for a URL, at the latest
+        commit's versions), or the store at the path."""
+        if self.url:
+            commit = ShardedStore(self.path, storage_options=self.storage).latest()
+            return [
+                _StorePartition(self.path, (i, v, self.storage))
+                for i, v in enumerate(commit.shards)
+            ]
+        paths = shard_paths(self.path) if is_sharded(self.path) else [self.path]
+        return [_StorePartition(p) for p in paths]
 
 
 def _topic(store: SowStore, opts: _Options) -> Topic | None:
@@ -253,7 +265,8 @@ class SowDataSource(DataSource):
         if opts.schema is not None:
             return opts.schema
         docs: list[Any] = []
-        for path in opts.stores():
+        for part in opts.stores():
+            path = part.local()
             if not os.path.isdir(path):
                 continue
             topic = _topic(handles.reader(path), opts)
@@ -312,9 +325,19 @@ def _planned_without_pushdown() -> bool:
 
 
 class _StorePartition(InputPartition):
-    def __init__(self, path: str) -> None:
-        super().__init__(path)
+    """A store directory, or shard ``(number, version, storage options)`` of a URL."""
+
+    def __init__(self, path: str, shard: tuple[int, int, dict[str, str]] | None = None) -> None:
+        super().__init__((path, shard))
         self.path = path
+        self.shard = shard
+
+    def local(self) -> str:
+        """The directory to open: for a shard, its local copy at the version."""
+        if self.shard is None:
+            return self.path
+        number, version, storage = self.shard
+        return ShardedStore(self.path, storage_options=storage).checkout(number, version)
 
 
 class SowReader(DataSourceReader):
@@ -326,14 +349,15 @@ class SowReader(DataSourceReader):
         self.pushed: list[Pushed] = []
 
     def partitions(self) -> Sequence[InputPartition]:
-        return [_StorePartition(p) for p in self.opts.stores()]
+        return self.opts.stores()
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...] | pa.RecordBatch]:
         """The partition's records: Arrow record batches for flat schemas, else tuples."""
         assert isinstance(partition, _StorePartition)
-        if not os.path.isdir(partition.path):
+        path = partition.local()
+        if not os.path.isdir(path):
             return
-        topic = _topic(handles.reader(partition.path), self.opts)
+        topic = _topic(handles.reader(path), self.opts)
         if topic is None:
             return
         clauses = [f"({self.opts.filter})"] if self.opts.filter else []
@@ -389,8 +413,8 @@ class SowWriter(DataSourceWriter):
     def __init__(self, opts: _Options, schema: StructType, overwrite: bool) -> None:
         if overwrite:
             raise ConfigError("mode", "the sow data source appends (mode('append'))")
-        if is_sharded(opts.path):
-            raise ConfigError(opts.path, "write sharded stores with shards.write_sharded")
+        if opts.url or is_sharded(opts.path):
+            raise ConfigError(opts.path, "write sharded stores with write_sharded or ShardedSink")
         self.opts = opts
         self.columns = [f.name for f in schema.fields if f.name not in _NOT_WRITTEN]
         self.staging = os.path.join(opts.path, "_incoming", uuid.uuid4().hex)
@@ -488,7 +512,7 @@ class SowStreamReader(DataSourceStreamReader):
     """
 
     def __init__(self, opts: _Options, schema: StructType) -> None:
-        if is_sharded(opts.path):
+        if opts.url or is_sharded(opts.path):
             raise ConfigError(opts.path, "stream one shard at a time (a sequence is per store)")
         self.opts = opts
         self.schema = schema

@@ -1,7 +1,7 @@
 """Per-process cache of read-only stores for Spark Python workers (UDFs, data source reads).
 
 Lives in an importable module so the cache survives between tasks of a reused worker.
-Imports ``sowlib.store`` and ``sowlib.errors`` only; never pyspark.
+Imports ``sowlib.store`` and ``.versions`` only; never pyspark.
 """
 
 from __future__ import annotations
@@ -10,12 +10,14 @@ import os
 import threading
 import time
 
+from sowlib.spark.versions import Commit, ShardedStore
 from sowlib.store import SowStore
 
-__all__ = ["clear", "reader"]
+__all__ = ["clear", "latest", "reader"]
 
 _lock = threading.Lock()
 _cache: dict[str, tuple[SowStore, float]] = {}
+_commits: dict[str, tuple[ShardedStore, Commit, float]] = {}
 _owner = os.getpid()
 
 
@@ -54,9 +56,31 @@ def reader(path: str | os.PathLike[str], *, max_age: float = 0.0) -> SowStore:
         return store
 
 
+def latest(
+    root: str, storage_options: dict[str, str] | None = None, *, max_age: float = 0.0
+) -> tuple[ShardedStore, Commit]:
+    """The versioned sharded store at ``root`` and its latest commit, read again
+    when the last read is at least ``max_age`` seconds old (one listing and one
+    read of the object store per refresh, per process)."""
+    key = f"{root}\x00{sorted((storage_options or {}).items())!r}"
+    with _lock:
+        now = time.monotonic()
+        found = _commits.get(key)
+        if found is not None and now - found[2] < max_age:
+            return found[0], found[1]
+        store = (
+            found[0] if found is not None else ShardedStore(root, storage_options=storage_options)
+        )
+    commit = store.latest()
+    with _lock:
+        _commits[key] = (store, commit, now)
+    return store, commit
+
+
 def clear() -> None:
     """Close and forget every cached handle of this process."""
     with _lock:
         for store, _ in _cache.values():
             store.close()
         _cache.clear()
+        _commits.clear()

@@ -15,20 +15,23 @@ import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-import xxhash
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from sowlib.document import canonical_text
 from sowlib.errors import ConfigError
 from sowlib.paths import parse_path
 from sowlib.progress import ProgressArg, reporter
 from sowlib.spark.jobs import run_with_progress
+from sowlib.spark.remote import is_url
+from sowlib.spark.routing import shard_of
+from sowlib.spark.shardwriter import ShardWriter
+from sowlib.spark.versions import ShardedStore
 from sowlib.store import SowStore
 
 __all__ = [
     "MANIFEST",
     "is_sharded",
+    "key_column",
     "open_sharded",
     "shard_name",
     "shard_of",
@@ -45,34 +48,6 @@ _CHUNK = 5_000
 def shard_name(index: int) -> str:
     """The directory name of shard ``index``: ``shard-0003``."""
     return f"shard-{index:04d}"
-
-
-def shard_of(key_values: Sequence[Any], shards: int | None = None) -> int:
-    """A stable shard number for a record's key values; O(len(key_values)).
-
-    The values are hashed by their canonical text (the rule SOW keys use, so
-    ``5``, ``5.0`` and ``"5"`` land together) with xxhash64, which is the same in
-    every process and Python version (unlike ``hash``).
-
-    Args:
-        key_values: the values of the topic's key fields, in key order.
-        shards: the shard count; None returns the unreduced 64-bit hash.
-    Returns:
-        ``0 <= n < shards`` (or the 64-bit hash).
-    Raises:
-        ConfigError: ``shards`` below 1.
-
-    Example:
-        >>> shard_of([42], 4) == shard_of(["42"], 4) == shard_of([42.0], 4)
-        True
-    """
-    text = "\x1f".join("\x00" if (t := canonical_text(v)) is None else t for v in key_values)
-    digest = xxhash.xxh64_intdigest(text.encode("utf-8"))
-    if shards is None:
-        return digest
-    if shards < 1:
-        raise ConfigError("shards", f"{shards!r} is not a positive shard count")
-    return digest % shards
 
 
 def is_sharded(path: str | os.PathLike[str]) -> bool:
@@ -99,16 +74,27 @@ def shard_paths(path: str | os.PathLike[str]) -> list[str]:
     return out
 
 
-def open_sharded(path: str | os.PathLike[str]) -> list[SowStore]:
+def open_sharded(
+    path: str | os.PathLike[str], *, storage_options: Mapping[str, Any] | None = None
+) -> list[SowStore]:
     """Every shard of a sharded store, opened read-only, in shard order.
+
+    ``path`` is a local sharded store, or the URL of a versioned one: each shard is
+    then a local copy at the latest commit's version (:meth:`ShardedStore.checkout`).
 
     Raises:
         ConfigError: not a sharded store.
+        StoreNotFoundError: no versioned store at the URL.
     """
+    if is_url(path):
+        store = ShardedStore(os.fspath(path), storage_options=storage_options)
+        commit = store.latest()
+        return [store.open_shard(i, v) for i, v in enumerate(commit.shards)]
     return [SowStore(p, readonly=True) for p in shard_paths(path)]
 
 
-def _key_column(path_text: str) -> Column:
+def key_column(path_text: str) -> Column:
+    """The (nested) column a key field path names; ConfigError for other paths."""
     steps = parse_path(path_text).steps
     if any(s.index is not None or s.name.startswith("@") for s in steps):
         raise ConfigError("keys", f"{path_text!r}: only plain field names map to columns")
@@ -128,6 +114,7 @@ def write_sharded(
     message_type: str = "json",
     create_kwargs: Mapping[str, Any] | None = None,
     progress: ProgressArg = None,
+    storage_options: Mapping[str, Any] | None = None,
 ) -> list[str]:
     """Write ``df`` as a new sharded store: each row a JSON message, each shard one task.
 
@@ -151,8 +138,9 @@ def write_sharded(
         progress: ``progress(done, total)`` over the job's Spark tasks (the total
             grows as Spark submits stages), True for a tqdm bar, None for none
             (:mod:`sowlib.progress`).
+        storage_options: fsspec options when ``path`` is a URL.
     Returns:
-        The shard directories, in shard order.
+        The shard directories, in shard order (for a URL: ``<url>/shard-NNNN``).
     Raises:
         ConfigError: bad shard count, keys or message type, or ``path`` already sharded.
     """
@@ -163,6 +151,10 @@ def write_sharded(
     key_list = list(keys)
     if not key_list:
         raise ConfigError("keys", "a sharded topic needs key fields")
+    if is_url(path):
+        return _write_versioned(
+            df, os.fspath(path), topic, shards, key_list, create_kwargs, storage_options, progress
+        )
     root = os.path.abspath(os.fspath(path))
     if is_sharded(root) or any(_SHARD.match(n) for n in _listdir(root)):
         raise ConfigError(root, "already holds a sharded store; remove it first")
@@ -173,7 +165,7 @@ def write_sharded(
     create = {"keys": key_list, "message_type": message_type, **dict(create_kwargs or {})}
     n = shards
 
-    key_cols = [_key_column(k).alias(f"k{i}") for i, k in enumerate(key_list)]
+    key_cols = [key_column(k).alias(f"k{i}") for i, k in enumerate(key_list)]
     message = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("message")
     routed = df.select(message, *key_cols)
     pairs = routed.rdd.map(lambda row: (shard_of(list(row[1:]), n), row[0])).partitionBy(
@@ -208,6 +200,59 @@ def write_sharded(
     finally:
         rep.close()
         shutil.rmtree(staging, ignore_errors=True)
+
+
+def _write_versioned(
+    df: DataFrame,
+    url: str,
+    topic: str,
+    n: int,
+    keys: list[str],
+    create_kwargs: Mapping[str, Any] | None,
+    storage_options: Mapping[str, Any] | None,
+    progress: ProgressArg,
+) -> list[str]:
+    store = ShardedStore.create(
+        url,
+        topic,
+        shards=n,
+        keys=keys,
+        create_kwargs=create_kwargs,
+        storage_options=storage_options,
+    )
+    rep = reporter(progress, desc=f"write_sharded {topic}", unit="tasks")
+    tag = f"write-{uuid.uuid4().hex}"
+    key_cols = [key_column(k).alias(f"k{i}") for i, k in enumerate(keys)]
+    message = F.to_json(F.struct(*[F.col(f"`{c}`") for c in df.columns])).alias("message")
+    pairs = (
+        df.select(message, *key_cols)
+        .rdd.map(lambda row: (shard_of(list(row[1:]), n), row[0]))
+        .partitionBy(n, lambda shard: shard)
+    )
+
+    def write_partition(index: int, items: Iterable[tuple[int, str]]) -> Iterator[tuple[int, int]]:
+        with ShardWriter(store, index, 0, tag) as writer:
+            chunk: list[str] = []
+            for _, message in items:
+                chunk.append(message)
+                if len(chunk) >= _CHUNK:
+                    writer.topic.publish_many(chunk)
+                    chunk = []
+            if chunk:
+                writer.topic.publish_many(chunk)
+            yield index, writer.commit()
+
+    try:
+        job = pairs.mapPartitionsWithIndex(write_partition)
+        if progress is None or progress is False:
+            versions = dict(job.collect())
+        else:
+            versions = dict(run_with_progress(df.sparkSession.sparkContext, job.collect, rep))
+        store.commit(versions, base=store.latest())
+        rep.update(rep.total or rep.done)
+    finally:
+        rep.close()
+    return [f"{url.rstrip('/')}/{shard_name(i)}" for i in range(n)]
 
 
 def _listdir(root: str) -> list[str]:

@@ -22,6 +22,8 @@ from sowlib.paths import parse_path
 from sowlib.spark import handles
 from sowlib.spark.batches import convert_column
 from sowlib.spark.datasource import spark_type
+from sowlib.spark.remote import is_url
+from sowlib.spark.routing import shard_of
 from sowlib.store import SowStore
 from sowlib.topic import Topic
 
@@ -32,6 +34,8 @@ _SAMPLE = 1_000
 _PLAIN_KEYS = frozenset({str, int, float, bool})
 #: Seconds a worker's store handle stays fresh before it reads the writer's new tail.
 REFRESH_SECONDS = 1.0
+#: A shard version's local copy never changes: its handle is never refreshed.
+_IMMUTABLE = float("inf")
 
 
 def _field_types(
@@ -152,6 +156,7 @@ def lookup_udf(
     key_fields: Sequence[str] | None = None,
     *,
     message_type: str = "json",
+    storage_options: Mapping[str, str] | None = None,
 ) -> Any:
     """A pandas UDF: key columns in, a struct of the latest record's ``fields`` out.
 
@@ -160,13 +165,20 @@ def lookup_udf(
     NULLs. Each worker process keeps one read-only handle per store (refreshed at
     most every :data:`REFRESH_SECONDS`), so a lookup is one dict probe; O(1) per row.
 
+    A URL ``path`` is a versioned sharded store (:mod:`sowlib.spark.versions`): each
+    key is looked up in its shard (:func:`~sowlib.spark.routing.shard_of`), in a local
+    copy at the latest commit's version, read again at most every
+    :data:`REFRESH_SECONDS`; ``key_fields`` must then be the store's keys.
+
     Args:
-        path: the store directory (opened read-only in the driver, then in workers).
+        path: the store directory (opened read-only in the driver, then in workers),
+            or a sharded store's URL.
         topic: the topic to look up.
         fields: top-level field names (types inferred from a sample of the topic) or a
             mapping ``{name: "DDL type"}``.
         key_fields: the paths the key columns fill (default: the topic's key fields).
         message_type: the topic's message type.
+        storage_options: fsspec options for a URL ``path``.
     Returns:
         A Spark UDF (call it with Columns).
     Raises:
@@ -176,6 +188,8 @@ def lookup_udf(
         >>> price = lookup_udf("var/sow", "orders", {"price": "double"})  # doctest: +SKIP
         >>> df.withColumn("o", price("orderId")).select("o.price")  # doctest: +SKIP
     """
+    if is_url(path):
+        return _sharded_lookup_udf(os.fspath(path), topic, fields, key_fields, storage_options)
     root = os.path.abspath(os.fspath(path))
     names, types = _field_types(root, topic, message_type, fields)
     paths = _key_paths(root, topic, message_type, key_fields)
@@ -187,6 +201,49 @@ def lookup_udf(
         t = store.topic(topic, message_type)
         keys = zip(*(c.tolist() for c in cols), strict=True)
         return pd.DataFrame(lookup_columns(t, paths, keys, names, kinds), dtype=object)
+
+    return pandas_udf(lookup, returnType=schema)  # type: ignore[call-overload]
+
+
+def _sharded_lookup_udf(
+    root: str,
+    topic: str,
+    fields: Sequence[str] | Mapping[str, str],
+    key_fields: Sequence[str] | None,
+    storage_options: Mapping[str, str] | None,
+) -> Any:
+    storage = dict(storage_options or {})
+    store, commit = handles.latest(root, storage)
+    if topic != store.topic:
+        raise ConfigError("topic", f"{root} holds topic {store.topic!r}, not {topic!r}")
+    paths = list(key_fields) if key_fields is not None else list(store.keys)
+    if [parse_path(p) for p in paths] != [parse_path(k) for k in store.keys]:
+        raise ConfigError("key_fields", f"a sharded lookup takes the store's keys {store.keys!r}")
+    first = next((i for i, v in enumerate(commit.shards) if v), 0)  # a shard with data
+    sample = store.checkout(first, commit.shards[first])
+    names, types = _field_types(sample, topic, store.message_type, fields)
+    schema = _struct(", ".join(f"`{n}` {t}" for n, t in zip(names, types, strict=True)))
+    kinds = [f.dataType for f in schema.fields]
+
+    def lookup(*cols: pd.Series) -> pd.DataFrame:
+        owner, latest = handles.latest(root, storage, max_age=REFRESH_SECONDS)
+        keys = list(zip(*(c.tolist() for c in cols), strict=True))
+        groups: dict[int, list[int]] = {}
+        for row, values in enumerate(keys):
+            groups.setdefault(shard_of(values, owner.shards), []).append(row)
+        out: dict[str, list[Any]] = {n: [None] * len(keys) for n in names}
+        for shard, rows in groups.items():
+            local = owner.checkout(shard, latest.shards[shard])
+            try:
+                t = handles.reader(local, max_age=_IMMUTABLE).topic(topic, owner.message_type)
+            except KeyError:  # an empty shard: no records
+                continue
+            found = lookup_columns(t, paths, (keys[r] for r in rows), names, kinds)
+            for name, got in found.items():
+                column = out[name]
+                for r, value in zip(rows, got, strict=True):
+                    column[r] = value
+        return pd.DataFrame(out, dtype=object)
 
     return pandas_udf(lookup, returnType=schema)  # type: ignore[call-overload]
 

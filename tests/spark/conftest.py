@@ -80,3 +80,58 @@ def orders(n: int, seed: int = 7) -> list[dict[str, Any]]:
 def workload() -> list[dict[str, Any]]:
     """20,000 standard orders."""
     return orders(20_000)
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """moto's S3 server on a free loopback port, for the whole run; sets the standard
+    AWS variables (endpoint, test credentials, region) that s3fs and boto read."""
+    import socket
+
+    from moto.server import ThreadedMotoServer
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    saved = {k: os.environ.get(k) for k in _AWS}
+    os.environ.update(
+        AWS_ENDPOINT_URL=endpoint,
+        AWS_ACCESS_KEY_ID="testing",
+        AWS_SECRET_ACCESS_KEY="testing",
+        AWS_DEFAULT_REGION="us-east-1",
+    )
+    try:
+        yield endpoint
+    finally:
+        server.stop()
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+_AWS = ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+
+
+@pytest.fixture
+def bucket(s3_endpoint: str, request: pytest.FixtureRequest) -> str:
+    """A new bucket on the moto server; its ``s3://`` URL."""
+    import uuid
+
+    import s3fs
+
+    name = f"t-{uuid.uuid4().hex[:20]}"
+    s3fs.S3FileSystem(skip_instance_cache=True).mkdir(name)
+    return f"s3://{name}"
+
+
+@pytest.fixture
+def s3_options(s3_endpoint: str) -> dict[str, str]:
+    """fsspec options naming the moto server: Spark's Python workers started before the
+    endpoint variables were set, so the tests pass it explicitly (as a cluster would
+    pass a non-default endpoint)."""
+    return {"endpoint_url": s3_endpoint, "key": "testing", "secret": "testing"}
