@@ -1,0 +1,198 @@
+"""Live subscriptions in a read-only process: following the writer's log.
+
+A read-only topic with at least one subscription is *followed*: one thread per
+process (a :class:`~sowlib.timer.Timer` named ``sowlib-follow``) polls every followed
+topic every :data:`INTERVAL` seconds, and each poll is the topic's ``refresh``. While
+a topic has subscribers its refresh applies the writer's new records one at a time and
+turns each into the change the writer's own subscribers saw (:func:`apply_announced`):
+a put is a ``publish`` judged against the record it replaces (so OOF ``match`` and
+delta subscriptions work as in the writer), a delete tombstone an OOF ``deleted``, an
+expiration (the writer's tombstone, or the reader's own clock passing the record's
+expiration, :func:`expire_announced`) an OOF ``expired``. When the writer compacted
+(replaced the file), :func:`announce_reopen` diffs the state before and after by SOW
+key and sequence number: only what changed meanwhile is delivered.
+
+Imports ``errors``, ``storage``, ``subscriptions``, ``timer`` and the sibling ``parts``;
+never the facade (the Topic hands in its parts and a poll callable).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+
+from sowlib.errors import SowError
+from sowlib.index.types import Key
+from sowlib.storage import LogRecord, RecordKind
+from sowlib.subscriptions import RecordLike
+from sowlib.timer import Timer, TimerEntry
+from sowlib.topic.parts import Parts
+
+__all__ = [
+    "FOLLOWER",
+    "INTERVAL",
+    "Follower",
+    "announce_reopen",
+    "apply_announced",
+    "expire_announced",
+]
+
+#: Seconds between two polls of a followed topic (a poll that finds nothing new is one
+#: ``stat`` and one ``fstat`` of the log file).
+INTERVAL = 0.001
+THREAD_NAME = "sowlib-follow"
+
+_PUT, _DELETE = RecordKind.PUT, RecordKind.DELETE
+
+
+def apply_announced(parts: Parts, records: Sequence[LogRecord]) -> None:
+    """Apply the writer's ``records`` in order, announcing each to ``parts.subs``.
+
+    The record a put replaces is read before the put is applied, so the subscribers
+    judge the change exactly as the writer's did (OOF ``match``, delta fields).
+    O(records x subscriptions).
+    """
+    writer, views, keys, subs = parts.writer, parts.views, parts.keys, parts.subs
+    for rec in records:
+        key = keys.key_of(rec.key)
+        old = views.record(key) if key in keys else None
+        writer.apply(rec)
+        if rec.kind == _PUT:
+            new = views.record(key)
+            if new is not None:
+                subs.on_change("publish", rec.key, old, new)
+        elif old is not None:
+            subs.on_change("delete" if rec.kind == _DELETE else "expire", rec.key, old, None)
+
+
+def expire_announced(parts: Parts, now: float) -> int:
+    """Forget every record due at ``now`` (a reader appends no tombstone), announcing
+    each as an expiration; returns how many. The writer's later tombstone for the same
+    record finds it gone and announces nothing."""
+    count = 0
+    keys, views, subs = parts.keys, parts.views, parts.subs
+    for when, seq, key in parts.expiry.pop_due(now):
+        head = keys.header(key)
+        if head is None or head.seq != seq or head.expiration != when:
+            continue  # superseded by a later publish or already deleted
+        old = views.record(key)
+        parts.writer.forget(key)
+        if old is not None:
+            subs.on_change("expire", keys.text_of(key), old, None)
+        count += 1
+    return count
+
+
+def _by_text(parts: Parts) -> dict[str, tuple[Key, int]]:
+    keys = parts.keys
+    out: dict[str, tuple[Key, int]] = {}
+    for key in keys.keys():
+        head = keys.header(key)
+        if head is not None:
+            out[keys.text_of(key)] = (key, head.seq)
+    return out
+
+
+def announce_reopen(old: Parts, new: Parts, now: float) -> int:
+    """Announce what differs between ``old`` (the replaced file, still open) and ``new``.
+
+    A key only in ``old`` was deleted (expired when its expiration has passed); a key
+    whose sequence number differs, or only in ``new``, was published (judged against
+    the old record). Removals first, then publishes in sequence order; a record the
+    reader already had (same sequence number) is not delivered again. Returns the
+    number of changes announced; O(records of both).
+    """
+    before = _by_text(old)
+    changed: list[tuple[int, str, Key | None, Key]] = []
+    for text, (key, seq) in _by_text(new).items():
+        was = before.pop(text, None)
+        if was is None or was[1] != seq:
+            changed.append((seq, text, None if was is None else was[0], key))
+    subs = new.subs
+    for text, (key, _) in before.items():
+        rec: RecordLike | None = old.views.record(key)
+        if rec is not None:
+            expired = rec.expiration is not None and rec.expiration <= now
+            subs.on_change("expire" if expired else "delete", text, rec, None)
+    changed.sort(key=lambda c: c[0])
+    for _, text, old_key, key in changed:
+        prev = None if old_key is None else old.views.record(old_key)
+        rec = new.views.record(key)
+        if rec is not None:
+            subs.on_change("publish", text, prev, rec)
+    return len(before) + len(changed)
+
+
+class Follower:
+    """Polls followed topics on one thread, started on the first and stopped after the last.
+
+    A poll callable returns False when its topic no longer needs following (no
+    subscriber left, or closed); its entry is then cancelled, and the thread stops
+    when no entry is left. :meth:`follow` and :meth:`unfollow` must not be called while
+    holding a lock that a poll takes (the topic's lock).
+    """
+
+    def __init__(self, interval: float = INTERVAL) -> None:
+        self.interval = interval
+        self._lock = threading.Lock()
+        self._timer: Timer | None = None
+        self._entries: dict[int, TimerEntry] = {}
+
+    def __len__(self) -> int:
+        return sum(1 for entry in list(self._entries.values()) if entry.active)
+
+    @property
+    def running(self) -> bool:
+        """Whether the polling thread is alive."""
+        timer = self._timer
+        return timer is not None and timer.running
+
+    def follow(self, ident: object, poll: Callable[[], bool]) -> None:
+        """Poll ``poll()`` every :attr:`interval` until it returns False; idempotent per ``ident``."""
+        with self._lock:
+            entry = self._entries.get(id(ident))
+            if entry is not None and entry.active:
+                return
+            while True:
+                timer = self._timer
+                if timer is None or not timer.running:
+                    timer = self._timer = Timer(time.monotonic, name=THREAD_NAME)
+                entry = self._register(timer, poll)
+                if timer.running and entry.active:
+                    break
+                entry.cancel()  # the timer stopped itself meanwhile: a new one
+                self._timer = None
+            self._entries[id(ident)] = entry
+
+    def unfollow(self, ident: object) -> None:
+        """Stop polling for ``ident``; stops the thread when nothing else is followed."""
+        with self._lock:
+            entry = self._entries.pop(id(ident), None)
+            timer = self._timer
+        if entry is not None:
+            entry.cancel()
+        if timer is not None and len(timer) == 0:
+            timer.stop()
+
+    def _register(self, timer: Timer, poll: Callable[[], bool]) -> TimerEntry:
+        holder: list[TimerEntry] = []
+        entry = timer.register(lambda _now: self._poll(timer, holder, poll), self.interval)
+        holder.append(entry)
+        timer.start()
+        return entry
+
+    @staticmethod
+    def _poll(timer: Timer, holder: list[TimerEntry], poll: Callable[[], bool]) -> None:
+        try:
+            keep = poll()
+        except SowError:  # closed under the poll: stop following it
+            keep = False
+        if not keep and holder:
+            holder[0].cancel()
+            if len(timer) == 0:
+                timer.stop()  # from its own thread: no join; a later follow starts another
+
+
+#: The process's follower (every read-only store of the process shares its thread).
+FOLLOWER = Follower()
