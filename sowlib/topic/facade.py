@@ -519,7 +519,7 @@ class Topic(KeyReads):
                 return len(self._p.keys)
             if self._p.subs.active:
                 apply_announced(self._p, records)
-            else:
+            elif records:
                 self._p.writer.apply_many(records)
             self._tick()
             return len(records)

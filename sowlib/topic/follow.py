@@ -1,9 +1,8 @@
 """Live subscriptions in a read-only process: following the writer's log.
 
 A read-only topic with at least one subscription is *followed*: one thread per
-process (a :class:`~sowlib.timer.Timer` named ``sowlib-follow``) polls every followed
-topic every :data:`INTERVAL` seconds, and each poll is the topic's ``refresh``. While
-a topic has subscribers its refresh applies the writer's new records one at a time and
+process (``sowlib-follow``, :class:`Follower`) polls every followed topic every
+:data:`INTERVAL` seconds, and each poll is the topic's ``refresh``. While a topic has subscribers its refresh applies the writer's new records one at a time and
 turns each into the change the writer's own subscribers saw (:func:`apply_announced`):
 a put is a ``publish`` judged against the record it replaces (so OOF ``match`` and
 delta subscriptions work as in the writer), a delete tombstone an OOF ``deleted``, an
@@ -125,73 +124,77 @@ def announce_reopen(old: Parts, new: Parts, now: float) -> int:
 
 
 class Follower:
-    """Polls followed topics on one thread, started on the first and stopped after the last.
+    """Polls followed topics on one thread, started on the first and ended after the last.
 
-    A poll callable returns False when its topic no longer needs following (no
-    subscriber left, or closed); its entry is then cancelled, and the thread stops
-    when no entry is left. :meth:`follow` and :meth:`unfollow` must not be called while
-    holding a lock that a poll takes (the topic's lock).
+    The polls are entries of a :class:`~sowlib.timer.Timer` (cancellation, error
+    counting and logging are the timer's); the thread is a plain sleep loop calling
+    :meth:`Timer.tick`, a third of the CPU of a timed event wait per idle poll (ten
+    subscriber processes poll a thousand times a second each). A poll callable
+    returns False when its topic no longer needs following (no subscriber left, or
+    closed); its entry is then cancelled, and the thread ends when no entry is left.
+    :meth:`follow` and :meth:`unfollow` must not be called holding a lock a poll takes
+    (the topic's lock).
     """
 
     def __init__(self, interval: float = INTERVAL) -> None:
         self.interval = interval
+        self.timer = Timer(time.monotonic, name=THREAD_NAME)  # ticked by the thread below
         self._lock = threading.Lock()
-        self._timer: Timer | None = None
+        self._thread: threading.Thread | None = None
         self._entries: dict[int, TimerEntry] = {}
 
     def __len__(self) -> int:
-        return sum(1 for entry in list(self._entries.values()) if entry.active)
+        return len(self.timer)
 
     @property
     def running(self) -> bool:
         """Whether the polling thread is alive."""
-        timer = self._timer
-        return timer is not None and timer.running
+        thread = self._thread
+        return thread is not None and thread.is_alive()
 
     def follow(self, ident: object, poll: Callable[[], bool]) -> None:
-        """Poll ``poll()`` every :attr:`interval` until it returns False; idempotent per ``ident``."""
+        """Call ``poll()`` every :attr:`interval` until it returns False; idempotent per ``ident``."""
         with self._lock:
             entry = self._entries.get(id(ident))
             if entry is not None and entry.active:
                 return
-            while True:
-                timer = self._timer
-                if timer is None or not timer.running:
-                    timer = self._timer = Timer(time.monotonic, name=THREAD_NAME)
-                entry = self._register(timer, poll)
-                if timer.running and entry.active:
-                    break
-                entry.cancel()  # the timer stopped itself meanwhile: a new one
-                self._timer = None
+        holder: list[TimerEntry] = []
+        entry = self.timer.register(lambda _now: self._poll(holder, poll), self.interval)
+        holder.append(entry)
+        with self._lock:
             self._entries[id(ident)] = entry
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+                self._thread.start()
 
     def unfollow(self, ident: object) -> None:
-        """Stop polling for ``ident``; stops the thread when nothing else is followed."""
+        """Stop polling for ``ident``; waits for the thread to end when nothing else is followed."""
         with self._lock:
             entry = self._entries.pop(id(ident), None)
-            timer = self._timer
         if entry is not None:
             entry.cancel()
-        if timer is not None and len(timer) == 0:
-            timer.stop()
+        thread = self._thread
+        if len(self.timer) == 0 and thread is not None and thread is not threading.current_thread():
+            thread.join()
 
-    def _register(self, timer: Timer, poll: Callable[[], bool]) -> TimerEntry:
-        holder: list[TimerEntry] = []
-        entry = timer.register(lambda _now: self._poll(timer, holder, poll), self.interval)
-        holder.append(entry)
-        timer.start()
-        return entry
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if len(self.timer) == 0:
+                    self._thread = None
+                    self._entries = {k: e for k, e in self._entries.items() if e.active}
+                    return
+            self.timer.tick()
+            time.sleep(self.interval)
 
     @staticmethod
-    def _poll(timer: Timer, holder: list[TimerEntry], poll: Callable[[], bool]) -> None:
+    def _poll(holder: list[TimerEntry], poll: Callable[[], bool]) -> None:
         try:
             keep = poll()
         except SowError:  # closed under the poll: stop following it
             keep = False
         if not keep and holder:
             holder[0].cancel()
-            if len(timer) == 0:
-                timer.stop()  # from its own thread: no join; a later follow starts another
 
 
 #: The process's follower (every read-only store of the process shares its thread).
