@@ -263,3 +263,50 @@ def test_unsubscribe_stops_the_follower_and_close_stops_the_thread(writer: Any) 
         "resubscribed": ["sowlib-follow"],
         "closed": [],
     }
+
+
+def compat_main(path: str, q: Any, ready: Any) -> None:
+    """An AMPS-client program in the subscriber process, over a read-only store."""
+    from sowlib import compat
+
+    store = SowStore(path, readonly=True)
+    compat.attach(store, "tcp://localhost:9007/amps/json")
+    client = compat.Client("live-subscriber")
+    client.connect("tcp://localhost:9007/amps/json")
+    client.logon()
+    got: list[Any] = []
+    done = threading.Event()
+
+    def on_message(m: Any) -> None:
+        data = m.get_data()
+        got.append((m.get_command(), json.loads(data) if data else None))
+        if '"end"' in data:
+            done.set()
+
+    client.sow_and_subscribe(on_message, "orders", "/p > 3", options="oof")
+    ready.set()
+    done.wait(WAIT)
+    q.put(got)
+    client.close()
+    store.close()
+
+
+def test_an_amps_client_program_in_a_reader_process(writer: Any) -> None:
+    writer.publish({"id": 1, "p": 5})
+    q, ready = CTX.Queue(), CTX.Event()
+    proc = CTX.Process(target=compat_main, args=(str(Path(writer.path).parent), q, ready))
+    proc.start()
+    assert ready.wait(WAIT)
+    writer.publish({"id": 2, "p": 7})
+    writer.publish({"id": 1, "p": 0})
+    writer.publish({"id": 999, "p": 100, "end": True})
+    got = q.get(timeout=WAIT)
+    proc.join(WAIT)
+    assert got == [
+        ("group_begin", None),
+        ("sow", {"id": 1, "p": 5}),
+        ("group_end", None),
+        ("publish", {"id": 2, "p": 7}),
+        ("oof", {"id": 1, "p": 0}),
+        ("publish", {"id": 999, "p": 100, "end": True}),
+    ]
