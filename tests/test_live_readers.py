@@ -310,3 +310,18 @@ def test_an_amps_client_program_in_a_reader_process(writer: Any) -> None:
         ("oof", {"id": 1, "p": 0}),
         ("publish", {"id": 999, "p": 100, "end": True}),
     ]
+
+
+def test_refresh_delivers_before_it_returns(writer: Any) -> None:
+    reader = SowStore(Path(writer.path).parent, readonly=True)
+    try:
+        got: list[Any] = []
+        reader.topic("orders").subscribe(lambda m: got.append(_row(m)), "/p > 3")
+        for i in range(50):
+            writer.publish({"id": i, "p": 4 + i % 2})
+            reader.refresh()
+            assert got[-1][2] == {"id": i, "p": 4 + i % 2}
+        assert len(got) == 50
+    finally:
+        reader.close()
+    assert not [t for t in threading.enumerate() if t.name == "sowlib-follow"]

@@ -2,17 +2,20 @@
 
 A read-only topic with at least one subscription is *followed*: one thread per
 process (``sowlib-follow``, :class:`Follower`) polls every followed topic every
-:data:`INTERVAL` seconds, and each poll is the topic's ``refresh``. While a topic has subscribers its refresh applies the writer's new records one at a time and
-turns each into the change the writer's own subscribers saw (:func:`apply_announced`):
-a put is a ``publish`` judged against the record it replaces (so OOF ``match`` and
-delta subscriptions work as in the writer), a delete tombstone an OOF ``deleted``, an
-expiration (the writer's tombstone, or the reader's own clock passing the record's
-expiration, :func:`expire_announced`) an OOF ``expired``. When the writer compacted
-(replaced the file), :func:`announce_reopen` diffs the state before and after by SOW
-key and sequence number: only what changed meanwhile is delivered.
+:data:`INTERVAL` seconds, and each poll is the topic's ``refresh``. While a topic
+has subscribers its refresh applies the writer's new records one at a time and
+turns each into the change the writer's own subscribers saw
+(:func:`apply_announced`): a put is a ``publish`` judged against the record it
+replaces (so OOF ``match`` and delta subscriptions work as in the writer), a
+delete tombstone an OOF ``deleted``, an expiration (the writer's tombstone, or the
+reader's own clock passing the record's expiration, :func:`expire_announced`) an
+OOF ``expired``. When the writer compacted (replaced the file),
+:func:`announce_reopen` diffs the state before and after by SOW key and sequence
+number: only what changed meanwhile is delivered.
 
-Imports ``errors``, ``storage``, ``subscriptions``, ``timer`` and the sibling ``parts``;
-never the facade (the Topic hands in its parts and a poll callable).
+Imports ``errors``, ``index.types``, ``storage``, ``subscriptions``, ``timer`` and
+the sibling ``parts``; never the facade (the Topic hands in its parts and a poll
+callable).
 """
 
 from __future__ import annotations
@@ -84,12 +87,13 @@ def expire_announced(parts: Parts, now: float) -> int:
 
 
 def _by_text(parts: Parts) -> dict[str, tuple[Key, int]]:
-    keys = parts.keys
+    keymap = parts.keys
+    live = keymap.keys()
     out: dict[str, tuple[Key, int]] = {}
-    for key in keys.keys():
-        head = keys.header(key)
+    for key in live:
+        head = keymap.header(key)
         if head is not None:
-            out[keys.text_of(key)] = (key, head.seq)
+            out[keymap.text_of(key)] = (key, head.seq)
     return out
 
 
@@ -153,7 +157,7 @@ class Follower:
         return thread is not None and thread.is_alive()
 
     def follow(self, ident: object, poll: Callable[[], bool]) -> None:
-        """Call ``poll()`` every :attr:`interval` until it returns False; idempotent per ``ident``."""
+        """Call ``poll()`` every :attr:`interval` until it returns False (idempotent)."""
         with self._lock:
             entry = self._entries.get(id(ident))
             if entry is not None and entry.active:
