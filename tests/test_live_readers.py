@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from sowlib import SowStore
+from sowlib.topic.follow import FOLLOWER
 
 CTX = mp.get_context("spawn")
 WAIT = 30.0
@@ -69,7 +70,6 @@ def reader_main(
 
 def lifecycle_main(path: str, q: Any, ready: Any, published: Any) -> None:
     """Report the follower thread around unsubscribe and close; no delivery after unsubscribe."""
-    from sowlib.topic.follow import FOLLOWER
 
     def threads() -> list[str]:
         return [t.name for t in threading.enumerate() if t.name == "sowlib-follow"]
@@ -325,3 +325,30 @@ def test_refresh_delivers_before_it_returns(writer: Any) -> None:
     finally:
         reader.close()
     assert not [t for t in threading.enumerate() if t.name == "sowlib-follow"]
+
+
+def test_a_raising_subscription_loses_no_record(writer: Any) -> None:
+    reader = SowStore(Path(writer.path).parent, readonly=True)
+    try:
+        topic = reader.topic("orders")
+        seen: list[Any] = []
+
+        def boom(m: Any) -> None:
+            seen.append(m.sow_key)
+            if len(seen) == 1:
+                raise RuntimeError("handler failed")
+
+        others: list[Any] = []
+        topic.subscribe(others.append)
+        sub = topic.subscribe(boom)
+        sub.raises = True  # as a transaction log's subscription: the error propagates
+        FOLLOWER.unfollow(topic)  # this test's refresh delivers (not the thread)
+        for i in range(3):
+            writer.publish({"id": i, "p": 1})
+        with pytest.raises(RuntimeError, match="handler failed"):
+            reader.refresh()
+        assert len(topic) == 3
+        assert len(seen) == 3
+        assert len(others) == 3
+    finally:
+        reader.close()

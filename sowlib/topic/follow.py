@@ -52,20 +52,28 @@ def apply_announced(parts: Parts, records: Sequence[LogRecord]) -> None:
     """Apply the writer's ``records`` in order, announcing each to ``parts.subs``.
 
     The record a put replaces is read before the put is applied, so the subscribers
-    judge the change exactly as the writer's did (OOF ``match``, delta fields).
+    judge the change exactly as the writer's did (OOF ``match``, delta fields). A
+    subscription that raises (``Subscription.raises``) does not stop the others or the
+    apply: every record is applied, then the first error is raised.
     O(records x subscriptions).
     """
     writer, views, keys, subs = parts.writer, parts.views, parts.keys, parts.subs
+    failure: Exception | None = None
     for rec in records:
         key = keys.key_of(rec.key)
         old = views.record(key) if key in keys else None
         writer.apply(rec)
-        if rec.kind == _PUT:
-            new = views.record(key)
-            if new is not None:
-                subs.on_change("publish", rec.key, old, new)
-        elif old is not None:
-            subs.on_change("delete" if rec.kind == _DELETE else "expire", rec.key, old, None)
+        try:
+            if rec.kind == _PUT:
+                new = views.record(key)
+                if new is not None:
+                    subs.on_change("publish", rec.key, old, new)
+            elif old is not None:
+                subs.on_change("delete" if rec.kind == _DELETE else "expire", rec.key, old, None)
+        except Exception as exc:  # a raising subscription: every record is still applied
+            failure = failure or exc
+    if failure is not None:
+        raise failure
 
 
 def expire_announced(parts: Parts, now: float) -> int:
