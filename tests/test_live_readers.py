@@ -342,11 +342,11 @@ def test_a_raising_subscription_loses_no_record(writer: Any) -> None:
         topic.subscribe(others.append)
         sub = topic.subscribe(boom)
         sub.raises = True  # as a transaction log's subscription: the error propagates
-        FOLLOWER.unfollow(topic)  # this test's refresh delivers (not the thread)
-        for i in range(3):
-            writer.publish({"id": i, "p": 1})
-        with pytest.raises(RuntimeError, match="handler failed"):
-            reader.refresh()
+        with topic._lock:  # the follower thread waits: this refresh delivers the three
+            for i in range(3):
+                writer.publish({"id": i, "p": 1})
+            with pytest.raises(RuntimeError, match="handler failed"):
+                reader.refresh()
         assert len(topic) == 3
         assert len(seen) == 3
         assert len(others) == 3

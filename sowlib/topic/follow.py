@@ -44,6 +44,8 @@ __all__ = [
 #: ``stat`` and one ``fstat`` of the log file).
 INTERVAL = 0.001
 THREAD_NAME = "sowlib-follow"
+#: Seconds :meth:`Follower.unfollow` waits for the thread to end.
+JOIN_TIMEOUT = 1.0
 
 _PUT, _DELETE = RecordKind.PUT, RecordKind.DELETE
 
@@ -180,14 +182,19 @@ class Follower:
                 self._thread.start()
 
     def unfollow(self, ident: object) -> None:
-        """Stop polling for ``ident``; waits for the thread to end when nothing else is followed."""
+        """Forget ``ident``, whose poll now returns False (its topic is closed); when
+        nothing else is followed, wait (a bounded time) for the thread to end.
+
+        The entry is not cancelled here: the thread holds the timer while it polls,
+        and a handler it runs may wait for a lock the caller holds (the store's, in a
+        close). The next poll ends it; the bounded wait covers that handler's case.
+        """
         with self._lock:
-            entry = self._entries.pop(id(ident), None)
-        if entry is not None:
-            entry.cancel()
-        thread = self._thread
-        if len(self.timer) == 0 and thread is not None and thread is not threading.current_thread():
-            thread.join()
+            self._entries.pop(id(ident), None)
+            others = any(entry.active for entry in self._entries.values())
+            thread = self._thread
+        if not others and thread is not None and thread is not threading.current_thread():
+            thread.join(JOIN_TIMEOUT)
 
     def _run(self) -> None:
         while True:
