@@ -352,3 +352,28 @@ def test_a_raising_subscription_loses_no_record(writer: Any) -> None:
         assert len(others) == 3
     finally:
         reader.close()
+
+
+def test_close_while_a_handler_runs_on_the_follower_thread(writer: Any) -> None:
+    reader = SowStore(Path(writer.path).parent, readonly=True)
+    in_handler, closing = threading.Event(), threading.Event()
+    got: list[Any] = []
+
+    def handler(m: Any) -> None:
+        got.append(m.sow_key)
+        in_handler.set()
+        closing.wait(WAIT)
+        time.sleep(0.05)  # the close below waits for this delivery to end
+
+    reader.topic("orders").subscribe(handler)
+    writer.publish({"id": 1, "p": 1})
+    assert in_handler.wait(WAIT)
+    closer = threading.Thread(target=reader.close)
+    closer.start()
+    closing.set()
+    closer.join(WAIT)
+    assert not closer.is_alive()
+    writer.publish({"id": 2, "p": 1})
+    time.sleep(0.05)
+    assert len(got) == 1
+    assert not [t for t in threading.enumerate() if t.name == "sowlib-follow"]
