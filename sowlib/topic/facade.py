@@ -26,6 +26,7 @@ from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_c
 from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic.checks import check_topic, topic_stats
+from sowlib.topic.follow import FOLLOWER, announce_reopen, apply_announced
 from sowlib.topic.keyreads import KeyReads
 from sowlib.topic.loader import checkpoint_blob, load
 from sowlib.topic.parts import as_of, build_parts, int_key_format, key_head
@@ -319,13 +320,20 @@ class Topic(KeyReads):
         no_empties: bool = False,
         on_error: Callable[[BaseException, Message], object] | None = None,
     ) -> Subscription:
-        """Call ``callback`` for every later change that matches ``filter`` (in process)."""
+        """Call ``callback`` for every later change that matches ``filter``.
+
+        In a read-only process the changes are the writer's, followed on a thread
+        (``docs/subscriptions.md``); ``refresh()`` delivers them at once.
+        """
         with self._lock:
             self._check_open()
             flt = self._compile(filter)
-            return self._p.subs.add(
+            self._catch_up()
+            sub = self._p.subs.add(
                 callback, flt, oof=oof, delta=delta, no_empties=no_empties, on_error=on_error
             )
+        self._follow()
+        return sub
 
     def sow_and_subscribe(
         self,
@@ -348,10 +356,11 @@ class Topic(KeyReads):
         options = QueryOptions.make(order_by=order_by, top_n=top_n, batch_size=batch_size)
         with self._lock:
             self._check_open()
+            self._catch_up()
             self._tick()
             flt = self._compile(filter)
             initial = run_query(self._p.source, flt, options)
-            return self._p.subs.add(
+            sub = self._p.subs.add(
                 callback,
                 flt,
                 oof=oof,
@@ -360,6 +369,25 @@ class Topic(KeyReads):
                 initial=initial,
                 on_error=on_error,
             )
+        self._follow()
+        return sub
+
+    def _catch_up(self) -> None:
+        """Read-only: apply the writer's changes before a subscription starts (lock held)."""
+        if self._readonly and self._reopen is not None:
+            self.refresh()
+
+    def _follow(self) -> None:
+        """Read-only: poll the log while subscribed (never called holding the lock)."""
+        if self._readonly and self._reopen is not None:
+            FOLLOWER.follow(self, self._poll)
+
+    def _poll(self) -> bool:
+        with self._lock:
+            if self._closed or not self._p.subs.active:
+                return False
+            self.refresh()
+            return True
 
     # ------------------------------------------------------------------ deletes
 
@@ -446,7 +474,7 @@ class Topic(KeyReads):
             self._check_open()
             if not self.config.expiration_enabled:
                 return 0
-            return self._p.writer.process_expirations(self._clock(), self._readonly)
+            return self._expire(self._clock())
 
     def compact(self, progress: ProgressArg = None) -> None:
         """Rewrite the log with only live records (and retained history); O(file size).
@@ -481,13 +509,18 @@ class Topic(KeyReads):
                 if reopen is None:
                     return -1
                 # the writer replaced the file (compaction): this handle continues on it
-                old, subs = self._log, self._p.subs
+                old, before = self._log, self._p
                 config, log = reopen()
                 self._wire(config, log, None)
-                self._p.subs = self._p.writer.subs = subs
+                self._p.subs = self._p.writer.subs = before.subs
+                if before.subs.active:  # announce what changed, by key and sequence number
+                    announce_reopen(before, self._p, self._clock())
                 old.close(None)
                 return len(self._p.keys)
-            self._p.writer.apply_many(records)
+            if self._p.subs.active:
+                apply_announced(self._p, records)
+            elif records:
+                self._p.writer.apply_many(records)
             self._tick()
             return len(records)
 
@@ -521,6 +554,7 @@ class Topic(KeyReads):
             finally:  # the log (and its lock) is closed whatever the checkpoint raised
                 self._log.close(blob)
                 self._p.cache.clear()
+        FOLLOWER.unfollow(self)
 
     @property
     def closed(self) -> bool:

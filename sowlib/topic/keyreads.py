@@ -18,6 +18,7 @@ from sowlib.errors import ArgumentError, ReadOnlyError, StoreClosedError
 from sowlib.index.types import Key
 from sowlib.paths import FieldPath
 from sowlib.record import Record
+from sowlib.topic.follow import expire_announced
 from sowlib.topic.parts import Parts, key_of_values
 
 __all__ = ["KeyReads", "field_names"]
@@ -72,8 +73,15 @@ class KeyReads:
 
     def _tick(self) -> None:
         """Process due expirations (lazily, on every operation; spec §10)."""
-        if self._p.expiry.due(self._clock()):
-            self._p.writer.process_expirations(self._clock(), self._readonly)
+        now = self._clock()
+        if self._p.expiry.due(now):
+            self._expire(now)
+
+    def _expire(self, now: float) -> int:
+        """Expire what is due; a followed reader announces each to its subscribers."""
+        if self._readonly and self._p.subs.active:
+            return expire_announced(self._p, now)
+        return self._p.writer.process_expirations(now, self._readonly)
 
     def _key_of(self, sow_key: object) -> Key | None:
         return self._p.keys.key_of(sow_key) if type(sow_key) is str else None
