@@ -28,6 +28,7 @@ from sowlib.state import StateStore
 from sowlib.store import SowStore
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic import Topic
+from sowlib.verifying import verify
 
 __version__ = VERSION
 _warn_missing_compiled()  # once per process, when a C module was not built
@@ -44,6 +45,7 @@ def build_info() -> dict[str, object]:
 
 
 __all__ = [
+    "verify",
     "MISSING",
     "ChainingKeyGenerator",
     "Change",

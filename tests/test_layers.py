@@ -67,6 +67,7 @@ LAYERS = {
     "sowlib.history": 4,
     "sowlib.store_files": 4,
     "sowlib.journal": 4,
+    "sowlib.verifying": 4,
     # the query engine and the topic
     "sowlib.query": 5,
     "sowlib.queues": 5,

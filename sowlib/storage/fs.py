@@ -32,7 +32,7 @@ __all__ = [
     "storage_error",
 ]
 
-Progress = Callable[[int, int | None], None]
+Progress = Callable[[int, int | None], object]
 """A ``progress(done, total)`` callback of a long operation (total None when unknown)."""
 PROGRESS_BYTES = 1 << 22
 """Long storage walks report progress about once per this many bytes."""

@@ -15,7 +15,7 @@ import time
 
 import attrs
 
-from sowlib.errors import FormatVersionError
+from sowlib.errors import ConfigError, FormatVersionError
 from sowlib.storage.checkpoint import read_checkpoint
 from sowlib.storage.compaction import PAGE, install, write_all, write_log_file
 from sowlib.storage.format import (
@@ -307,7 +307,14 @@ def verify(
         CorruptRecordError: the header itself is damaged (offset 0); nothing can be salvaged.
         StoreLockedError: ``repair`` while a writer has the log open (nothing is changed).
         StorePathError, StoreFullError: the file cannot be read, or the repair written.
+        ConfigError: ``progress`` is not a callable.
     """
+    if progress is not None and (isinstance(progress, bool) or not callable(progress)):
+        raise ConfigError(
+            "progress",
+            f"{progress!r}: this layer takes a progress(done, total) callable;"
+            " sowlib.verify also takes True or a tqdm bar",
+        )
     file = os.fspath(path)
     with os_errors(file, "verify"):
         fd = open_regular(file, os.O_RDONLY, "verify")
