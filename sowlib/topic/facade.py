@@ -361,6 +361,23 @@ class Topic(KeyReads):
                 on_error=on_error,
             )
 
+    def follow(self, listener: Any) -> Callable[[], None]:
+        """Feed ``listener`` (a :class:`~sowlib.index.WriteListener`) every live record's
+        values of its paths (``put_many``, a batch at a time), then every write, as the
+        index upkeep sees it (:meth:`~sowlib.index.IndexSet.follow`); returns what stops it."""
+        with self._lock:
+            self._check_open()
+            self._tick()
+            for keys, columns in self._p.source.field_chunks(listener.paths):
+                listener.put_many(keys, columns)
+            self.indexes.follow(listener)
+
+        def stop() -> None:
+            with self._lock:
+                self.indexes.follow(listener, on=False)
+
+        return stop
+
     # ------------------------------------------------------------------ deletes
 
     def sow_delete(self, filter: str | Filter) -> DeleteResult:
