@@ -438,7 +438,7 @@ class IndexSet:
         self.irregular.discard(key)
         if self.listener is not None:
             self.listener.delete(key)
-        for follower, _at in self._followers:
+        for follower, _where in self._followers:
             follower.delete(key)
         if not self._kept_at:
             return
@@ -553,7 +553,7 @@ class IndexSet:
             index.clear()
         if self.listener is not None:
             self.listener.clear()
-        for follower, _at in self._followers:
+        for follower, _where in self._followers:
             follower.clear()
 
     @property

@@ -18,8 +18,8 @@ from sowlib.subscriptions import Message
 from sowlib.timer import Timer
 from sowlib.units import parse_duration
 from sowlib.views.definition import ViewSpec, compile_view
-from sowlib.views.join import JoinMaintainer, parse_join, qualify_spec
 from sowlib.views.feed import ViewFeed
+from sowlib.views.join import JoinMaintainer, parse_join, qualify_spec
 from sowlib.views.maintain import ConflationMaintainer
 from sowlib.views.query import (
     AggregateRecord,

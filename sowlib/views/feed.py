@@ -154,13 +154,14 @@ class ViewFeed:
 
     def start(self, source: Any) -> None:
         """Build the view from ``source``'s records and follow its writes."""
-        with self._lock:
-            self._held = True  # the records now: each group written once, at the end
-            try:
-                self._stop = source.follow(self)
-            finally:
-                self._held = False
-            self.flush()
+        # The records now: each group written once, at the end. Not under the feed's own
+        # lock: a write path holds the topic's lock, then takes the feed's.
+        self._held = True
+        try:
+            self._stop = source.follow(self)
+        finally:
+            self._held = False
+        self.flush()
 
     def close(self) -> None:
         """Stop following the underlying topic."""
