@@ -86,8 +86,9 @@ class RowReader:
         args: list[tuple[Callable[[Any], Any], int | None, Callable[[Any], Any] | None]] = []
         for call in view.aggregates:
             node = call.node
-            if node is None:  # COUNT(*)
-                args.append((call.state.convert, None, None))
+            if node is None:  # COUNT(*): the same converted value for every record
+                constant = call.state.convert(1)
+                args.append((lambda _v, constant=constant: constant, None, None))
             elif isinstance(node, Field):
                 args.append((call.state.convert, found[node.path], None))
             else:
@@ -113,8 +114,13 @@ class RowReader:
             elif fn is not None:
                 values.append(convert(fn(slots)))
             else:  # COUNT(*)
-                values.append(convert(1))
-        group = tuple([distinct_value(row[i]) for i in self._group_at])
+                values.append(convert(None))
+        group = tuple(
+            [
+                v if type(v) is str and v else distinct_value(v)
+                for v in map(row.__getitem__, self._group_at)
+            ]
+        )
         plains = tuple([row[i] for i in self._plain_at])
         return group, tuple(values), plains
 
