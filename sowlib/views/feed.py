@@ -41,6 +41,11 @@ def _slot(i: int) -> FieldPath:
     return FieldPath((Step(f"\x00{i}"),))
 
 
+def _constant(value: Any) -> Callable[[Any], Any]:
+    """A converter that gives ``value`` whatever it is given."""
+    return lambda _ignored: value
+
+
 class RowReader:
     """A compiled view read off a row: the values of :attr:`paths` in one record.
 
@@ -87,8 +92,7 @@ class RowReader:
         for call in view.aggregates:
             node = call.node
             if node is None:  # COUNT(*): the same converted value for every record
-                constant = call.state.convert(1)
-                args.append((lambda _v, constant=constant: constant, None, None))
+                args.append((_constant(call.state.convert(1)), None, None))
             elif isinstance(node, Field):
                 args.append((call.state.convert, found[node.path], None))
             else:

@@ -261,8 +261,10 @@ def test_tick_drives_conflation_with_an_injected_clock() -> None:
     assert store.tick() == 0
     assert len(conflated) == 0
     clock.advance(10)
-    assert store.tick() == 1
+    # the store's timer thread may run the due interval first: either way it ran once
+    assert store.tick() in (0, 1)
     assert len(conflated) == 1
+    assert store.tick() == 0
     store.close()
 
 
