@@ -109,6 +109,8 @@ class IndexSet:
     #: Follows every write (see :meth:`attach`), or None.
     listener: WriteListener | None
     _listen_at: tuple[int, ...]
+    #: More listeners (see :meth:`follow`), each with the positions of its paths.
+    _followers: list[tuple[WriteListener, tuple[int, ...]]]
 
     def __init__(
         self,
@@ -120,6 +122,7 @@ class IndexSet:
         self._kept = KeptValues(table)
         self._deferred: Callable[[], None] | None = None
         self.listener = None
+        self._followers = []
         self.key_fields = as_paths(key_fields)
         self.hashes = [HashIndex(fields) for fields in hash_indexes]
         self.memos = {}
@@ -147,6 +150,10 @@ class IndexSet:
         for path in listened:
             paths.setdefault(path, len(paths))
         self._listen_at = tuple(paths[path] for path in listened)
+        for follower, _at in self._followers:
+            for path in follower.paths:
+                paths.setdefault(path, len(paths))
+        self._followers = [(f, tuple(paths[p] for p in f.paths)) for f, _at in self._followers]
         self._paths = tuple(paths)
         self._getters = tuple(path.getter for path in paths)
         self._items = tuple(
@@ -291,6 +298,8 @@ class IndexSet:
             table[key] = sys.intern(value) if type(value) is str else value
         if self.listener is not None:
             self.listener.put(key, [new[i] for i in self._listen_at])
+        for follower, at in self._followers:
+            follower.put(key, [new[i] for i in at])
 
     def on_insert_many(self, keys: Sequence[Key], docs: Sequence[Any]) -> None:
         """:meth:`on_put` of new keys (none indexed yet, no repeats), a column at a time."""
@@ -388,6 +397,8 @@ class IndexSet:
         self.keep_columns(keys, columns)
         if self.listener is not None:
             self.listener.put_many(keys, [columns[i] for i in self._listen_at])
+        for follower, at in self._followers:
+            follower.put_many(keys, [columns[i] for i in at])
 
     def _put_rows(
         self, index: HashIndex, keys: Sequence[Key], columns: Sequence[Sequence[Any]], at: Any
@@ -427,6 +438,8 @@ class IndexSet:
         self.irregular.discard(key)
         if self.listener is not None:
             self.listener.delete(key)
+        for follower, _where in self._followers:
+            follower.delete(key)
         if not self._kept_at:
             return
         old = self.kept_values(key) if self._kept.complete else self._values(old_doc)
@@ -506,11 +519,20 @@ class IndexSet:
         self.listener = listener
         self._layout()
 
+    def follow(self, listener: WriteListener, on: bool = True) -> None:
+        """Call ``listener`` on every write from now on, besides :attr:`listener` (a view
+        of the topic); ``on=False`` stops it. Its :attr:`~WriteListener.paths` are read
+        when it is added."""
+        self._followers = [(f, at) for f, at in self._followers if f is not listener]
+        if on:
+            self._followers.append((listener, ()))
+        self._layout()
+
     @property
     def has_field_indexes(self) -> bool:
         """True when a hash or memo index (or the listener) needs each document's field
         values."""
-        return bool(self.hashes or self.memos or self.listener)
+        return bool(self.hashes or self.memos or self.listener or self._followers)
 
     def on_put_keys(self, key: Key, values: Sequence[Any], inserted: bool) -> None:
         """:meth:`on_put` for a set without field indexes, from the key-field values; O(1)."""
@@ -531,6 +553,8 @@ class IndexSet:
             index.clear()
         if self.listener is not None:
             self.listener.clear()
+        for follower, _where in self._followers:
+            follower.clear()
 
     @property
     def live(self) -> int:

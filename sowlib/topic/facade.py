@@ -27,6 +27,7 @@ from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
 from sowlib.topic.checks import check_topic, topic_stats
 from sowlib.topic.follow import FOLLOWER, announce_reopen, apply_announced
+from sowlib.topic.following import Following
 from sowlib.topic.keyreads import KeyReads
 from sowlib.topic.loader import checkpoint_blob, load
 from sowlib.topic.parts import as_of, build_parts, int_key_format, key_head
@@ -37,7 +38,7 @@ _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
 _CHANGE = {_PUT: "publish", _DELETE: "delete", _EXPIRE: "expire"}
 
 
-class Topic(KeyReads):
+class Topic(KeyReads, Following):
     """A SOW topic: the latest record per SOW key, persisted in one log.
 
     Get one from :meth:`SowStore.create_topic` or :meth:`SowStore.topic`. Memory is
@@ -372,22 +373,7 @@ class Topic(KeyReads):
         self._follow()
         return sub
 
-    def _catch_up(self) -> None:
-        """Read-only: apply the writer's changes before a subscription starts (lock held)."""
-        if self._readonly and self._reopen is not None:
-            self.refresh()
-
-    def _follow(self) -> None:
-        """Read-only: poll the log while subscribed (never called holding the lock)."""
-        if self._readonly and self._reopen is not None:
-            FOLLOWER.follow(self, self._poll)
-
-    def _poll(self) -> bool:
-        with self._lock:
-            if self._closed or not self._p.subs.active:
-                return False
-            self.refresh()
-            return True
+    # _catch_up, _follow, _poll, follow: sowlib.topic.following.Following
 
     # ------------------------------------------------------------------ deletes
 

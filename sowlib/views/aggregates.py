@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from sortedcontainers import SortedKeyList
+from sortedcontainers import SortedKeyList, SortedList
 
 from sowlib.expr import runtime
 
@@ -111,12 +111,18 @@ class Aggregate(abc.ABC):
 
 
 class _Moments(Aggregate):
-    """Count, exact sum and exact sum of squares, plus the non-finite values seen."""
+    """Count, exact sum and (for the deviations) exact sum of squares, plus the
+    non-finite values seen. Integers are summed as they are, floats as exact multiples
+    of 2**-1074."""
+
+    #: whether the sum of squares is kept (the deviations need it; SUM and AVG do not)
+    squares = True
 
     def __init__(self) -> None:
         self.n = 0
         self.floats = 0  # how many of the values are floats (the result type of SUM)
-        self.s1 = 0  # sum * 2**1074
+        self.ints = 0  # the sum of the integer values
+        self.s1 = 0  # the sum of the finite float values * 2**1074
         self.s2 = 0  # sum of squares * 2**2148
         self.nan = 0
         self.pos_inf = 0
@@ -124,19 +130,29 @@ class _Moments(Aggregate):
 
     def _step(self, v: int | float, sign: int) -> None:
         self.n += sign
-        if type(v) is float:
-            self.floats += sign
-            if not math.isfinite(v):
-                if v != v:
-                    self.nan += sign
-                elif v > 0:
-                    self.pos_inf += sign
-                else:
-                    self.neg_inf += sign
-                return
+        if type(v) is int:
+            self.ints += v if sign > 0 else -v
+            if self.squares:
+                x = v << _SHIFT
+                self.s2 += sign * x * x
+            return
+        self.floats += sign
+        if not math.isfinite(v):
+            if v != v:
+                self.nan += sign
+            elif v > 0:
+                self.pos_inf += sign
+            else:
+                self.neg_inf += sign
+            return
         x = exact_float(v)
-        self.s1 += sign * x
-        self.s2 += sign * x * x
+        self.s1 += x if sign > 0 else -x
+        if self.squares:
+            self.s2 += sign * x * x
+
+    def _sum(self) -> int:
+        """The sum of the finite values * 2**1074."""
+        return self.s1 + (self.ints << _SHIFT)
 
     def add(self, v: Any) -> None:
         self._step(v, 1)
@@ -161,14 +177,14 @@ class _Moments(Aggregate):
         if special is not None:
             return special
         if self.floats == 0:
-            return self.s1 >> _SHIFT
-        return _ratio(self.s1, _ONE)
+            return self.ints
+        return _ratio(self._sum(), _ONE)
 
     def mean(self) -> float | None:
         if self.n == 0:
             return None
         special = self._special()
-        return special if special is not None else _ratio(self.s1, _ONE * self.n)
+        return special if special is not None else _ratio(self._sum(), _ONE * self.n)
 
     def stddev(self, sample: bool) -> float | None:
         n = self.n
@@ -177,7 +193,8 @@ class _Moments(Aggregate):
         special = self._special()
         if special is not None:
             return math.nan
-        num = n * self.s2 - self.s1 * self.s1  # n² · variance_pop · 2**2148
+        s1 = self._sum()
+        num = n * self.s2 - s1 * s1  # n² · variance_pop · 2**2148
         den = n * (n - 1 if sample else n)
         return math.sqrt(_ratio(num, den << (2 * _SHIFT)))
 
@@ -185,12 +202,16 @@ class _Moments(Aggregate):
 class Sum(_Moments):
     """SUM: integers stay integers; any float makes the result a float."""
 
+    squares = False
+
     def value(self) -> Any:
         return self.total()
 
 
 class Avg(_Moments):
     """AVG: the exact mean, correctly rounded to a float."""
+
+    squares = False
 
     def value(self) -> Any:
         return self.mean()
@@ -246,9 +267,15 @@ class _Ordered(Aggregate):
         return int(v) if type(v) is bool else v
 
     def __init__(self) -> None:
-        self.values: Any = SortedKeyList(key=runtime.order_key)
+        # Numbers alone sort as themselves (what ``order_key`` gives them); the first
+        # value of another type turns the list into one sorted by ``order_key``.
+        self.values: Any = SortedList()
+        self.keyed = False
 
     def add(self, v: Any) -> None:
+        if not self.keyed and type(v) is not int and type(v) is not float:
+            self.values = SortedKeyList(self.values, key=runtime.order_key)
+            self.keyed = True
         self.values.add(v)
 
     def remove(self, v: Any) -> None:

@@ -18,7 +18,7 @@ from xxhash import xxh64_intdigest
 from sowlib.document import MISSING
 from sowlib.errors import ConfigError, FieldPathError, FilterError
 from sowlib.expr import compile_filter, parse_filter
-from sowlib.expr.nodes import Field, walk
+from sowlib.expr.nodes import Field, Node, walk
 from sowlib.expr.to_python import compile_node
 from sowlib.paths import FieldPath, parse_path
 from sowlib.views.aggregates import AGGREGATES, Aggregate, distinct_value
@@ -119,6 +119,7 @@ class AggregateCall:
     function: str
     state: type[Aggregate]
     argument: Callable[[Any], Any]  # doc -> raw value (COUNT(*): always 1)
+    node: Node | None = None  # the argument's expression (None: COUNT(*))
 
 
 @attrs.frozen
@@ -281,11 +282,11 @@ def _split_calls(text: str, where: str, base: int = 0) -> tuple[str, list[tuple[
     return "".join(out), calls
 
 
-def _argument(function: str, text: str, where: str) -> Callable[[Any], Any]:
+def _argument(function: str, text: str, where: str) -> tuple[Callable[[Any], Any], Node | None]:
     if text == "*":
         if function != "COUNT":
             raise ConfigError(where, f"{function}(*) is not allowed; only COUNT(*) is")
-        return lambda doc: 1
+        return (lambda doc: 1), None
     if not text:
         raise ConfigError(where, f"{function}() needs an argument")
     if _split_calls(text, where)[1]:
@@ -295,9 +296,9 @@ def _argument(function: str, text: str, where: str) -> Callable[[Any], Any]:
     except FilterError as exc:
         raise ConfigError(where, f"{function}({text}): {exc}") from None
     if isinstance(node, Field):
-        return node.path.getter
+        return node.path.getter, node
     fn = compile_node(node)
-    return lambda doc: fn(doc, None)
+    return (lambda doc: fn(doc, None)), node
 
 
 def compile_view(spec: ViewSpec) -> CompiledView:
@@ -318,7 +319,8 @@ def compile_view(spec: ViewSpec) -> CompiledView:
         expression = parts[0].strip()
         text, calls = _split_calls(expression, where, len(aggregates))
         for function, arg in calls:
-            call = AggregateCall(function, AGGREGATES[function], _argument(function, arg, where))
+            argument, arg_node = _argument(function, arg, where)
+            call = AggregateCall(function, AGGREGATES[function], argument, arg_node)
             aggregates.append(call)
         try:
             node = parse_filter(text)

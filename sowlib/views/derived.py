@@ -18,8 +18,9 @@ from sowlib.subscriptions import Message
 from sowlib.timer import Timer
 from sowlib.units import parse_duration
 from sowlib.views.definition import ViewSpec, compile_view
+from sowlib.views.feed import ViewFeed
 from sowlib.views.join import JoinMaintainer, parse_join, qualify_spec
-from sowlib.views.maintain import ConflationMaintainer, ViewMaintainer
+from sowlib.views.maintain import ConflationMaintainer
 from sowlib.views.query import (
     AggregateRecord,
     AggregateSubscription,
@@ -35,7 +36,7 @@ class _State:
 
     def __init__(self, clock: Callable[[], float]) -> None:
         self.lock = threading.RLock()
-        self.maintainers: dict[str, ViewMaintainer | ConflationMaintainer | JoinMaintainer] = {}
+        self.maintainers: dict[str, ViewFeed | ConflationMaintainer | JoinMaintainer] = {}
         self.timer = Timer(clock, name="sowlib-conflation")
 
 
@@ -196,15 +197,16 @@ class DerivedTopics:
         spec = options[kind]
         source = store.topic(spec["underlying"])
         self._check(kind, spec, source, target.message_type)
-        maintainer: ViewMaintainer | ConflationMaintainer | JoinMaintainer
+        maintainer: ViewFeed | ConflationMaintainer | JoinMaintainer
         if kind == "view" and spec.get("join"):
             join = parse_join(spec["join"])
             other = store.topic(join.right)
             self._check(kind, spec, other, target.message_type)
             maintainer = JoinMaintainer(ViewSpec.from_dict(spec), join, source, other, target)
         elif kind == "view":
-            view = compile_view(ViewSpec.from_dict(spec))
-            maintainer = ViewMaintainer(view, source, target)
+            feed = ViewFeed(compile_view(ViewSpec.from_dict(spec)), target)
+            feed.start(source)
+            maintainer = feed
         else:
             maintainer = ConflationMaintainer(target.name, source, target, spec.get("filter"))
             state.timer.register(maintainer.flush, spec["interval"])

@@ -6,7 +6,7 @@ once). Imports only :mod:`sowlib.views.definition` and :mod:`sowlib.views.aggreg
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Any
 
 from sowlib.views.aggregates import Aggregate
@@ -25,7 +25,7 @@ class Group:
         self.sow_key = group_sow_key(key)
         self.states = states
         # member SOW key -> its non-aggregated field values; dict order = update order
-        self.members: dict[str, tuple[Any, ...]] = {}
+        self.members: dict[Hashable, tuple[Any, ...]] = {}
         self.rendered: dict[str, Any] | None = None  # the last message sent for it
 
 
@@ -47,17 +47,27 @@ class GroupTable:
         self.view = view
         self.groups: dict[tuple[Any, ...], Group] = {}
         # member SOW key -> (group key, converted aggregate arguments)
-        self.members: dict[str, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
+        # Any hashable key: a view fed by the write path uses the topic's in-memory keys.
+        self.members: dict[Hashable, tuple[tuple[Any, ...], tuple[Any, ...]]] = {}
 
     def __len__(self) -> int:
         return len(self.groups)
 
-    def put(self, key: str, doc: Any) -> list[Group]:
+    def put(self, key: Hashable, doc: Any) -> list[Group]:
         """Add or replace the record ``key``; returns the groups it changed (one or two)."""
         view = self.view
-        group_key = view.group_of(doc)
-        values = view.values_of(doc)
-        plains = view.plains_of(doc)
+        return self.put_parts(key, view.group_of(doc), view.values_of(doc), view.plains_of(doc))
+
+    def put_parts(
+        self,
+        key: Hashable,
+        group_key: tuple[Any, ...],
+        values: tuple[Any, ...],
+        plains: tuple[Any, ...],
+    ) -> list[Group]:
+        """:meth:`put` of a record already read: its group key, each aggregate's converted
+        argument and its non-aggregated field values (as :class:`CompiledView` reads them)."""
+        view = self.view
         touched: list[Group] = []
         old = self.members.get(key)
         if old is not None:
@@ -88,7 +98,7 @@ class GroupTable:
         touched.append(group)
         return touched
 
-    def remove(self, key: str) -> Group | None:
+    def remove(self, key: Hashable) -> Group | None:
         """Take the record ``key`` out; returns its group (None when it was not in)."""
         old = self.members.get(key)
         if old is None:
@@ -97,7 +107,7 @@ class GroupTable:
         self._take_out(group, key, old[1])
         return group
 
-    def _take_out(self, group: Group, key: str, values: tuple[Any, ...]) -> None:
+    def _take_out(self, group: Group, key: Hashable, values: tuple[Any, ...]) -> None:
         for state, value in zip(group.states, values, strict=True):
             if value is not None:
                 state.remove(value)
@@ -111,7 +121,7 @@ class GroupTable:
         latest = next(reversed(group.members.values()))
         return self.view.render([s.value() for s in group.states], latest)
 
-    def load(self, records: Iterable[tuple[str, Any]]) -> None:
+    def load(self, records: Iterable[tuple[Hashable, Any]]) -> None:
         """``put`` every ``(key, doc)``; for a fresh table and aggregated queries."""
         for key, doc in records:
             self.put(key, doc)

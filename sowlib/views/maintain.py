@@ -19,12 +19,27 @@ __all__ = ["ConflationMaintainer", "ViewMaintainer", "emit"]
 
 def _same(a: Any, b: Any) -> bool:
     """Equal documents with equal value types (a SUM going from 2 to 2.0 is a change)."""
+    if a == b:
+        return _same_typed(a, b)
+    # unequal: a change, unless a NaN (never equal to itself) hides an equal document
+    return _has_nan(a) and _same_typed(a, b)
+
+
+def _has_nan(a: Any) -> bool:
+    if isinstance(a, dict):
+        return any(map(_has_nan, a.values()))
+    if isinstance(a, list):
+        return any(map(_has_nan, a))
+    return bool(a != a)
+
+
+def _same_typed(a: Any, b: Any) -> bool:
     if type(a) is not type(b):
         return False
     if isinstance(a, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return a.keys() == b.keys() and all(_same_typed(a[k], b[k]) for k in a)
     if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+        return len(a) == len(b) and all(_same_typed(x, y) for x, y in zip(a, b, strict=True))
     return bool(a == b) or (a != a and b != b)
 
 

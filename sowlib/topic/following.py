@@ -1,0 +1,68 @@
+"""Following: what a topic does for those who follow its writes.
+
+A read-only topic with subscribers is polled by the process's follower thread
+(:data:`sowlib.topic.follow.FOLLOWER`), which turns the writer's new records into
+subscription events; a write listener (a view's feed) gets every live record, then
+every write. :class:`~sowlib.topic.facade.Topic` inherits :class:`Following`.
+Imports the topic's ``follow`` module only.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+from sowlib.topic.follow import FOLLOWER
+from sowlib.topic.parts import Parts
+
+__all__ = ["Following"]
+
+
+class Following:
+    """The following half of :class:`~sowlib.topic.facade.Topic` (its attributes are
+    set by the Topic's constructor)."""
+
+    _p: Parts
+    _lock: threading.RLock
+    _closed: bool
+    _readonly: bool
+    _reopen: Any
+    indexes: Any
+    refresh: Callable[[], int]  # the Topic's
+    _check_open: Callable[[], None]  # sowlib.topic.keyreads.KeyReads
+    _tick: Callable[[], None]  # sowlib.topic.keyreads.KeyReads
+
+    def _catch_up(self) -> None:
+        """Read-only: apply the writer's changes before a subscription starts (lock held)."""
+        if self._readonly and self._reopen is not None:
+            self.refresh()
+
+    def _follow(self) -> None:
+        """Read-only: poll the log while subscribed (never called holding the lock)."""
+        if self._readonly and self._reopen is not None:
+            FOLLOWER.follow(self, self._poll)
+
+    def _poll(self) -> bool:
+        with self._lock:
+            if self._closed or not self._p.subs.active:
+                return False
+            self.refresh()
+            return True
+
+    def follow(self, listener: Any) -> Callable[[], None]:
+        """Feed ``listener`` (a :class:`~sowlib.index.WriteListener`) every live record's
+        values of its paths (``put_many``, a batch at a time), then every write, as the
+        index upkeep sees it (:meth:`~sowlib.index.IndexSet.follow`); returns what stops it."""
+        with self._lock:
+            self._check_open()
+            self._tick()
+            for keys, columns in self._p.source.field_chunks(listener.paths):
+                listener.put_many(keys, columns)
+            self.indexes.follow(listener)
+
+        def stop() -> None:
+            with self._lock:
+                self.indexes.follow(listener, on=False)
+
+        return stop
