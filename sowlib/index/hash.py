@@ -247,6 +247,17 @@ class HashIndex:
             move(keys[i], olds[i], news[i])
         return True
 
+    def move(self, key: Key, was: Any, value: Any) -> None:
+        """Refile ``key`` from the field value ``was`` (``ABSENT``: not filed yet) to
+        ``value``, another one (single-field indexes): :meth:`remove_entries` then
+        :meth:`add_entries`, two non-empty strings in one step."""
+        if type(value) is str and value and (was is ABSENT or (type(was) is str and was)):
+            self._move_string(key, was, value)
+            return
+        if was is not ABSENT:
+            self.remove_entries(key, self.entries((was,)))
+        self.add_entries(key, self.entries((value,)))
+
     def _move_string(self, key: Key, was: Any, value: str) -> None:
         """Refile ``key`` from non-empty string ``was`` (or ``ABSENT``) to another one."""
         index, texts = self._map, _str_entries

@@ -393,6 +393,20 @@ class MemoIndex:
         self._entries[0] += count
         return True
 
+    def move(self, key: Key, was: Any, value: Any) -> None:
+        """Refile ``key`` from the field value ``was`` (``ABSENT``: not filed yet) to
+        ``value``, another one: ``update(key, was, False)`` then ``update(key, value,
+        True)``, two true numbers in one step."""
+        kind = type(value)
+        if (kind is int or kind is float) and value == value:
+            old = type(was)
+            if was is ABSENT or ((old is int or old is float) and was == was):
+                self._entries[0] += self._move_number(key, was, value)
+                return
+        if was is not ABSENT:
+            self.update(key, was, False)
+        self.update(key, value, True)
+
     def _move_number(self, key: Key, was: Any, value: Any) -> int:
         """Refile ``key`` from true number ``was`` (or ``ABSENT``) to true number ``value``
         (another one); the change in the entry count."""

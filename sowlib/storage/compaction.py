@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+from itertools import starmap
 import mmap
 import os
 from collections.abc import Iterable, Iterator
@@ -262,8 +263,14 @@ def copy_kept(
     while step := list(itertools.islice(pending, _STEP)):
         news, runs, bad = check(buf, step, new, limit, _CHUNK)
         mapping.update(zip(step, news))
-        for start, end in runs:
-            yield buf[start:end]
+        # Kept records are often scattered (many short runs): runs are joined into
+        # chunks of about _CHUNK bytes, each with C-level slicing.
+        first_run, size = 0, 0
+        for at, (start, end) in enumerate(runs, 1):
+            size += end - start
+            if size >= _CHUNK or at == len(runs):
+                yield b"".join(map(buf.__getitem__, starmap(slice, runs[first_run:at])))
+                first_run, size = at, 0
         if bad >= 0:
             raise CorruptRecordError(
                 file, step[bad], "damaged record (run `sowlib verify --repair`)"
