@@ -240,9 +240,9 @@ class HashIndex:
             return True
         keys, olds, news = list(keys), list(olds), list(news)
         texts = _str_entries
-        old_places = [None if was is ABSENT else texts(was) for was in olds]
-        _, later = native(self._map, keys, olds, news, old_places, list(map(texts, news)),
-                          ABSENT, None, None)  # fmt: skip
+        # ABSENT (a new key) has no texts (None), and the C form reads no place for it.
+        _, later = native(self._map, keys, olds, news, list(map(texts, olds)),
+                          list(map(texts, news)), ABSENT, None, None)  # fmt: skip
         for i in later:
             move(keys[i], olds[i], news[i])
         return True

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from itertools import starmap
 import mmap
 import os
 from collections.abc import Iterable, Iterator
@@ -262,14 +261,14 @@ def copy_kept(
     pending = iter(offsets)
     while step := list(itertools.islice(pending, _STEP)):
         news, runs, bad = check(buf, step, new, limit, _CHUNK)
-        mapping.update(zip(step, news))
+        mapping.update(zip(step, news, strict=False))  # news stops at a damaged record
         # Kept records are often scattered (many short runs): runs are joined into
         # chunks of about _CHUNK bytes, each with C-level slicing.
         first_run, size = 0, 0
         for at, (start, end) in enumerate(runs, 1):
             size += end - start
             if size >= _CHUNK or at == len(runs):
-                yield b"".join(map(buf.__getitem__, starmap(slice, runs[first_run:at])))
+                yield b"".join(map(buf.__getitem__, itertools.starmap(slice, runs[first_run:at])))
                 first_run, size = at, 0
         if bad >= 0:
             raise CorruptRecordError(

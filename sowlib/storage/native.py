@@ -53,7 +53,9 @@ NativePutPayloads = Callable[[Buf, list[int], int], list[bytes] | None]
 NativeCommonRun = Callable[[Buf, int, int], tuple[int, bytes, list[int]]]
 """``common_run(buf, off, limit)``: where the run stops, the offsets (int64 bytes), the keys."""
 
-NativeKeptRuns = Callable[[Buf, list[int], int, int, int], tuple[list[int], list[tuple[int, int]], int]]
+NativeKeptRuns = Callable[
+    [Buf, list[int], int, int, int], tuple[list[int], list[tuple[int, int]], int]
+]
 """``kept_runs(buf, offsets, first, limit, chunk)``: new offsets, runs, first damaged or -1."""
 
 PURE_PYTHON_ENV = "SOWLIB_PURE_PYTHON"

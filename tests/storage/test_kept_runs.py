@@ -94,7 +94,8 @@ def test_copy_kept_copies_runs_and_stops_at_damage(use_c: bool) -> None:
     assert list(mapping) == keep
     starts = list(mapping.values())
     assert starts[0] == 100
-    expected = b"".join(buf[o : o + (offsets + [len(buf)])[offsets.index(o) + 1] - o] for o in keep)
+    ends = dict(zip(offsets, [*offsets[1:], len(buf)], strict=True))
+    expected = b"".join(buf[o : ends[o]] for o in keep)
     assert out == expected
     assert [s - 100 for s in starts] == [expected.index(buf[o : o + 20]) for o in keep]
     damaged = bytearray(buf)
