@@ -94,7 +94,9 @@ move_keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         /* Comparisons and hashes below may run Python code (values are plain numbers and
          * strings on the callers' paths): every item is held while it is used. */
         if (i >= PyList_GET_SIZE(keys) || i >= PyList_GET_SIZE(olds)
-            || i >= PyList_GET_SIZE(news)) {
+            || i >= PyList_GET_SIZE(news)
+            || (old_places != Py_None && i >= PyList_GET_SIZE(old_places))
+            || (new_places != Py_None && i >= PyList_GET_SIZE(new_places))) {
             PyErr_SetString(PyExc_RuntimeError, "move_keys: a list changed size");
             goto error;
         }
