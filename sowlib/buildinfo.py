@@ -27,6 +27,7 @@ COMPILED_MODULES = (
     "sowlib.storage.recordread",
     "sowlib.topic.keytable",
     "sowlib.codecs.jsonfields",
+    "sowlib.index.movekeys",
 )
 
 

@@ -13,7 +13,7 @@ import sowlib
 from sowlib.cli import main
 
 
-def test_build_info_names_the_three_compiled_modules() -> None:
+def test_build_info_names_the_four_compiled_modules() -> None:
     info = sowlib.build_info()
     assert info["version"] == sowlib.__version__
     compiled = info["compiled"]
@@ -22,6 +22,7 @@ def test_build_info_names_the_three_compiled_modules() -> None:
         "sowlib.storage.recordread",
         "sowlib.topic.keytable",
         "sowlib.codecs.jsonfields",
+        "sowlib.index.movekeys",
     }
 
 

@@ -15,6 +15,9 @@ from sowlib.codecs import JsonCodec
 from sowlib.errors import ArgumentError, DecodeError, MissingKeyFieldError
 from sowlib.keys import ContentKeyGenerator
 from sowlib.results import PublishResult, PublishResults
+from sowlib.storage import MemoryLog
+from sowlib.topic.keymap import KeyMap
+from sowlib.topic.logview import LogView
 
 from .conftest import FakeClock
 
@@ -325,3 +328,32 @@ def test_key_values_need_one_value_per_message_and_tuples_for_several_fields(
     assert other.publish_many([b'{"a": 1, "b": 2}'], key_values=[(1, 2)])[0].inserted
     assert other.get(other.key_for('{"a": 1, "b": 2}')) is not None
     assert other.lookup(1, 2) == other.get(other.key_for('{"a": 1, "b": 2}'))
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    start=st.dictionaries(st.integers(0, 30), st.integers(40, 400), max_size=20),
+    batches=st.lists(
+        st.lists(st.tuples(st.integers(0, 40), st.integers(40, 400)), max_size=30), max_size=4
+    ),
+    content=st.booleans(),
+)
+def test_key_map_batch_puts_equal_one_put_at_a_time(
+    start: dict[int, int], batches: list[list[tuple[int, int]]], content: bool
+) -> None:
+    # put_bare (C-level passes, repeated keys included) against put_bare_each.
+    view = LogView(MemoryLog())
+    fast, each = KeyMap(view, content=content), KeyMap(view, content=content)
+    for keymap in (fast, each):
+        keymap.put_bare_each(list(start), list(range(len(start))), list(start.values()))
+    offset = len(start)
+    for batch in batches:
+        keys = [k for k, _ in batch]
+        sizes = [s for _, s in batch]
+        offsets = list(range(offset, offset + len(batch)))
+        offset += len(batch)
+        assert fast.put_bare(keys, offsets, sizes) == each.put_bare_each(keys, offsets, sizes)
+        assert fast.keys() == each.keys()
+        assert fast.offsets() == each.offsets()
+        assert fast.live_bytes == each.live_bytes
+        assert [fast.size(k) for k in fast] == [each.size(k) for k in each]

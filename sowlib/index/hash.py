@@ -17,7 +17,7 @@ import attrs
 
 from sowlib.index.packed import PackedKeys, PendingKeys, pack_positions
 from sowlib.index.types import Key, KeySet
-from sowlib.index.upkeep import ABSENT
+from sowlib.index.upkeep import ABSENT, NATIVE_MOVE_KEYS, MoveKeys
 from sowlib.index.values import (
     KeyGroups,
     Loose,
@@ -215,41 +215,73 @@ class HashIndex:
         for key, value in groups.others:
             self.remove_entries(key, self.entries((value,)))
 
-    def move_strings(self, keys: Sequence[Key], olds: Sequence[Any], news: Sequence[str]) -> bool:
+    def move_strings(
+        self,
+        keys: Sequence[Key],
+        olds: Sequence[Any],
+        news: Sequence[str],
+        native: MoveKeys | None = NATIVE_MOVE_KEYS,
+    ) -> bool:
         """Refile each key (distinct) from its old value to its new one, both non-empty
         strings (an old value may be ``ABSENT``: a new key); one pass, an unchanged value
-        skipped. False (nothing done) when the values are not all such strings."""
+        skipped. False (nothing done) when the values are not all such strings.
+
+        ``native`` is the C form of the pass (None: this method's Python loop, the
+        reference); a key it leaves (a value filed under several texts or none, a packed
+        key set) takes the Python path.
+        """
         if not (_strings(news) and set(map(type, olds)) <= _STR_OR_ABSENT and "" not in olds):
             return False
-        index, texts, loose = self._map, _str_entries, self._loose
-        get, bucket_of = index.get, self._write_bucket
-        for key, was, value in zip(keys, olds, news, strict=True):
-            if was == value:
-                continue
-            if was is not ABSENT:
-                entries = texts(was)
-                if entries is None:
-                    loose.discard(key)
-                else:
-                    for entry in entries:
-                        gone = bucket_of(entry)
-                        if gone is not None:
-                            gone.pop(key, None)
-                            if not gone:
-                                del index[entry]
-            entries = texts(value)
-            if entries is None:
-                loose.add(key)
-                continue
-            for entry in entries:
-                bucket = get(entry)
-                if bucket is None:
-                    index[entry] = {key: None}
-                elif type(bucket) is dict:
-                    bucket[key] = None
-                else:
-                    cast("KeySet | PendingKeys", bucket_of(entry))[key] = None
+        move = self._move_string
+        if native is None:
+            for key, was, value in zip(keys, olds, news, strict=True):
+                if was != value:
+                    move(key, was, value)
+            return True
+        keys, olds, news = list(keys), list(olds), list(news)
+        texts = _str_entries
+        # ABSENT (a new key) has no texts (None), and the C form reads no place for it.
+        _, later = native(self._map, keys, olds, news, list(map(texts, olds)),
+                          list(map(texts, news)), ABSENT, None, None)  # fmt: skip
+        for i in later:
+            move(keys[i], olds[i], news[i])
         return True
+
+    def move(self, key: Key, was: Any, value: Any) -> None:
+        """Refile ``key`` from the field value ``was`` (``ABSENT``: not filed yet) to
+        ``value``, another one (single-field indexes): :meth:`remove_entries` then
+        :meth:`add_entries`, two non-empty strings in one step."""
+        if type(value) is str and value and (was is ABSENT or (type(was) is str and was)):
+            self._move_string(key, was, value)
+            return
+        if was is not ABSENT:
+            self.remove_entries(key, self.entries((was,)))
+        self.add_entries(key, self.entries((value,)))
+
+    def _move_string(self, key: Key, was: Any, value: str) -> None:
+        """Refile ``key`` from non-empty string ``was`` (or ``ABSENT``) to another one."""
+        index, texts = self._map, _str_entries
+        if was is not ABSENT:
+            entries = texts(was)
+            if entries is None:
+                self._loose.discard(key)
+            else:
+                for entry in entries:
+                    gone = self._write_bucket(entry)
+                    if gone is not None:
+                        gone.pop(key, None)
+                        if not gone:
+                            del index[entry]
+        entries = texts(value)
+        if entries is None:
+            self._loose.add(key)
+            return
+        for entry in entries:
+            bucket = self._write_bucket(entry)
+            if bucket is None:
+                index[entry] = {key: None}
+            else:
+                bucket[key] = None
 
     def remove_entries(self, key: Key, entries: Sequence[tuple[str, ...]] | None) -> None:
         """Undo :meth:`add_entries` for the same ``key`` and ``entries``."""

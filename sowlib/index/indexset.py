@@ -270,13 +270,9 @@ class IndexSet:
             if len(at) == 1:
                 (i,) = at
                 value = new[i]
-                if old is not None:
-                    was = old[i]
-                    if type(was) is type(value) and was == value:
-                        continue
-                    if was is not ABSENT:
-                        index.remove_entries(key, index.entries((was,)))
-                index.add_entries(key, index.entries((value,)))
+                was = ABSENT if old is None else old[i]
+                if type(was) is not type(value) or was != value:
+                    index.move(key, was, value)
             else:
                 if old is not None:
                     if all(_same(old[i], new[i]) for i in at):
@@ -286,13 +282,9 @@ class IndexSet:
                 index.add_entries(key, index.entries(tuple(new[i] for i in at)))
         for memo, i in self._memo_at:
             value = new[i]
-            if old is not None:
-                was = old[i]
-                if type(was) is type(value) and was == value:
-                    continue
-                if was is not ABSENT:
-                    memo.update(key, was, False)
-            memo.update(key, value, True)
+            was = ABSENT if old is None else old[i]
+            if type(was) is not type(value) or was != value:
+                memo.move(key, was, value)
         for pos, table in self._kept_at:
             value = new[pos]
             table[key] = sys.intern(value) if type(value) is str else value

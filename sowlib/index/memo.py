@@ -20,7 +20,7 @@ import attrs
 from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.sortedmap import SortedMap
 from sowlib.index.types import Key, KeySet
-from sowlib.index.upkeep import ABSENT
+from sowlib.index.upkeep import ABSENT, NATIVE_MOVE_KEYS, MoveKeys
 from sowlib.index.values import KeyGroups, as_path, is_null_scalar, member_keys, to_number
 from sowlib.paths import FieldPath
 
@@ -356,10 +356,20 @@ class MemoIndex:
         for key, value in groups.others:
             self.update(key, value, False)
 
-    def move_numbers(self, keys: Sequence[Key], olds: Sequence[Any], news: Sequence[Any]) -> bool:
+    def move_numbers(
+        self,
+        keys: Sequence[Key],
+        olds: Sequence[Any],
+        news: Sequence[Any],
+        native: MoveKeys | None = NATIVE_MOVE_KEYS,
+    ) -> bool:
         """Refile each key (distinct) from its old value to its new one, both true numbers
         (no NaN; an old value may be ``ABSENT``: a new key); one pass, an unchanged value
-        skipped. False (nothing done) when the values are not all such numbers."""
+        skipped. False (nothing done) when the values are not all such numbers.
+
+        ``native`` is the C form of the pass (None: this method's Python loop, the
+        reference); a key it leaves (its key set is packed) takes the Python path.
+        """
         if not _true_numbers(news):
             return False
         old_kinds = set(map(type, olds))
@@ -367,32 +377,54 @@ class MemoIndex:
             return False
         if old_kinds != {_ABSENT_TYPE} and not all(map(eq, olds, olds)):
             return False  # a NaN
-        nums = self._nums
-        get, put, drop, bucket_of = nums.map.get, nums.put, nums.drop, nums.bucket
-        count = 0
-        for key, was, value in zip(keys, olds, news, strict=True):
-            if type(was) is type(value) and was == value:
-                continue
-            if was is not ABSENT:
-                bucket = get(was)
-                if bucket is not None:
-                    if type(bucket) is not dict:
-                        bucket = bucket_of(was)
-                    if key in bucket:
-                        del bucket[key]
-                        count -= 1
-                        if not bucket:
-                            drop(was)
-            bucket = get(value)
-            if bucket is None:
-                put(value, {key: None})
-            else:
-                if type(bucket) is not dict:
-                    bucket = bucket_of(value)
-                bucket[key] = None
-            count += 1
+        move = self._move_number
+        if native is None:
+            count = 0
+            for key, was, value in zip(keys, olds, news, strict=True):
+                if type(was) is not type(value) or was != value:
+                    count += move(key, was, value)
+        else:
+            keys, olds, news = list(keys), list(olds), list(news)
+            added, dropped = self._nums.pending()
+            count, later = native(self._nums.map, keys, olds, news, None, None, ABSENT, added,
+                                  dropped)  # fmt: skip
+            for i in later:
+                count += move(keys[i], olds[i], news[i])
         self._entries[0] += count
         return True
+
+    def move(self, key: Key, was: Any, value: Any) -> None:
+        """Refile ``key`` from the field value ``was`` (``ABSENT``: not filed yet) to
+        ``value``, another one: ``update(key, was, False)`` then ``update(key, value,
+        True)``, two true numbers in one step."""
+        kind = type(value)
+        if (kind is int or kind is float) and value == value:
+            old = type(was)
+            if was is ABSENT or ((old is int or old is float) and was == was):
+                self._entries[0] += self._move_number(key, was, value)
+                return
+        if was is not ABSENT:
+            self.update(key, was, False)
+        self.update(key, value, True)
+
+    def _move_number(self, key: Key, was: Any, value: Any) -> int:
+        """Refile ``key`` from true number ``was`` (or ``ABSENT``) to true number ``value``
+        (another one); the change in the entry count."""
+        nums = self._nums
+        count = 0
+        if was is not ABSENT:
+            bucket = nums.bucket(was)
+            if bucket is not None and key in bucket:
+                del bucket[key]
+                count -= 1
+                if not bucket:
+                    nums.drop(was)
+        bucket = nums.bucket(value)
+        if bucket is None:
+            nums.put(value, {key: None})
+        else:
+            bucket[key] = None
+        return count + 1
 
     def _unfile(self, which: int, place: Any, members: Sequence[Key]) -> None:
         """Take ``members`` out of the key set under ``place`` in sorted map ``which``."""

@@ -3,7 +3,7 @@
 Memo indexes change on every publish but are read only by queries, so writes
 touch only the dict and a set of pending key changes; the sorted key list
 catches up on the next read, one key at a time or with one C sort when many
-keys changed. Imports only ``sortedcontainers``.
+keys changed. Imports only ``sortedcontainers`` and ``index.packed``.
 """
 
 from __future__ import annotations
@@ -63,6 +63,12 @@ class SortedMap:
             self._added.discard(key)
         else:
             self._dropped.add(key)
+
+    def pending(self) -> tuple[set[Any], set[Any]]:
+        """The keys put and dropped since the last ordered read (the map's own sets): a
+        caller changing :attr:`map` itself notes each put and drop here as :meth:`put`
+        and :meth:`drop` do (the C form of the memo index's key moves)."""
+        return self._added, self._dropped
 
     def bucket(self, key: Any) -> Any:
         """The value of ``key`` (None when absent); a saved, packed key set is unpacked

@@ -4,7 +4,9 @@ An update must take the replaced version out of every index. Rather than reading
 old record back from the log and decoding it, an :class:`~sowlib.index.IndexSet` keeps,
 per live key, the value of each path a hash or memo index reads, one table per path
 (the topic passes a table that holds ints unboxed where it can). Strings are interned,
-so a value repeated over many records is held once. Imports only ``index.types``.
+so a value repeated over many records is held once. Also loads the optional C form of
+the indexes' key moves (:data:`NATIVE_MOVE_KEYS`). Imports only ``index.types`` and
+``storage.native``.
 """
 
 from __future__ import annotations
@@ -13,11 +15,21 @@ import sys
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from itertools import compress, repeat
 from operator import and_, eq, is_, is_not, not_
-from typing import Any
+from typing import Any, cast
 
 from sowlib.index.types import Key
+from sowlib.storage.native import optional_module
 
-__all__ = ["ABSENT", "Changes", "KeptValues", "Table", "changes", "interned"]
+__all__ = [
+    "ABSENT",
+    "NATIVE_MOVE_KEYS",
+    "Changes",
+    "KeptValues",
+    "MoveKeys",
+    "Table",
+    "changes",
+    "interned",
+]
 
 Table = MutableMapping[Key, Any]
 """``key -> value`` of one path for every live key."""
@@ -33,6 +45,24 @@ class _Absent:
 
 
 ABSENT: Any = _Absent()
+
+MoveKeys = Callable[
+    [dict[Any, Any], list[Any], list[Any], list[Any], Any, Any, Any, Any, Any],
+    tuple[int, list[int]],
+]
+"""``move_keys(mapping, keys, olds, news, old_places, new_places, absent, added, dropped)``:
+the C form of a batch of key moves in an index (``sowlib/index/movekeys.c`` says what it
+does; the Python loops of ``MemoIndex.move_numbers`` and ``HashIndex.move_strings`` are the
+reference, ``tests/index/test_movekeys.py`` holds them together)."""
+
+
+def _load_move_keys() -> MoveKeys | None:
+    module = optional_module("sowlib.index.movekeys")
+    return None if module is None else cast("MoveKeys", module.move_keys)
+
+
+NATIVE_MOVE_KEYS: MoveKeys | None = _load_move_keys()
+"""The C form of the key moves, or None (not built, or ``SOWLIB_PURE_PYTHON`` set)."""
 
 
 def interned(column: list[Any]) -> list[Any]:

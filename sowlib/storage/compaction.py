@@ -6,12 +6,13 @@ open it), reserve its blocks to whole pages (a new log: one slab), fsync it, ren
 the log, fsync the directory. A crash before the rename leaves the old file (the temp file
 is removed by the next writer open); after it, the new one. A full disk is a
 ``StoreFullError`` and leaves the old file. Imports only ``sowlib.errors`` and sibling
-storage modules.
+storage modules (``storage.native`` for the C form of the kept records' check).
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import mmap
 import os
 from collections.abc import Iterable, Iterator
@@ -32,6 +33,7 @@ from sowlib.storage.format import (
 )
 from sowlib.storage.fs import FileSystem, Progress, create_exclusive, os_errors
 from sowlib.storage.lock import lock_fd
+from sowlib.storage.native import NATIVE_KEPT_RUNS, NativeKeptRuns
 
 __all__ = [
     "counted",
@@ -39,6 +41,7 @@ __all__ = [
     "PAGE",
     "NewFile",
     "copy_kept",
+    "kept_runs",
     "create_log",
     "install",
     "remove_leftovers",
@@ -162,19 +165,84 @@ def counted(offsets: Iterable[int], total: int, progress: Progress) -> Iterator[
     progress(done, total)
 
 
+def kept_runs(
+    buf: Buf, offsets: list[int], first: int, limit: int, chunk: int
+) -> tuple[list[int], list[tuple[int, int]], int]:
+    """Check the records at ``offsets`` (ascending) and say where each goes; O(kept bytes).
+
+    A record is kept when it lies within ``limit`` with its marker and a length of at
+    least a record's overhead, and its checksum holds. The walk stops at the first record
+    that fails.
+
+    Args:
+        buf: the mapped old log.
+        offsets: record boundaries to keep, ascending.
+        first: where the first of them goes in the new file.
+        limit: end of the written records.
+        chunk: a run of adjacent records is cut once it reaches this many bytes.
+    Returns:
+        ``(new offsets, runs, bad)``: the new offset of each record checked good (in
+        order), the ``(start, end)`` byte runs of the old log to copy for them (adjacent
+        records as one run), and the index in ``offsets`` of the first damaged record, or
+        -1 when every one is good. The reference of the C form in
+        ``sowlib.storage.recordread`` (``tests/storage/test_kept_runs.py``).
+    """
+    news: list[int] = []
+    runs: list[tuple[int, int]] = []
+    unpack, digest = PREFIX.unpack_from, xxhash.xxh3_64_digest
+    new = first
+    run_start = run_end = 0
+    bad = -1
+    for i, off in enumerate(offsets):
+        if off < 0 or off + PREFIX.size > limit:
+            bad = i
+            break
+        length, marker = unpack(buf, off)
+        stop = off + length
+        if (
+            marker != RECORD_MARKER
+            or length < RECORD_OVERHEAD
+            or stop > limit
+            or digest(buf[off : stop - 8]) != buf[stop - 8 : stop]
+        ):
+            bad = i
+            break
+        news.append(new)
+        new += length
+        if off != run_end:
+            if run_end > run_start:
+                runs.append((run_start, run_end))
+            run_start = off
+        run_end = stop
+        if run_end - run_start >= chunk:
+            runs.append((run_start, run_end))
+            run_start = run_end
+    if run_end > run_start:
+        runs.append((run_start, run_end))
+    return news, runs, bad
+
+
+# Offsets checked per call of kept_runs: progress is reported and chunks written between.
+_STEP = 1 << 16
+
+
 def copy_kept(
     buf: Buf,
     offsets: Iterable[int],
     first_offset: int,
     mapping: dict[int, int],
-    limit: int | None = None,
+    limit: int,
     file: str = "",
+    native: NativeKeptRuns | None = NATIVE_KEPT_RUNS,
 ) -> Iterator[bytes]:
     """Yield the raw bytes of the records at ``offsets``, filling ``mapping`` {old: new}.
 
     Records are copied verbatim, never decoded and re-framed: they hold no offsets and the
     checksum does not cover their position, so a record stays valid wherever it lands.
-    Adjacent kept records are copied as one run. O(kept records + kept bytes).
+    Adjacent kept records are copied as one run. Every kept record is checked (marker,
+    length, checksum: :func:`kept_runs`, or its C form ``native``) before it is copied, so
+    a compaction never carries a damaged record into a file whose records all count as
+    committed. O(kept records + kept bytes).
 
     Args:
         buf: the mapped old log.
@@ -182,40 +250,32 @@ def copy_kept(
         first_offset: where the first kept record goes in the new file (its header length).
         mapping: filled as records are kept (its size and last value give the record count
             and last offset of the new file).
-        limit: end of the written records; when given, every kept record is checked
-            (marker, length, checksum) before it is copied, so a compaction never carries a
-            damaged record into a file whose records all count as committed.
+        limit: end of the written records.
         file: the old log's path, for the error.
+        native: the C form of :func:`kept_runs` (None: the reference).
     Raises:
         CorruptRecordError: a kept record is damaged (nothing has been installed).
     """
+    check = kept_runs if native is None else native
     new = first_offset
-    unpack = PREFIX.unpack_from
-    digest = xxhash.xxh3_64_digest
-    run_start = run_end = 0
-    for off in offsets:
-        length, marker = unpack(buf, off)
-        if limit is not None:
-            stop = off + length
-            if (
-                marker != RECORD_MARKER
-                or length < RECORD_OVERHEAD
-                or stop > limit
-                or digest(buf[off : stop - 8]) != buf[stop - 8 : stop]
-            ):
-                raise CorruptRecordError(file, off, "damaged record (run `sowlib verify --repair`)")
-        mapping[off] = new
-        new += length
-        if off != run_end:
-            if run_end > run_start:
-                yield buf[run_start:run_end]
-            run_start = off
-        run_end = off + length
-        if run_end - run_start >= _CHUNK:
-            yield buf[run_start:run_end]
-            run_start = run_end
-    if run_end > run_start:
-        yield buf[run_start:run_end]
+    pending = iter(offsets)
+    while step := list(itertools.islice(pending, _STEP)):
+        news, runs, bad = check(buf, step, new, limit, _CHUNK)
+        mapping.update(zip(step, news, strict=False))  # news stops at a damaged record
+        # Kept records are often scattered (many short runs): runs are joined into
+        # chunks of about _CHUNK bytes, each with C-level slicing.
+        first_run, size = 0, 0
+        for at, (start, end) in enumerate(runs, 1):
+            size += end - start
+            if size >= _CHUNK or at == len(runs):
+                yield b"".join(map(buf.__getitem__, itertools.starmap(slice, runs[first_run:at])))
+                first_run, size = at, 0
+        if bad >= 0:
+            raise CorruptRecordError(
+                file, step[bad], "damaged record (run `sowlib verify --repair`)"
+            )
+        if news:
+            new = news[-1] + PREFIX.unpack_from(buf, step[len(news) - 1])[0]
 
 
 def create_log(fs: FileSystem, path: str, meta: bytes, slab_size: int) -> None:

@@ -19,6 +19,10 @@
  * stricter than the reference (every record must lie within the limit and its payload
  * past the fixed header), never looser.
  *
+ * `kept_runs(buf, offsets, first, limit, chunk)` is the C form of
+ * `sowlib.storage.compaction.kept_runs`: a compaction's check of the records it keeps
+ * (checksum included) and their new offsets, in one call.
+ *
  * The checksum is xxh3-64 of the record up to its last 8 bytes, which hold it in
  * canonical (big-endian) order, computed by digest.h (the algorithm's C form, written
  * from its description and checked against the xxhash package the Python paths use by
@@ -330,6 +334,113 @@ done:
     return result;
 }
 
+/* kept_runs(buf, offsets, first, limit, chunk): the C form of
+ * sowlib.storage.compaction.kept_runs (the reference; see its docstring). */
+static PyObject *
+kept_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "kept_runs(buf, offsets, first, limit, chunk) takes 5 arguments");
+        return NULL;
+    }
+    if (!PyList_CheckExact(args[1])) {
+        PyErr_SetString(PyExc_TypeError, "kept_runs: offsets must be a list");
+        return NULL;
+    }
+    Py_ssize_t first = PyLong_AsSsize_t(args[2]);
+    if (first == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[3]);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t chunk = PyLong_AsSsize_t(args[4]);
+    if (chunk == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer buf;
+    if (PyObject_GetBuffer(args[0], &buf, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (limit > buf.len) {
+        limit = buf.len;
+    }
+    PyObject *offsets = args[1];
+    Py_ssize_t count = PyList_GET_SIZE(offsets);
+    PyObject *news = PyList_New(0);
+    PyObject *runs = PyList_New(0);
+    PyObject *result = NULL;
+    Py_ssize_t bad = -1;
+    if (news == NULL || runs == NULL) {
+        goto done;
+    }
+    const unsigned char *base = (const unsigned char *)buf.buf;
+    Py_ssize_t new = first, run_start = 0, run_end = 0;
+    for (Py_ssize_t i = 0; i < count; i++) {
+        /* offsets holds only ints and nothing here runs Python code on them */
+        Py_ssize_t off = PyLong_AsSsize_t(PyList_GET_ITEM(offsets, i));
+        if (off == -1 && PyErr_Occurred()) {
+            goto done;
+        }
+        if (off < 0 || limit < 5 || off > limit - 5) {
+            bad = i;
+            break;
+        }
+        const unsigned char *rec = base + off;
+        Py_ssize_t length = (Py_ssize_t)load_u32(rec);
+        if (rec[4] != MARKER || length < FIXED_HEAD + 8 || length > limit - off
+            || !checksum_holds(rec, length - 8)) {
+            bad = i;
+            break;
+        }
+        PyObject *at = PyLong_FromSsize_t(new);
+        if (at == NULL || PyList_Append(news, at) < 0) {
+            Py_XDECREF(at);
+            goto done;
+        }
+        Py_DECREF(at);
+        new += length;
+        if (off != run_end) {
+            if (run_end > run_start) {
+                PyObject *pair = Py_BuildValue("(nn)", run_start, run_end);
+                if (pair == NULL || PyList_Append(runs, pair) < 0) {
+                    Py_XDECREF(pair);
+                    goto done;
+                }
+                Py_DECREF(pair);
+            }
+            run_start = off;
+        }
+        run_end = off + length;
+        if (run_end - run_start >= chunk) {
+            PyObject *pair = Py_BuildValue("(nn)", run_start, run_end);
+            if (pair == NULL || PyList_Append(runs, pair) < 0) {
+                Py_XDECREF(pair);
+                goto done;
+            }
+            Py_DECREF(pair);
+            run_start = run_end;
+        }
+    }
+    if (run_end > run_start) {
+        PyObject *pair = Py_BuildValue("(nn)", run_start, run_end);
+        if (pair == NULL || PyList_Append(runs, pair) < 0) {
+            Py_XDECREF(pair);
+            goto done;
+        }
+        Py_DECREF(pair);
+    }
+    result = Py_BuildValue("(OOn)", news, runs, bad);
+done:
+    Py_XDECREF(news);
+    Py_XDECREF(runs);
+    PyBuffer_Release(&buf);
+    return result;
+}
+
 static PyObject *
 xxh3_64(PyObject *module, PyObject *data)
 {
@@ -373,6 +484,9 @@ static PyMethodDef methods[] = {
     {"xxh3_64", xxh3_64, METH_O, "xxh3_64(buf): XXH3-64 of the bytes (seed 0): the record checksum."},
     {"xxh64", (PyCFunction)(void (*)(void))xxh64, METH_FASTCALL,
      "xxh64(buf, seed): XXH64 of the bytes: the content key digest (seed 0)."},
+    {"kept_runs", (PyCFunction)(void (*)(void))kept_runs, METH_FASTCALL,
+     "kept_runs(buf, offsets, first, limit, chunk): (new offsets, runs to copy, index of the "
+     "first damaged record or -1)."},
     {"read_put", (PyCFunction)(void (*)(void))read_put, METH_FASTCALL,
      "read_put(buf, off, limit): the fields of the common PUT record at off, or None."},
     {NULL, NULL, 0, NULL},

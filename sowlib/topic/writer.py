@@ -128,15 +128,22 @@ class Writer:
         """Append one PUT and install it."""
         self.indexes.ensure_values()
         now = self.clock()
-        expires = self.expires_at(expiration, now)
+        if expiration is None and not self.config.default_ttl:
+            expires = 0.0  # what expires_at gives, without its checks
+        else:
+            expires = self.expires_at(expiration, now)
         text = self.keys.text_of(key)
-        rec = self.log.log.append(
+        view = self.log
+        log = view.log
+        rec = log.append(
             _PUT, text, payload, timestamp=now, expiration=expires, correlation_id=corr
         )
         if expires or corr or self.subs.active or self.history is not None:
-            inserted = self._install(key, self.log.header_of(rec), payload, doc, delta_doc)
+            inserted = self._install(key, view.header_of(rec), payload, doc, delta_doc)
         else:
-            inserted = self._install_plain(key, rec.offset, self.log.size_of(rec), doc)
+            # A file's record just appended ends where the log now ends.
+            size = log.end_offset - rec.offset if view.persistent else view.size_of(rec)
+            inserted = self._install_plain(key, rec.offset, size, doc)
         self.maybe_compact()
         return PublishResult(text, rec.seq, inserted)
 

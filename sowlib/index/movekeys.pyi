@@ -1,0 +1,14 @@
+from typing import Any
+
+def move_keys(
+    mapping: dict[Any, Any],
+    keys: list[Any],
+    olds: list[Any],
+    news: list[Any],
+    old_places: list[Any] | None,
+    new_places: list[Any] | None,
+    absent: object,
+    added: set[Any] | None,
+    dropped: set[Any] | None,
+    /,
+) -> tuple[int, list[int]]: ...
