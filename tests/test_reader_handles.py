@@ -5,6 +5,7 @@ its handles and queries."""
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import sys
 import textwrap
@@ -17,6 +18,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # The writer: 200 orders, then rounds of updates each followed by a compaction; a round's
 # number is in every record it writes, and the last line is printed when it has stopped.
+# Each round waits for a line from the reader, so the two interleave however loaded the
+# machine is (the round itself runs while the reader reads).
 WRITER = textwrap.dedent(
     """
     import sys, time
@@ -28,6 +31,7 @@ WRITER = textwrap.dedent(
         store.flush()
         print("ready", flush=True)
         for r in range(1, rounds + 1):
+            sys.stdin.readline()
             orders.publish_many([{"id": i, "round": r, "px": i + r} for i in range(0, 200, 2)])
             orders.publish_many([{"id": i, "round": r, "px": i + r} for i in range(1, 200, 2)])
             orders.sow_delete(f"/id = {200 + r - 1}")
@@ -46,6 +50,7 @@ WRITER = textwrap.dedent(
 def _start_writer(path: Path, rounds: int) -> subprocess.Popen[str]:
     proc = subprocess.Popen(
         [sys.executable, "-c", WRITER, str(path), str(rounds)],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,
@@ -75,6 +80,14 @@ def _consistent(orders: object) -> int:
     return newest
 
 
+def _go(writer: subprocess.Popen[str]) -> None:
+    """Let the writer start its next round (it may have finished: then nothing)."""
+    assert writer.stdin is not None
+    with contextlib.suppress(BrokenPipeError, OSError):
+        writer.stdin.write("\n")
+        writer.stdin.flush()
+
+
 def test_handles_survive_a_compacting_writer(tmp_path: Path) -> None:
     path = tmp_path / "s"
     rounds = 40
@@ -89,6 +102,7 @@ def test_handles_survive_a_compacting_writer(tmp_path: Path) -> None:
                 seen.append(_consistent(orders))
                 orders.refresh()  # the topic's own refresh keeps it valid too
                 seen.append(_consistent(orders))
+                _go(writer)
             assert writer.wait(timeout=60) == 0
             store.refresh()
             assert not orders.closed
@@ -104,6 +118,9 @@ def test_handles_survive_a_compacting_writer(tmp_path: Path) -> None:
             writer.wait()
         assert writer.stdout is not None
         writer.stdout.close()
+        if writer.stdin is not None:
+            with contextlib.suppress(OSError):
+                writer.stdin.close()
     assert len(seen) > 4, "the reader never ran while the writer compacted"
 
 

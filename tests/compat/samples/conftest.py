@@ -48,10 +48,10 @@ def samples_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
     """The extracted ``samples/`` directory of the official client's sdist."""
     given = os.environ.get("SOWLIB_AMPS_SAMPLES")
     if given:
-        return Path(given)
+        return Path(given).resolve()
     cache_api = getattr(request.config, "cache", None)  # absent under -p no:cacheprovider
     if os.environ.get("SOWLIB_AMPS_SAMPLES_CACHE"):
-        cache = Path(os.environ["SOWLIB_AMPS_SAMPLES_CACHE"])
+        cache = Path(os.environ["SOWLIB_AMPS_SAMPLES_CACHE"]).resolve()  # runners run elsewhere
         cache.mkdir(parents=True, exist_ok=True)
     elif cache_api is not None:
         cache = Path(cache_api.mkdir("amps-python-client"))
