@@ -357,7 +357,7 @@ class SowStore(DerivedTopics):
                         )
                     slot.attach(config.key_generator)  # re-attach the application's generator
                 return existing
-            if self.readonly:
+            if self.readonly and config.durability != "transient":  # a reader writes no file
                 raise ReadOnlyError(f"store {self.path}", "create a topic")
             generator = self._generator_for(config)
             if self.path is None or config.durability == "transient":
