@@ -1,8 +1,9 @@
 """The ``sow`` Python data source: read (with filter pushdown), batch write and stream a SOW topic.
 
 Planning, reads, writes and commits run in Spark's Python worker processes, so
-everything opens stores by path. Imports pyspark, ``sowlib.store``, ``sowlib.expr``,
-``sowlib.spark.handles`` and ``shards``; never ``storage``.
+everything opens stores by path (or by configuration: ``configured``). Imports pyspark,
+``sowlib.store``, ``sowlib.expr``, ``sowlib.spark.handles``, ``configured`` and ``shards``;
+never ``storage``.
 """
 
 from __future__ import annotations
