@@ -300,7 +300,7 @@ class SowStore(DerivedTopics):
 
         Raises:
             ConfigError: a bad argument. TopicExistsError: the topic exists with a
-            different configuration. ReadOnlyError: the store is read-only.
+            different configuration. ReadOnlyError: a persistent topic on a reader.
         """
         opts = dict(options or {})
         if key_generator is None and not keys and isinstance(name, str):

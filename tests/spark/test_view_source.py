@@ -191,3 +191,18 @@ def test_a_topic_without_a_file_yet(tmp_path: Path) -> None:
     (tmp_path / "amps.xml").write_text(CONFIG)
     with pytest.raises(ConfigError, match="writer first"):
         SowDataSource({"config": str(tmp_path / "amps.xml"), "topic": VIEW}).schema()
+
+
+def test_a_reader_opened_from_the_configuration_keeps_its_views(
+    writer: SowStore, tmp_path: Path
+) -> None:
+    # what each Spark read opens: SowStore.from_config(..., readonly=True)
+    with SowStore.from_config(tmp_path / "amps.xml", readonly=True) as reader:
+        assert reader.readonly
+        assert sorted(reader.derived_topics()) == [VIEW, "orders-1s"]
+        assert _own_sow(reader) == _own_sow(writer)
+        assert len(reader.topic("scratch")) == 0  # transient: the reader's own, empty
+        writer.topic("orders").publish({"orderId": 5000, "customer": "c1", "quantity": 1})
+        writer.flush()
+        reader.refresh()
+        assert _own_sow(reader) == _own_sow(writer)
