@@ -300,7 +300,7 @@ class SowStore(DerivedTopics):
 
         Raises:
             ConfigError: a bad argument. TopicExistsError: the topic exists with a
-            different configuration. ReadOnlyError: the store is read-only.
+            different configuration. ReadOnlyError: a persistent topic on a reader.
         """
         opts = dict(options or {})
         if key_generator is None and not keys and isinstance(name, str):
@@ -357,7 +357,7 @@ class SowStore(DerivedTopics):
                         )
                     slot.attach(config.key_generator)  # re-attach the application's generator
                 return existing
-            if self.readonly:
+            if self.readonly and config.durability != "transient":  # a reader writes no file
                 raise ReadOnlyError(f"store {self.path}", "create a topic")
             generator = self._generator_for(config)
             if self.path is None or config.durability == "transient":

@@ -1,8 +1,9 @@
 """The ``sow`` Python data source: read (with filter pushdown), batch write and stream a SOW topic.
 
 Planning, reads, writes and commits run in Spark's Python worker processes, so
-everything opens stores by path. Imports pyspark, ``sowlib.store``, ``sowlib.expr``,
-``sowlib.spark.handles`` and ``shards``; never ``storage``.
+everything opens stores by path (or by configuration: ``configured``). Imports pyspark,
+``sowlib.store``, ``sowlib.expr``, ``sowlib.spark.handles``, ``configured`` and ``shards``;
+never ``storage``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import os
 import shutil
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 import attrs
@@ -44,6 +46,7 @@ from sowlib.expr import compile_filter
 from sowlib.query import Record
 from sowlib.spark import handles
 from sowlib.spark.batches import batch_readable, convert_value, record_batches
+from sowlib.spark.configured import config_source, read_topic
 from sowlib.spark.remote import is_url
 from sowlib.spark.render import json_rows, renders
 from sowlib.spark.shards import is_sharded, shard_paths
@@ -209,11 +212,15 @@ class _Options:
     """The data source options, checked once."""
 
     def __init__(self, options: Mapping[str, str]) -> None:
-        path, topic = options.get("path"), options.get("topic")
-        if not path or not topic:
-            raise ConfigError("sow", "the options 'path' and 'topic' are required")
+        path, topic, config = options.get("path") or "", options.get("topic"), options.get("config")
+        if not (path or config) or not topic:
+            raise ConfigError("sow", "the options 'path' (or 'config') and 'topic' are required")
         self.url = is_url(path)  # a versioned sharded store (sowlib.spark.versions)
-        self.path: str = path if self.url else os.path.abspath(path)
+        self.path: str = path if self.url or not path else os.path.abspath(path)
+        #: the store's AMPS configuration: its views read too (sowlib.spark.configured)
+        self.config = config_source(config) if config else None
+        if self.config is not None and (self.url or is_sharded(self.path)):
+            raise ConfigError("config", "a configuration describes one store directory")
         self.storage = {k[8:]: v for k, v in options.items() if k.lower().startswith("storage.")}
         self.topic: str = topic
         self.message_type = options.get("message_type", "json").lower()
@@ -227,7 +234,9 @@ class _Options:
 
     def stores(self) -> list[_StorePartition]:
         """What to read: every shard of a sharded store (for a URL, at the latest
-        commit's versions), or the store at the path."""
+        commit's versions), or the store at the path (or the configuration's)."""
+        if self.config is not None:
+            return [_StorePartition(self.path)]
         if self.url:
             commit = ShardedStore(self.path, storage_options=self.storage).latest()
             return [
@@ -236,6 +245,15 @@ class _Options:
             ]
         paths = shard_paths(self.path) if is_sharded(self.path) else [self.path]
         return [_StorePartition(p) for p in paths]
+
+    def opened(self, path: str) -> AbstractContextManager[Topic | None]:
+        """The topic to read at ``path``, for a ``with`` block (None: nothing to read)."""
+        return read_topic(path, self.config, self.topic, self.message_type)
+
+    def batch_only(self, what: str) -> None:
+        """Refuse the ``config`` option for a write or a stream (views are not stored)."""
+        if self.config is not None:
+            raise ConfigError("config", f"{what} with the 'path' option; 'config' is for reads")
 
 
 def _topic(store: SowStore, opts: _Options) -> Topic | None:
@@ -248,8 +266,10 @@ def _topic(store: SowStore, opts: _Options) -> Topic | None:
 class SowDataSource(DataSource):
     """``spark.read.format("sow")``: the records of a SOW topic as rows.
 
-    Options: ``path`` (store directory or sharded store), ``topic``,
-    ``message_type`` (json), ``filter`` (an AMPS filter evaluated by sowlib),
+    Options: ``path`` (store directory or sharded store), ``topic``, ``config`` (an
+    AMPS configuration file or its XML text, opened read-only for each read, so its
+    views and conflated topics read too; ``path`` then overrides its store
+    directory), ``message_type`` (json), ``filter`` (an AMPS filter evaluated by sowlib),
     ``schema`` (DDL; default: inferred from up to 1,000 records), ``pushdown``
     (``true``: take exact Spark filters, see :class:`SowPushdownReader`), and for writes
     ``keys`` (comma-separated key paths, to create the topic). Columns are the
@@ -266,12 +286,9 @@ class SowDataSource(DataSource):
             return opts.schema
         docs: list[Any] = []
         for part in opts.stores():
-            path = part.local()
-            if not os.path.isdir(path):
-                continue
-            topic = _topic(handles.reader(path), opts)
-            if topic is not None:
-                docs.extend(r.doc for r in topic.sow(opts.filter, top_n=_SAMPLE))
+            with opts.opened(part.local()) as topic:
+                if topic is not None:
+                    docs.extend(r.doc for r in topic.sow(opts.filter, top_n=_SAMPLE))
             if len(docs) >= _SAMPLE:
                 break
         return infer_schema(docs)
@@ -354,12 +371,11 @@ class SowReader(DataSourceReader):
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...] | pa.RecordBatch]:
         """The partition's records: Arrow record batches for flat schemas, else tuples."""
         assert isinstance(partition, _StorePartition)
-        path = partition.local()
-        if not os.path.isdir(path):
-            return
-        topic = _topic(handles.reader(path), self.opts)
-        if topic is None:
-            return
+        with self.opts.opened(partition.local()) as topic:
+            if topic is not None:
+                yield from self._read(topic)
+
+    def _read(self, topic: Topic) -> Iterator[tuple[Any, ...] | pa.RecordBatch]:
         clauses = [f"({self.opts.filter})"] if self.opts.filter else []
         clauses += [f"({p.amps})" for p in self.pushed]
         records = topic.sow(" AND ".join(clauses) if clauses else None)
@@ -411,6 +427,7 @@ class SowWriter(DataSourceWriter):
     """
 
     def __init__(self, opts: _Options, schema: StructType, overwrite: bool) -> None:
+        opts.batch_only("write")
         if overwrite:
             raise ConfigError("mode", "the sow data source appends (mode('append'))")
         if opts.url or is_sharded(opts.path):
@@ -512,6 +529,7 @@ class SowStreamReader(DataSourceStreamReader):
     """
 
     def __init__(self, opts: _Options, schema: StructType) -> None:
+        opts.batch_only("stream")
         if opts.url or is_sharded(opts.path):
             raise ConfigError(opts.path, "stream one shard at a time (a sequence is per store)")
         self.opts = opts

@@ -1,0 +1,122 @@
+"""Reading a store through its AMPS configuration: the ``sow`` data source's ``config`` option.
+
+A view or a conflated topic is a transient topic: it exists only in the process
+that maintains it, never in the store's files. Opening the configuration
+read-only (``SowStore.from_config(..., readonly=True)``) rebuilds its ``<View>`` and
+``<ConflatedTopic>`` definitions from the underlying topics' files, so a Spark
+worker reads a view by opening the configuration for the read. Imports
+``sowlib.store``, ``sowlib.views``, ``sowlib.errors`` and ``.handles``; never pyspark.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sowlib.errors import ConfigError, ReadOnlyError, UnknownTopicError
+from sowlib.spark import handles
+from sowlib.store import SowStore
+from sowlib.topic import Topic
+from sowlib.views.join import parse_join
+
+__all__ = ["config_source", "configured_topic", "read_topic", "readable_topic"]
+
+_MADE_IN_PYTHON = (
+    "a view made with store.create_view exists only in the process that made it and"
+    " cannot be read from Spark: define it as a <View> of the configuration"
+)
+
+
+def config_source(option: str) -> str:
+    """What ``SowStore.from_config`` takes for the ``config`` option: XML text as it is,
+    a file path made absolute (relative to this process's working directory)."""
+    return option if option.lstrip().startswith("<") else os.path.abspath(option)
+
+
+@contextmanager
+def read_topic(
+    path: str, config: str | None, name: str, message_type: str
+) -> Iterator[Topic | None]:
+    """The topic a read of ``path`` names, for the ``with`` block.
+
+    With ``config``: :func:`configured_topic` (``path``, when not empty, is its store
+    directory). Without: the topic from the directory's cached reader
+    (:func:`sowlib.spark.handles.reader`), or None when there is no directory or no
+    such topic (an empty shard, a topic not created yet).
+    """
+    if config is not None:
+        with configured_topic(config, path or None, name, message_type) as found:
+            yield found
+        return
+    topic: Topic | None = None
+    if os.path.isdir(path):
+        try:
+            topic = handles.reader(path).topic(name, message_type)
+        except UnknownTopicError:
+            pass
+    yield topic
+
+
+@contextmanager
+def configured_topic(
+    config: str, base_dir: str | None, name: str, message_type: str
+) -> Iterator[Topic]:
+    """The topic or view ``name`` of the store ``config`` describes, opened read-only for
+    the ``with`` block; the configuration's views are built from its topics' files.
+
+    Args:
+        config: the configuration file (absolute) or its XML text.
+        base_dir: the store directory (None: the configuration file's directory).
+        name: the topic, view or conflated topic to read.
+        message_type: its message type.
+    Raises:
+        ConfigError: no such topic or view, a transient topic, or a topic of the
+            configuration with no file yet. StoreNotFoundError: no store directory.
+    """
+    try:
+        store = SowStore.from_config(config, base_dir=base_dir, readonly=True)
+    except ReadOnlyError as exc:
+        raise ConfigError(
+            "config",
+            f"{exc}: a topic of the configuration has no file in the store yet"
+            " (open the configuration with a writer first)",
+        ) from None
+    try:
+        yield readable_topic(store, name, message_type)
+    finally:
+        store.close()
+
+
+def readable_topic(store: SowStore, name: str, message_type: str) -> Topic:
+    """The topic ``name`` of a read-only ``store`` opened from a configuration, when its
+    records are in this process: a stored topic, or a view or conflated topic of one.
+
+    Raises:
+        ConfigError: no such topic or view; a transient topic (its records live in
+            the writer's process), or a view of one.
+    """
+    try:
+        topic = store.topic(name, message_type)
+    except UnknownTopicError:
+        raise ConfigError(
+            "topic",
+            f"{name!r} ({message_type}) is no topic or view of the configuration; "
+            + _MADE_IN_PYTHON,
+        ) from None
+    options = topic.config.options
+    spec = options.get("view") or options.get("conflated")
+    if spec is None:
+        sources = [topic]
+    else:
+        sources = [store.topic(spec["underlying"])]
+        if spec.get("join"):
+            sources.append(store.topic(parse_join(spec["join"]).right))
+    for source in sources:
+        if source.config.durability == "transient":
+            raise ConfigError(
+                "topic",
+                f"{name!r} reads the transient topic {source.name!r}, whose records live"
+                " only in its writer's process",
+            )
+    return topic
