@@ -194,7 +194,8 @@ def test_sample_xml_opens_read_only_beside_its_writer(samples_dir: Path, tmp_pat
         writer.topic("orders").publish(order)
         reader = SowStore.from_config(config, base_dir=tmp_path, readonly=True)
         try:
-            assert reader.readonly and reader.journal is None
+            assert reader.readonly
+            assert reader.journal is None
             assert sorted((t.name, t.message_type) for t in reader.topics()) == sorted(
                 (t.name, t.message_type) for t in writer.topics()
             )
@@ -203,4 +204,44 @@ def test_sample_xml_opens_read_only_beside_its_writer(samples_dir: Path, tmp_pat
         finally:
             reader.close()
     finally:
+        writer.close()
+
+
+CONFIG = """<AMPSConfig><SOW>
+  <Topic><Name>orders</Name><MessageType>json</MessageType><Key>/id</Key>
+    <FileName>./sow/%n.sow</FileName></Topic>
+  <View><Name>totals</Name><UnderlyingTopic>orders</UnderlyingTopic>
+    <MessageType>json</MessageType>
+    <Projection><Field>SUM(/qty) AS /qty</Field><Field>/who AS /who</Field></Projection>
+    <Grouping><Field>/who</Field></Grouping></View>
+</SOW></AMPSConfig>"""
+
+
+def test_a_read_only_client_sow_answers_with_the_writers_current_state(tmp_path: Path) -> None:
+    """A ``sow`` over a read-only store sees what the writer published after the open,
+    the view included; the read-only store still refuses a stored topic of its own."""
+    import sowlib.compat as amps
+    from sowlib.errors import ReadOnlyError
+
+    writer = SowStore.from_config(CONFIG.encode(), base_dir=tmp_path)
+    reader = SowStore.from_config(CONFIG.encode(), base_dir=tmp_path, readonly=True)
+    uri = "tcp://127.0.0.1:9311/amps/json"
+    amps.attach(reader, uri)
+    client = amps.Client("read-only-sow")
+    try:
+        writer.topic("orders").publish({"id": 1, "who": "ann", "qty": 2})
+        writer.topic("orders").publish({"id": 2, "who": "ann", "qty": 3})
+        client.connect(uri)
+        client.logon()
+        got = [m.get_data() for m in client.sow("orders") if m.get_command() == "sow"]
+        assert sorted(json.loads(d)["id"] for d in got) == [1, 2]
+        totals = [m.get_data() for m in client.sow("totals") if m.get_command() == "sow"]
+        assert [json.loads(d) for d in totals] == [{"qty": 5, "who": "ann"}]
+        with pytest.raises(ReadOnlyError):
+            reader.create_topic("more", keys=["/id"])
+        assert [t.name for t in reader.topics()].count("more") == 0
+    finally:
+        client.close()
+        amps.detach(uri)
+        reader.close()
         writer.close()
