@@ -357,10 +357,8 @@ class SowStore(DerivedTopics):
                         )
                     slot.attach(config.key_generator)  # re-attach the application's generator
                 return existing
-            if self.readonly and config.durability != "transient":
+            if self.readonly and config.durability != "transient":  # a view: in memory
                 raise ReadOnlyError(f"store {self.path}", "create a topic")
-            # a transient topic (a configuration's view, say) is memory of the process that
-            # opens it: a read-only store from a configuration builds its own
             generator = self._generator_for(config)
             if self.path is None or config.durability == "transient":
                 log: Any = MemoryLog(json.dumps(config.to_dict()).encode())
