@@ -158,9 +158,14 @@ class Hub:
     def require_sow(self, name: str, message_type: str | None, command: str) -> list[Topic]:
         """Like :meth:`sow_topics` but a topic without a SOW is an error.
 
+        A store opened read-only is refreshed first: a query answers with the writer's
+        state at the time of the call, as a server's SOW would.
+
         Raises:
             InvalidTopicException: no SOW topic has that name (or matches that regex).
         """
+        if self.store.readonly:
+            self.store.refresh()
         topics = self.sow_topics(name, message_type)
         if not topics and not is_regex(name):
             raise InvalidTopicException(

@@ -3,7 +3,8 @@
 The AMPS Python client's source distribution ships 18 sample programs and the
 server configuration they were written for (``sample.xml``).
 ``tests/compat/samples`` fetches them at test time and runs each pair unmodified
-in one process; this table is what those tests show. Imports nothing of sowlib.
+in one process and, where sowlib can, as two processes (the subscriber's store
+opened read-only); this table is what those tests show. Imports nothing of sowlib.
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ DIFFERS = "runs, differs"
 
 @attrs.frozen
 class SampleRow:
-    """One sample program (or pair): how the test runs it, the outcome, any shim."""
+    """One sample program (or pair): how the test runs it, the outcome, the outcome as
+    two processes (or why it is not run so), any shim."""
 
     programs: str
     how: str
     status: str
+    two: str
     shim: str = "none"
 
 
@@ -32,12 +35,16 @@ SAMPLES: tuple[SampleRow, ...] = (
         "the subscriber (it loops forever over `subscribe`) on a thread, then the publisher;"
         " the subscriber prints the message published to the pub/sub topic `messages`",
         RUNS,
+        "not run: `messages` is a pub/sub topic, and a read-only process follows SOW topics "
+        "only (no pub/sub delivery across processes yet)",
     ),
     SampleRow(
         "AMPSFIXBuilderPublisher + AMPSFIXShredderSubscriber",
         "over `/amps/fix`: sample.xml has no fix SOW topic `messages-sow`, so it is a fix"
         " pub/sub topic; the subscriber prints the three shredded fields",
         RUNS,
+        "not run: fix `messages-sow` is a pub/sub topic (no fix SOW topic), and a read-only "
+        "process follows SOW topics only",
     ),
     SampleRow(
         "AMPSNVFIXBuilderPublisher + AMPSNVFIXShredderSubscriber",
@@ -47,18 +54,22 @@ SAMPLES: tuple[SampleRow, ...] = (
         " `except` (the real client's `publish` does not wait for the server's answer);"
         " the subscriber gets nothing",
         DIFFERS,
+        "as in one process: the publisher's error, nothing delivered (the nvfix SOW topic is "
+        "followed, but no message is accepted)",
     ),
     SampleRow(
         "AMPSSOWConsolePublisher + AMPSSOWConsoleSubscriber",
         "the publisher, then the SOW query: group begin, the 10 records under 10 (number 5"
         " updated), group end",
         RUNS,
+        "runs: the query in the read-only process answers with the writer's current SOW",
     ),
     SampleRow(
         "AMPSSOWandSubscribeConsoleSubscriber (+ AMPSSOWConsolePublisher)",
         "the publisher, the subscriber on a thread (the SOW part), the publisher again: its"
         " 11 matching publishes arrive live",
         RUNS,
+        "runs: the second run's 11 publishes reach the read-only process live",
     ),
     SampleRow(
         "AMPSSOWandSubscribeWithOOF + AMPSUpdateForOOF",
@@ -66,6 +77,8 @@ SAMPLES: tuple[SampleRow, ...] = (
         " `send`, `sow_delete`): 8 `match` OOFs, one `deleted`, and one `expired` about a"
         " second later while the subscriber is idle",
         RUNS,
+        "runs: `match` and `deleted` OOFs from the writer's log, `expired` on the reader's own "
+        "clock",
     ),
     SampleRow(
         "AMPSPublishForReplay + AMPSSubscribeForReplay",
@@ -74,6 +87,8 @@ SAMPLES: tuple[SampleRow, ...] = (
         " orders 1-10 from the transaction log and exits; run again it resumes at 11 from"
         " its `MMapBookmarkStore` file",
         RUNS,
+        "not run: `messages-history` is recorded only by the transaction log, and a read-only "
+        "store owns no journal: the subscriber has nothing to replay from",
     ),
     SampleRow(
         "CompositeMessagePublisher + CompositeMessageSubscriber",
@@ -81,6 +96,8 @@ SAMPLES: tuple[SampleRow, ...] = (
         " `/0/number % 3 == 0`) on a thread, then the publisher's 9 messages; parts 3, 6"
         " and 9 arrive with their 50 doubles",
         RUNS,
+        "not run: `messages` is a pub/sub topic, and a read-only process follows SOW topics "
+        "only (no pub/sub delivery across processes yet)",
         "`array.array.tostring` / `fromstring` (removed in Python 3.9) mapped to"
         " `tobytes` / `frombytes`",
     ),
@@ -90,12 +107,15 @@ SAMPLES: tuple[SampleRow, ...] = (
         " itself, which the transaction log records), then the consumer: each message once,"
         " leased one at a time (`MaxPerSubscriptionBacklog` 1) and acknowledged",
         RUNS,
+        "not run: consuming a queue leases and acknowledges, which writes the queue's state; a "
+        "read-only process cannot consume a queue",
     ),
     SampleRow(
         "RandomServerChooser",
         "a module, not a program: imported, then used as an `HAClient`'s server chooser to"
         " connect, publish and query",
         RUNS,
+        "not a pair",
     ),
 )
 
@@ -109,15 +129,21 @@ def render_samples() -> list[str]:
         "configuration they were written for (`sample.xml`). The tests fetch them at test",
         "time (they are not part of this repository), load `sample.xml` with",
         "`SowStore.from_config`, make `AMPS` mean `sowlib.compat`, and run each pair",
-        "unmodified in one process, asserting on what the programs print. The two-process",
-        "form (a subscriber in another process with the store opened read-only) is not run:",
-        "a read-only process does not receive live messages yet.",
+        "unmodified in one process, asserting on what the programs print. They also run the",
+        "pairs sowlib can as two processes: the publisher over the writer's store, the",
+        'subscriber over `SowStore.from_config("sample.xml", readonly=True)` in the same',
+        "directory. A read-only process follows SOW topics only and owns no transaction",
+        "log, so pairs over a pub/sub topic, the replay pair and the queue pair run in one",
+        "process only. [R] The read-only store computes the configuration's views itself",
+        "(transient topics, in its own memory, from the records it reads), and a `sow`",
+        "through `sowlib.compat` over a read-only store refreshes it first: the query",
+        "answers with the writer's state at the time of the call, as a server would.",
         "",
-        "| sample | how it runs (one process) | status | shim |",
-        "| --- | --- | --- | --- |",
+        "| sample | how it runs (one process) | status | two processes | shim |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for row in SAMPLES:
-        cells = (row.programs, row.how, row.status, row.shim)
+        cells = (row.programs, row.how, row.status, row.two, row.shim)
         out.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     out.append("")
     return out

@@ -22,6 +22,12 @@ delivers it. ``"queues": true`` loads the configuration as it is (a scenario tha
 needs its ``<Queue>``); otherwise a ``<Queue>`` sowlib cannot load yet is left out
 and the result's ``note`` says so. ``"shim_array": true`` gives ``array.array`` the ``tostring`` and
 ``fromstring`` methods Python 3.9 removed (nothing else is changed).
+
+``python runner.py --serve SCENARIO.json`` is one of two processes: it opens the
+store (read-only when the scenario says ``"readonly": true``), prints ``ready``,
+then runs the steps it reads from stdin one JSON line at a time, answering each
+with ``ok`` or ``failed`` on a line of its own; ``["finish"]`` writes the result
+and ends the process. Programs' output is filed as above, never on that channel.
 """
 
 from __future__ import annotations
@@ -87,11 +93,13 @@ def shim_array() -> None:
     sys.modules["array"] = module
 
 
-def open_store(config: Path, base: Path, queues: bool) -> tuple[SowStore, str]:
+def open_store(
+    config: Path, base: Path, queues: bool, readonly: bool = False
+) -> tuple[SowStore, str]:
     """The store of ``config``, loaded as it is (``queues``: the scenario uses its
     ``<Queue>``; every scenario loads the whole file), and a note (empty)."""
     del queues
-    return SowStore.from_config(config, base_dir=base), ""
+    return SowStore.from_config(config, base_dir=base, readonly=readonly), ""
 
 
 class Harness:
@@ -168,28 +176,48 @@ class Harness:
 
 
 def main() -> None:
-    scenario = json.loads(Path(sys.argv[1]).read_text())
+    serve = sys.argv[1] == "--serve"
+    scenario = json.loads(Path(sys.argv[-1]).read_text())
     base = Path.cwd()
     if scenario.get("shim_array"):
         shim_array()
+    channel = os.fdopen(os.dup(1), "w", buffering=1) if serve else None
     try:
-        store, note = open_store(Path(scenario["config"]), base, bool(scenario.get("queues")))
+        store, note = open_store(
+            Path(scenario["config"]),
+            base,
+            bool(scenario.get("queues")),
+            bool(scenario.get("readonly")),
+        )
     except ConfigError:
         result = {"note": "", "failure": traceback.format_exc(), "stdout": {}, "stderr": {}}
         Path(scenario["result"]).write_text(json.dumps({**result, "errors": {}, "finished": []}))
+        if channel is not None:
+            channel.write("failed\n")
         return
     sowlib.compat.install()
     sowlib.compat.attach(store)  # every URI of the configuration reaches this store
-    router = Router({}, sys.__stdout__)
+    router = Router({}, sys.__stderr__ if serve else sys.__stdout__)
     err_router = Router(router.programs, sys.__stderr__)
     sys.stdout, sys.stderr = router, err_router  # type: ignore[assignment]
     harness = Harness(Path(scenario["samples"]), router)
     failure = ""
-    try:
-        for step in scenario["steps"]:
+    if channel is None:
+        steps: Any = scenario["steps"]
+    else:
+        channel.write("ready\n")
+        steps = (json.loads(line) for line in sys.stdin)
+    for step in steps:
+        if step == ["finish"]:
+            break
+        try:
             getattr(harness, step[0])(*step[1:])
-    except Exception:
-        failure = traceback.format_exc()
+        except Exception:
+            failure = traceback.format_exc()
+        if channel is not None:
+            channel.write("failed\n" if failure else "ok\n")
+        if failure:
+            break
     names = set(router.texts) | set(err_router.texts) | set(harness.errors)
     result = {
         "note": note,
@@ -200,7 +228,7 @@ def main() -> None:
         "finished": harness.finished,
     }
     Path(scenario["result"]).write_text(json.dumps(result))
-    for stream in (sys.__stdout__, sys.__stderr__):
+    for stream in (sys.__stdout__, sys.__stderr__, channel):
         if stream is not None:
             stream.flush()
     os._exit(0)

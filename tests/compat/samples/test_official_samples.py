@@ -8,7 +8,7 @@ the composite pair gets ``array.array.tostring``/``fromstring`` back (removed
 from Python in 3.9). ``sample.xml`` loads whole, its ``<Queue>`` included.
 
 The two-process form (the subscriber's store opened read-only in another process)
-is not run here: a read-only process does not receive live messages yet.
+is ``test_samples_two_processes.py``.
 """
 
 from __future__ import annotations
