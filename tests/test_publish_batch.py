@@ -348,7 +348,7 @@ def test_key_map_batch_puts_equal_one_put_at_a_time(
         keymap.put_bare_each(list(start), list(range(len(start))), list(start.values()))
     offset = len(start)
     for batch in batches:
-        keys = [k for k, _ in batch]
+        keys: list[int | str] = [k for k, _ in batch]
         sizes = [s for _, s in batch]
         offsets = list(range(offset, offset + len(batch)))
         offset += len(batch)

@@ -143,8 +143,7 @@ def test_filters_on_a_view(sow: Any, writer: SowStore, tmp_path: Path) -> None:
 
     # the Spark filter is taken by the source: sowlib applies it to the view
     source = SowDataSource({"config": str(config), "topic": VIEW})
-    schema = T.StructType.fromDDL(source.schema())
-    reader: Any = source.reader(schema)
+    reader: Any = source.reader(_struct(source.schema()))
     assert list(reader.pushFilters([GreaterThan(("total",), cut)])) == []
     assert _read_directly(reader) == expected
 
@@ -167,8 +166,7 @@ def test_config_text_with_a_relative_store_directory(
     monkeypatch.chdir(tmp_path.parent)
     options = {"config": CONFIG, "path": tmp_path.name, "topic": VIEW}
     source = SowDataSource(options)
-    schema = T.StructType.fromDDL(source.schema())
-    reader: Any = source.reader(schema)
+    reader: Any = source.reader(_struct(source.schema()))
     assert _read_directly(reader) == _own_sow(writer)
 
 
@@ -206,3 +204,12 @@ def test_a_reader_opened_from_the_configuration_keeps_its_views(
         writer.flush()
         reader.refresh()
         assert _own_sow(reader) == _own_sow(writer)
+
+
+def _struct(schema: T.StructType | str) -> T.StructType:
+    """The source's schema as a StructType (it may answer with DDL text)."""
+    if isinstance(schema, T.StructType):
+        return schema
+    parsed = T.StructType.fromDDL(schema)
+    assert isinstance(parsed, T.StructType)
+    return parsed
