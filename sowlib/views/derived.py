@@ -96,8 +96,8 @@ class DerivedTopics:
             >>> view = store.create_view("totals", "orders", grouping=["/customer"],
             ...     projection=["/customer", "SUM(/quantity * /price) AS /total"])
             >>> _ = orders.publish({"id": 1, "customer": "ann", "quantity": 2, "price": 5})
-            >>> [r.doc for r in view.sow()]
-            [{'customer': 'ann', 'total': 10}]
+            >>> next(iter(view.sow())).doc
+            {'customer': 'ann', 'total': 10}
         """
         if join is not None:
             left = parse_join(join).left
@@ -290,9 +290,10 @@ class DerivedTopics:
             >>> store = SowStore()
             >>> t = store.create_topic("t", keys=["/id"])
             >>> _ = t.publish_many([{"id": 1, "g": "x", "v": 2}, {"id": 2, "g": "x", "v": 5}])
-            >>> [r.doc for r in store.sow_aggregate("t", projection=["/g", "MAX(/v) AS /top"],
-            ...                                      grouping=["/g"])]
-            [{'g': 'x', 'top': 5}]
+            >>> top = ["/g", "MAX(/v) AS /top"]
+            >>> rows = store.sow_aggregate("t", projection=top, grouping=["/g"])
+            >>> rows[0].doc
+            {'g': 'x', 'top': 5}
         """
         store: Any = self
         return aggregate_sow(
