@@ -11,6 +11,7 @@ arguments, per-command help, ``--version``. Sits on top of ``store`` and
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
@@ -197,11 +198,9 @@ def _fail(command: str, exc: BaseException) -> int:
 
 def _quiet_pipe() -> int:
     """Standard output's reader went away (``sowlib stats DIR | head``): stop quietly."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())  # the interpreter's last flush goes nowhere
-    except (OSError, ValueError):
-        pass
+    # the interpreter's last flush goes nowhere; no stdout to redirect is as good
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 

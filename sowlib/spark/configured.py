@@ -10,6 +10,7 @@ worker reads a view by opening the configuration for the read. Imports
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -51,10 +52,8 @@ def read_topic(
         return
     topic: Topic | None = None
     if os.path.isdir(path):
-        try:
+        with contextlib.suppress(UnknownTopicError):  # then the caller says what is missing
             topic = handles.reader(path).topic(name, message_type)
-        except UnknownTopicError:
-            pass
     yield topic
 
 

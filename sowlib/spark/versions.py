@@ -26,6 +26,7 @@ version it extends when it can. Imports fsspec, xxhash, ``sowlib.store``,
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -430,10 +431,8 @@ def evict(folder: str) -> None:
     versions = sorted(n for n in os.listdir(folder) if n.startswith("v") and n[1:].isdigit())
     for name in versions[:-KEEP_CACHED]:
         shutil.rmtree(os.path.join(folder, name), ignore_errors=True)
-        try:
+        with contextlib.suppress(OSError):  # a version cached without its description
             os.unlink(os.path.join(folder, name + ".json"))
-        except OSError:
-            pass
 
 
 def _copy_prefix(local: str, out: Any, size: int) -> None:
