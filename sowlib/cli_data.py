@@ -281,7 +281,7 @@ def _cmd_explain(args: argparse.Namespace, out: TextIO) -> int:
         print(plan.describe(), file=out)
         print(
             f"kind={plan.kind} index={plan.index or '-'} estimated={plan.estimated}"
-            f" exact={str(plan.exact).lower()}",
+            f" count={plan.count} exact={str(plan.exact).lower()}",
             file=out,
         )
     return 0

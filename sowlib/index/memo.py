@@ -158,10 +158,12 @@ def _true_numbers(values: Sequence[Any]) -> bool:
     return set(map(type, values)) <= {int, float} and all(map(eq, values, values))
 
 
-def _count(sd: SortedMap, iv: Interval) -> int:
-    """Number of distinct values of ``sd`` inside ``iv``; O(log n)."""
+def _count(sd: SortedMap, iv: Interval, entries: int) -> int:
+    """Entries under the values of ``sd`` in ``iv``: exact for <= 64 values; O(log n)."""
     lo, hi = _span(sd, iv)
-    return hi - lo
+    if hi - lo <= 64:
+        return sum(len(sd.map[v]) for v in sd.ordered()[lo:hi])
+    return (hi - lo) * entries // len(sd) + 1
 
 
 @attrs.define(eq=False)
@@ -520,11 +522,11 @@ class MemoIndex:
         return parts
 
     def estimate(self, region: Region) -> int:
-        """Approximate candidate count for ``region`` (distinct values x mean fan-out); O(log n)."""
+        """Candidate count for ``region`` (values x mean fan-out past 64 values); O(log n)."""
         total = len(self._loose) + (len(self._arrays) if region.multi else 0)
         for sd, iv, which in self._parts(region):
             if len(sd):
-                total += _count(sd, iv) * self._entries[which] // len(sd) + 1
+                total += _count(sd, iv, self._entries[which])
         if region.words and region.texts is None:
             total += self._entries[1]
         return total

@@ -28,10 +28,13 @@ from sowlib.index.types import Key
 from sowlib.index.values import number_text, to_number
 from sowlib.paths import FieldPath
 
-__all__ = ["KINDS", "FilterLike", "Plan", "plan"]
+__all__ = ["COUNTS", "KINDS", "FilterLike", "Plan", "plan"]
 
 #: Every plan kind, cheapest first.
 KINDS = ("keys", "key_fields", "hash", "hash_in_first", "memo", "bytes", "columns", "scan")
+#: How a plan's candidate count is known (:attr:`Plan.count`), surest first.
+COUNTS = ("exact", "at_most", "about", "every")
+_SAID = {"exact": "{} candidates", "at_most": "at most {} candidates", "about": "~{} candidates"}
 #: Most key combinations a key-field or hash lookup will enumerate.
 _MAX_COMBOS = 4096
 # A second memo probe is intersected in when it is at most this many times
@@ -65,12 +68,17 @@ class Plan:
         index: the index used (``hash(/a)``, ``memo(/b)+memo(/c)``), or None.
         estimated: candidates expected before the filter runs.
         detail: what was looked up, for :meth:`describe`.
+        count: how :attr:`estimated` is known, one of :data:`COUNTS`: ``"exact"``
+            (the index's own count), ``"at_most"`` (a bound: records deleted or
+            filed twice make fewer), ``"about"`` (from value counts or a sample),
+            ``"every"`` (a scan: every record is tested, how many match is unknown).
     """
 
     kind: str
     index: str | None
     estimated: int
     detail: str = ""
+    count: str = "about"
     _fetch: Callable[[], Iterable[Key]] | None = attrs.field(
         default=None, eq=False, repr=False, alias="fetch"
     )
@@ -96,13 +104,18 @@ class Plan:
         return () if self._unsure is None else self._unsure()
 
     def describe(self) -> str:
-        """One readable line, e.g. ``hash hash(/region) [/region = 'EU'] ~12 candidates``."""
+        """One readable line, e.g. ``hash hash(/region) [/region = 'EU'] 12 candidates``.
+
+        The count reads ``12 candidates`` (exact), ``at most 12 candidates``, ``~12
+        candidates`` (an estimate) or ``all 50000 records tested`` (a scan).
+        """
         parts = [self.kind]
         if self.index:
             parts.append(self.index)
         if self.detail:
             parts.append(f"[{self.detail}]")
-        parts.append(f"~{self.estimated} candidates")
+        said = _SAID.get(self.count, "all {} records tested").format(self.estimated)
+        parts.append(said[:-1] if self.estimated == 1 else said)
         return " ".join(parts)
 
 
@@ -169,6 +182,7 @@ def _key_plan(source: QuerySource, eqs: dict[FieldPath, list[Any]]) -> Plan | No
         None,
         len(keys) + len(irregular),
         detail,
+        "at_most",
         fetch=lambda: _live(source, [*keys, *irregular]),
     )
 
@@ -215,6 +229,8 @@ def _hash_plan(
         index.name,
         est,
         detail,
+        # one probe: one key set, counted exactly (several may share a record's keys)
+        "exact" if len(probes) == 1 else "at_most",
         fetch=lambda: index.lookup_probes(probes),
         unsure=(lambda: index.loose) if exact else None,
     )
@@ -291,7 +307,8 @@ def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
     best = probes[0]
     n = len(source)
     if best.estimate > n * _MEMO_MAX_FRACTION:
-        return Plan("scan", None, n, f"{best.memo.name} not selective (~{best.estimate})")
+        detail = f"{best.memo.name} not selective (~{best.estimate})"
+        return Plan("scan", None, n, detail, "every")
     use = [best]
     if len(probes) > 1 and probes[1].estimate <= best.estimate * _INTERSECT_RATIO:
         use.append(probes[1])
@@ -329,9 +346,11 @@ def _column_plan(source: QuerySource, node: Node, n: int) -> Plan | None:
         return None
     fetch: Callable[[], Iterable[Key]] = found.fetch
     if not found.kept:  # a scan, evaluated over the columns of one batch at a time
-        return Plan("scan", None, n, f"vector: {found.detail}", fetch=fetch, unsure=tuple)
+        detail = f"vector: {found.detail}"
+        return Plan("scan", None, n, detail, "every", fetch=fetch, unsure=tuple)
     names = ",".join(p.to_text() for p in found.fields)
-    return Plan("columns", f"columns({names})", n, found.detail, fetch=fetch, unsure=tuple)
+    index = f"columns({names})"
+    return Plan("columns", index, n, found.detail, "every", fetch=fetch, unsure=tuple)
 
 
 def plan(
@@ -358,11 +377,12 @@ def plan(
             None,
             len(wanted),
             f"{len(wanted)} sow keys",
+            "at_most",
             fetch=lambda: _live(source, wanted),
         )
     n = len(source)
     if flt is None:
-        return Plan("scan", None, n, "no filter")
+        return Plan("scan", None, n, "no filter", "every")
     conj = conjuncts(flt.node)
     eqs: dict[FieldPath, list[Any]] = {}
     for clause in conj:
@@ -386,4 +406,4 @@ def plan(
         source.indexes.note_scan(path)
     if columns is not None and (found is None or found.kind == "scan"):
         return columns  # the scan, vectorized
-    return found if found is not None else Plan("scan", None, n)
+    return found if found is not None else Plan("scan", None, n, count="every")

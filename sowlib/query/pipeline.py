@@ -244,6 +244,6 @@ def explain(
 
     Example:
         >>> explain(topic, compile_filter("/region = 'EU'")).describe()  # doctest: +SKIP
-        "hash hash(/region) [/region = 'EU'] ~120 candidates"
+        "hash hash(/region) [/region = 'EU'] 120 candidates"
     """
     return plan(source, flt, sow_keys)

@@ -46,27 +46,41 @@ def byte_plan(
         return None
     if keys.live_bytes < total * MIN_LIVE:
         return None
-    best, estimate = patterns[0], 0
-    if total > 2 * SAMPLE_BYTES:
-        sampled = len(keys) * SAMPLE_BYTES / total
-        counts = []
-        for pattern in patterns:
-            found = log.records_matching(pattern, low, low + SAMPLE_BYTES)
-            counts.append((len(found) if found is not None else len(keys), pattern))
-        hits, best = min(counts, key=lambda c: c[0])
-        if hits > sampled * MAX_FRACTION:
-            return None
-        estimate = round(hits * total / SAMPLE_BYTES)
+    if total <= 2 * SAMPLE_BYTES:
+        # Sampling would read as much as the search: search the whole file now, once
+        # per pattern, and keep the records holding a match of every one (or an
+        # escape). Their count (dead versions too, under half the file) bounds the
+        # candidates, and the query reuses the search.
+        starts = _starts(log, patterns)
+        return len(starts), lambda: _live_of(log, keys, starts)
+    sampled = len(keys) * SAMPLE_BYTES / total
+    counts = []
+    for pattern in patterns:
+        found = log.records_matching(pattern, low, low + SAMPLE_BYTES)
+        counts.append((len(found) if found is not None else len(keys), pattern))
+    hits, best = min(counts, key=lambda c: c[0])
+    if hits > sampled * MAX_FRACTION:
+        return None
+    estimate = round(hits * total / SAMPLE_BYTES)
 
     def fetch() -> list[Key]:
-        return _live_matches(log, keys, best)
+        return _live_of(log, keys, _starts(log, [best]))
 
     return estimate, fetch
 
 
-def _live_matches(log: LogView, keys: KeyMap, pattern: re.Pattern[bytes]) -> list[Key]:
-    starts = set(log.records_matching(pattern) or ())
+def _starts(log: LogView, patterns: Sequence[re.Pattern[bytes]]) -> set[int]:
+    """Offsets of the records holding a match of every one of ``patterns``, or an escape."""
+    starts = set(log.records_matching(patterns[0]) or ())
+    for pattern in patterns[1:]:
+        if starts:
+            starts.intersection_update(log.records_matching(pattern) or ())
     starts.update(log.records_matching(ESCAPE) or ())
+    return starts
+
+
+def _live_of(log: LogView, keys: KeyMap, starts: set[int]) -> list[Key]:
+    """The live keys whose current record starts at one of ``starts``, in file order."""
     out: list[Key] = []
     key_of, offset_of = keys.key_of, keys.offset
     for start in sorted(starts):

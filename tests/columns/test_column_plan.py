@@ -333,7 +333,7 @@ def test_a_first_scan_runs_over_columns_of_each_batch_and_keeps_none(
     assert plan.describe().startswith("scan [vector: 2 leaves over /note, /qty;")
     assert "for this query only" in plan.describe()
     # a filter the vector engine leaves to the closures stays a plain scan
-    assert topic.explain("/price > /qty").describe().startswith("scan ~")
+    assert topic.explain("/price > /qty").describe().startswith("scan all ")
 
 
 def test_a_first_scan_with_top_n_stops_reading_once_it_has_its_rows(
