@@ -33,6 +33,7 @@ __all__ = [
     "RegexBudgetError",
     "RegexTimeoutError",
     "SowError",
+    "SparkSetupError",
     "StorageError",
     "StoreClosedError",
     "StoreFullError",
@@ -507,4 +508,63 @@ class NotJournaledError(UnknownTopicError):
         return (
             f"topic {self.topic!r} is not recorded in the transaction log;"
             " add it to the journal's topics (<TransactionLog><Topic>)"
+        )
+
+
+# --------------------------------------------------------------------------
+# Spark
+
+
+_SHIP = (
+    " Or ship sowlib with the job: spark-submit --py-files (a zip of the sowlib package"
+    " and pyspark_sowlib.py; compiled modules do not load from a zip, so sowlib runs its"
+    " pure-Python paths) or --archives with a packed"
+    " virtualenv, or spark.sparkContext.addPyFile(zip) before the first job."
+    " sowlib.spark.check_workers(spark) reports each worker's Python."
+)
+
+
+@attrs.define(auto_exc=True, eq=False)
+class SparkSetupError(SowError, RuntimeError):
+    """Spark's Python workers cannot use sowlib; the message says what to do.
+
+    ``problem`` is ``"no_module"`` (a worker's Python cannot import sowlib: it runs
+    another interpreter, or sowlib is not installed there), ``"source_not_found"``
+    (Spark found no data source named ``sow``: pyspark's scan of the workers' installed
+    modules did not see ``pyspark_sowlib``, as with a default editable install) or
+    ``"no_python"`` (the workers' Python does not start).
+    ``python`` is the workers' interpreter as reported or configured; ``detail`` the
+    worker's own words. The Spark error is the ``__cause__``.
+    """
+
+    problem: str
+    python: str
+    detail: str = ""
+
+    def message(self) -> str:
+        said = f" ({self.detail})" if self.detail else ""
+        if self.problem == "no_python":
+            return (
+                f"Spark cannot start its Python workers with {self.python}{said}: set"
+                " PYSPARK_PYTHON (or spark.pyspark.python) to the executable of a Python"
+                " that has sowlib installed (sys.executable of the driver, for one machine)."
+            )
+        if self.problem == "source_not_found":
+            return (
+                f"Spark found no data source named 'sow'{said}: its Python workers ({self.python})"
+                " do not see the pyspark_sowlib module that pyspark's scan of installed modules"
+                " registers. A default editable install (pip install -e) is invisible to that"
+                " scan: install with pip install '.[spark]', or pip install -e '.[spark]'"
+                " --config-settings editable_mode=compat, or call sowlib.spark.register(spark)"
+                " once in the session. If sowlib is installed in another Python, set"
+                " PYSPARK_PYTHON (or spark.pyspark.python) to that Python's executable before"
+                " the session starts." + _SHIP
+            )
+        return (
+            f"Spark's Python workers cannot import sowlib{said}; they run {self.python}."
+            " Install sowlib (with the spark extra) into that Python, or make the workers run"
+            " the Python sowlib is installed in: set PYSPARK_PYTHON (or spark.pyspark.python)"
+            " to its executable, e.g. the virtualenv's bin/python, before the session starts"
+            " (unset, they run the first python3 on PATH: not a virtualenv's unless it is"
+            " activated)." + _SHIP
         )

@@ -26,6 +26,7 @@ from sowlib.spark.remote import is_url
 from sowlib.spark.routing import shard_of
 from sowlib.spark.shardwriter import ShardWriter
 from sowlib.spark.versions import ShardedStore
+from sowlib.spark.workers import worker_errors
 from sowlib.store import SowStore
 
 __all__ = [
@@ -143,6 +144,7 @@ def write_sharded(
         The shard directories, in shard order (for a URL: ``<url>/shard-NNNN``).
     Raises:
         ConfigError: bad shard count, keys or message type, or ``path`` already sharded.
+        SparkSetupError: Spark's Python workers cannot import sowlib.
     """
     if shards < 1:
         raise ConfigError("shards", f"{shards!r} is not a positive shard count")
@@ -181,10 +183,11 @@ def write_sharded(
 
     try:
         job = pairs.mapPartitions(write_partition)
-        if progress is None or progress is False:
-            job.collect()
-        else:
-            run_with_progress(df.sparkSession.sparkContext, job.collect, rep)
+        with worker_errors(df.sparkSession):
+            if progress is None or progress is False:
+                job.collect()
+            else:
+                run_with_progress(df.sparkSession.sparkContext, job.collect, rep)
         out = []
         for i in range(n):
             final = os.path.join(root, shard_name(i))
@@ -244,10 +247,11 @@ def _write_versioned(
 
     try:
         job = pairs.mapPartitionsWithIndex(write_partition)
-        if progress is None or progress is False:
-            versions = dict(job.collect())
-        else:
-            versions = dict(run_with_progress(df.sparkSession.sparkContext, job.collect, rep))
+        with worker_errors(df.sparkSession):
+            if progress is None or progress is False:
+                versions = dict(job.collect())
+            else:
+                versions = dict(run_with_progress(df.sparkSession.sparkContext, job.collect, rep))
         store.commit(versions, base=store.latest())
         rep.update(rep.total or rep.done)
     finally:

@@ -22,6 +22,7 @@ from sowlib.spark.routing import shard_of
 from sowlib.spark.shards import key_column
 from sowlib.spark.shardwriter import ShardWriter
 from sowlib.spark.versions import Commit, ShardedStore
+from sowlib.spark.workers import worker_errors
 
 __all__ = ["ShardedSink"]
 
@@ -112,12 +113,14 @@ class ShardedSink:
                 batch is visible; Spark's retry of the batch applies it on the new
                 version).
             ConfigError: ``delete_column`` or a key field is not a column.
+            SparkSetupError: Spark's Python workers cannot import sowlib.
         """
         base = self.store.latest()
         last = base.last_batch(self.query_name)
         if last is not None and batch_id <= last:
             return
-        updates = self.apply(batch_df, batch_id, base)
+        with worker_errors(batch_df.sparkSession):
+            updates = self.apply(batch_df, batch_id, base)
         self.store.commit(updates, base=base, batch=(self.query_name, batch_id))
 
     def apply(self, batch_df: DataFrame, batch_id: int, base: Commit) -> dict[int, int]:

@@ -25,6 +25,7 @@ from pyspark.util import _local_iterator_from_socket
 from sowlib.errors import ConfigError, StoreClosedError
 from sowlib.paths import FieldPath
 from sowlib.spark.render import is_valid_utf8, json_rows, renders
+from sowlib.spark.workers import worker_errors
 from sowlib.state import StateStore
 from sowlib.store import SowStore
 from sowlib.topic import Topic
@@ -155,20 +156,23 @@ class SowSink:
             PySparkException: the Spark job computing the batch failed (the batch stays
                 unrecorded); py4j's ``Py4JJavaError`` with ``stream_partitions``, as
                 from ``toLocalIterator``.
+            SparkSetupError: that job failed because Spark's Python workers cannot
+                import sowlib (a batch read from the ``sow`` source, say).
         """
         if self.store.closed:
             raise StoreClosedError(f"sink {self.query_name!r} on {self.path}")
         last = self.last_batch_id
         if last is not None and batch_id <= last:
             return
-        for kind, messages, keys in self._runs(batch_df):
-            if kind == "publish" and keys is not None and self._key_field is not None:
-                self.topic.publish_many(messages, key_values=keys)
-            elif kind == "publish":
-                self.topic.publish_many(messages)
-            else:
-                for message in messages:
-                    self.topic.sow_delete_by_data(message)
+        with worker_errors(batch_df.sparkSession):  # a batch read by sowlib on the workers
+            for kind, messages, keys in self._runs(batch_df):
+                if kind == "publish" and keys is not None and self._key_field is not None:
+                    self.topic.publish_many(messages, key_values=keys)
+                elif kind == "publish":
+                    self.topic.publish_many(messages)
+                else:
+                    for message in messages:
+                        self.topic.sow_delete_by_data(message)
         # the data first, then the progress record: a crash in between replays the batch
         self._progress["batch_id"] = batch_id
         self.store.flush()
