@@ -13,6 +13,7 @@ reports the Python of every worker. Imports pyspark and ``sowlib.errors`` only.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import os
 import re
 import types
@@ -36,10 +37,8 @@ def workers_python(spark: Any) -> str:
     """The Python ``spark``'s workers are configured to run: ``spark.pyspark.python``,
     else ``PYSPARK_PYTHON``, else ``python3`` (the first on the workers' PATH)."""
     configured: str | None = None
-    try:
+    with contextlib.suppress(Exception):  # a stopped session: the environment still tells
         configured = spark.conf.get("spark.pyspark.python", None)
-    except Exception:
-        configured = None
     return configured or os.environ.get("PYSPARK_PYTHON") or "python3 (the first on PATH)"
 
 
@@ -110,7 +109,7 @@ def _probe(_: Iterable[Any]) -> Iterator[tuple[Any, ...]]:
     head = (socket.gethostname(), sys.executable, sys.version.split()[0])
     try:  # by name: the package itself, as a user's import would find it
         sowlib = importlib.import_module("sowlib")
-    except Exception as exc:
+    except Exception as exc:  # any failure to import is the report, sent to the driver
         yield (*head, None, None, f"{type(exc).__name__}: {exc}", scan)
         return
     yield (*head, sowlib.__version__, os_.path.dirname(sowlib.__file__ or ""), None, scan)

@@ -18,7 +18,7 @@ from typing import Any
 def _caught(action: Callable[[], object]) -> dict[str, Any]:
     try:
         action()
-    except Exception as exc:
+    except Exception as exc:  # what was raised is the result
         from sowlib.errors import SparkSetupError
 
         cause = exc.__cause__
