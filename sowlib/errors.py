@@ -553,8 +553,10 @@ class SparkSetupError(SowError, RuntimeError):
             return (
                 f"Spark found no data source named 'sow'{said}: its Python workers ({self.python})"
                 " do not see the pyspark_sowlib module that pyspark's scan of installed modules"
-                " registers. A default editable install (pip install -e) is invisible to that"
-                " scan: install with pip install '.[spark]', or pip install -e '.[spark]'"
+                " registers (or see it without the spark extra's pyarrow and pandas, and it then"
+                " defines no source). A default editable install (pip install -e) is invisible"
+                " to that scan: install regularly (pip install 'sowlib[spark]', or pip install"
+                " '.[spark]' in a checkout), or editable with pip install -e '.[spark]'"
                 " --config-settings editable_mode=compat, or call sowlib.spark.register(spark)"
                 " once in the session. If sowlib is installed in another Python, set"
                 " PYSPARK_PYTHON (or spark.pyspark.python) to that Python's executable before"
