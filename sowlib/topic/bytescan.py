@@ -7,8 +7,11 @@ decode and test in full. One regular expression runs over the mapped file at C
 speed instead of decoding every message in Python.
 
 It is used only when it pays: the file must be mostly live records (the search
-reads superseded versions too) and a sample of the file must show the pattern to be
-selective. Imports ``index``, ``storage`` and sibling modules.
+reads superseded versions too) and, for a file over twice :data:`SAMPLE_BYTES`, a
+sample of the file must show the pattern to be selective. A smaller file is searched
+whole at planning time, once per pattern, and the count of the records holding
+every pattern is the plan's estimate (the query reuses the search). Imports
+``index``, ``storage`` and sibling modules.
 """
 
 from __future__ import annotations
