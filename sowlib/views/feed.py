@@ -148,10 +148,15 @@ class ViewFeed:
         self.table = GroupTable(view)
         self.reader = RowReader(view)
         self.errors = 0
-        self._lock = threading.RLock()
         self._dirty: dict[int, Group] = {}  # id -> group changed since the last flush
         self._held = False
+        self._flushing = False
         self._stop: Callable[[], None] | None = None
+        # A target that can be written lazily (a Topic) is written when read or watched,
+        # under its own lock; another target at the end of every write, under ours.
+        defer = getattr(target, "defer_writes", None)
+        self.lazy = defer is not None
+        self._lock: Any = threading.RLock() if defer is None else defer(self.flush)
 
     @property
     def name(self) -> str:
@@ -187,7 +192,9 @@ class ViewFeed:
                 self._put(key, values)
             except Exception:
                 self._failed()
-            self.flush()
+            finally:
+                self._flushing = False
+            self._written()
 
     def put_many(self, keys: Sequence[Hashable], columns: Sequence[Sequence[Any]]) -> None:
         with self._lock:
@@ -201,7 +208,9 @@ class ViewFeed:
                         put(key, ())
             except Exception:
                 self._failed()
-            self.flush()
+            finally:
+                self._flushing = False
+            self._written()
 
     def delete(self, key: Hashable) -> None:
         with self._lock:
@@ -211,7 +220,9 @@ class ViewFeed:
                     self._dirty[id(group)] = group
             except Exception:
                 self._failed()
-            self.flush()
+            finally:
+                self._flushing = False
+            self._written()
 
     def clear(self) -> None:
         with self._lock:
@@ -220,6 +231,13 @@ class ViewFeed:
                 self._dirty[id(group)] = group
             self.table.groups.clear()
             self.table.members.clear()
+            self._written()
+
+    def _written(self) -> None:
+        """The end of a write of the underlying topic: the view's topic is written now
+        when someone sees each of its changes (a subscriber, a write listener), else
+        when it is next read (``flush`` is its ``defer_writes`` callback)."""
+        if self._dirty and (not self.lazy or self.target.observed):
             self.flush()
 
     def _put(self, key: Hashable, row: Sequence[Any]) -> None:
@@ -240,10 +258,11 @@ class ViewFeed:
     def flush(self) -> None:
         """Write the groups changed since the last flush into the view's topic."""
         with self._lock:
-            if self._held or not self._dirty:
+            if self._held or self._flushing or not self._dirty:
                 return
             dirty, self._dirty = self._dirty, {}
             groups = self.table.groups
+            self._flushing = True  # its writes into the target call flush again
             try:
                 for group in dirty.values():
                     if not group.members:
@@ -259,3 +278,5 @@ class ViewFeed:
                     emit(self.table, self.target, group)
             except Exception:
                 self._failed()
+            finally:
+                self._flushing = False
