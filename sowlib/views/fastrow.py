@@ -59,7 +59,8 @@ def fast_argument(
         and isinstance(left, Field)
         and isinstance(right, Field)
     ):
-        return _arith(found[left.path], found[right.path], _OPS[node.op], slow, names, convert, counts)
+        at = (found[left.path], found[right.path])
+        return _arith(*at, _OPS[node.op], slow, names, convert, counts)
 
     def read(row: Row) -> Any:
         return convert(slow(dict(zip(names, row, strict=True))))

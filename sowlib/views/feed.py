@@ -97,9 +97,9 @@ class RowReader:
     ) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]] | None:
         """``(group key, aggregate arguments, plain values)`` of a row, None when the
         view's filter does not match it."""
-        if self._filter is not None:
-            if not truthy(self._filter(dict(zip(self._names, row, strict=True)))):
-                return None
+        flt = self._filter
+        if flt is not None and not truthy(flt(dict(zip(self._names, row, strict=True)))):
+            return None
         values = [read(row) for read in self._args]
         group = tuple(
             [
