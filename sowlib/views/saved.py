@@ -20,7 +20,14 @@ from sowlib.config import TopicConfig
 from sowlib.errors import ConfigError, FormatVersionError
 from sowlib.store_files import SUFFIX, os_errors, topic_file_name
 
-__all__ = ["DEFINITION_SUFFIX", "load_definitions", "remove_definition", "save_definition"]
+__all__ = [
+    "DEFINITION_SUFFIX",
+    "definition_file",
+    "definition_path",
+    "load_definitions",
+    "remove_definition",
+    "save_definition",
+]
 
 #: The ending of a derived topic's definition file.
 DEFINITION_SUFFIX = ".derived.json"
@@ -30,7 +37,12 @@ _VERSION = 1
 
 def definition_path(store_dir: str, config: TopicConfig) -> str:
     """Where the definition of the derived topic ``config`` is kept."""
-    stem = topic_file_name(config.name, config.message_type)[: -len(SUFFIX)]
+    return definition_file(store_dir, config.name, config.message_type)
+
+
+def definition_file(store_dir: str, name: str, message_type: str) -> str:
+    """Where the definition of the derived topic ``name`` (``message_type``) is kept."""
+    stem = topic_file_name(name, message_type)[: -len(SUFFIX)]
     return os.path.join(store_dir, stem + DEFINITION_SUFFIX)
 
 
