@@ -130,6 +130,18 @@ def test_a_read_only_process_builds_the_views(tmp_path: Path) -> None:
         assert second["best"] == [{"best": 56}]
 
 
+def test_a_readers_refresh_builds_the_views_made_after_it_opened(tmp_path: Path) -> None:
+    with SowStore(tmp_path) as writer:
+        orders = writer.create_topic("orders", keys=["/id"])
+        orders.publish({"id": 1, "c": "a", "q": 2})
+        writer.flush()
+        with SowStore(tmp_path, readonly=True) as reader:
+            assert reader.derived_topics() == {}
+            writer.create_view("totals", "orders", projection=TOTALS, grouping=["/c"])
+            reader.refresh()
+            assert _docs(reader.topic("totals")) == [{"c": "a", "n": 1, "q": 2}]
+
+
 def test_a_reader_cannot_create_nor_drop(tmp_path: Path) -> None:
     _make(tmp_path)
     with SowStore(tmp_path, readonly=True) as reader:
