@@ -293,6 +293,7 @@ class DerivedTopics:
 
         Raises:
             UnknownTopicError: no derived topic has that name. ReadOnlyError: a reader.
+            ConfigError: another derived topic reads it (drop that one first).
             StorePathError: the directory refused the removal of the definition.
         """
         store: Any = self
@@ -302,6 +303,14 @@ class DerivedTopics:
                 raise UnknownTopicError(name)
             if store.readonly:
                 raise ReadOnlyError(f"store {store.path}", f"drop the derived topic {name!r}")
+            for other in state.maintainers:
+                spec = store.topic(other).config.options
+                spec = spec.get("view") or spec.get("conflated") or {}
+                sources = [spec.get("underlying")]
+                if spec.get("join"):
+                    sources.append(parse_join(spec["join"]).right)
+                if other != name and name in sources:
+                    raise ConfigError(name, f"the derived topic {other!r} reads it: drop it first")
             target = store.topic(name)
             if store.path is not None:
                 remove_definition(store.path, target.config)

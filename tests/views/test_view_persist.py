@@ -155,6 +155,8 @@ def test_a_reader_cannot_create_nor_drop(tmp_path: Path) -> None:
 def test_drop_view_forgets_the_definition(tmp_path: Path) -> None:
     _make(tmp_path)
     with SowStore(tmp_path) as store:
+        with pytest.raises(ConfigError, match="'best' reads it"):
+            store.drop_view("totals")  # the view 'best' is a view of it
         store.drop_view("best")
         store.drop_view("orders-1s")
         assert "best" not in store
