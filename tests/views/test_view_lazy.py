@@ -126,6 +126,8 @@ class LazyViewVsRecompute(RuleBasedStateMachine):
         self.seen: dict[str, dict[str, Any]] = {}
 
     def _on_view(self, msg: Message) -> None:
+        if msg.command in ("group_begin", "group_end"):
+            return
         assert msg.sow_key is not None
         if msg.command in ("sow", "publish"):
             self.seen[msg.sow_key] = msg.doc
