@@ -59,10 +59,7 @@ def publish_rate(messages: list[bytes], with_view: bool | str, batch: int = 0) -
     """Messages per second into a memory store's topic (a mode of :data:`MODES`; True is
     ``"view"``, False ``"none"``), one ``publish`` each, or ``publish_many`` of ``batch``
     messages at a time."""
-    if isinstance(with_view, bool):
-        mode = "view" if with_view else "none"
-    else:
-        mode = with_view
+    mode = ("view" if with_view else "none") if isinstance(with_view, bool) else with_view
     with SowStore() as store:
         topic = store.create_topic("orders", keys=["/orderId"])
         view = None
