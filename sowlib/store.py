@@ -168,10 +168,10 @@ class SowStore(DerivedTopics):
                     full = os.path.join(root, fname)
                     if full not in self._files:  # a restart: edited definitions apply
                         self._disk[id(self._open_file(full))] = True
+        self.open_saved_derived()  # the views and conflated topics made in Python
 
     def _open_log(self, full: str) -> tuple[TopicConfig, AppendLog]:
-        # Read the config first: opening a writer consumes the checkpoint, so the
-        # log must be opened once, with the topic's own sync and slab settings.
+        # Config first: a writer's open consumes the checkpoint; open once, with its sync/slab.
         try:
             config = TopicConfig.from_dict(json.loads(read_header(full).meta))
         except (ValueError, TypeError, RecursionError) as exc:

@@ -1,10 +1,14 @@
 """Reading a store through its AMPS configuration: the ``sow`` data source's ``config`` option.
 
-A view or a conflated topic is a transient topic: it exists only in the process
-that maintains it, never in the store's files. Opening the configuration
+A view or a conflated topic is a transient topic: its records exist only in the
+process that maintains it, never in the store's files. Opening the configuration
 read-only (``SowStore.from_config(..., readonly=True)``) rebuilds its ``<View>`` and
 ``<ConflatedTopic>`` definitions from the underlying topics' files, so a Spark
-worker reads a view by opening the configuration for the read. Imports
+worker reads a configuration's view by opening the configuration for the read. A
+view made in Python (``create_view``) keeps its definition in the store directory:
+every read-only opener of the directory builds it, so it is read through the
+process's cached reader (:func:`sowlib.spark.handles.reader`), built once and then
+kept current by each read's refresh, with or without the ``config`` option. Imports
 ``sowlib.store``, ``sowlib.views``, ``sowlib.errors`` and ``.handles``; never pyspark.
 """
 
@@ -20,12 +24,13 @@ from sowlib.spark import handles
 from sowlib.store import SowStore
 from sowlib.topic import Topic
 from sowlib.views.join import parse_join
+from sowlib.views.saved import definition_file
 
-__all__ = ["config_source", "configured_topic", "read_topic", "readable_topic"]
+__all__ = ["config_source", "configured_topic", "kept_view_dir", "read_topic", "readable_topic"]
 
 _MADE_IN_PYTHON = (
-    "a view made with store.create_view exists only in the process that made it and"
-    " cannot be read from Spark: define it as a <View> of the configuration"
+    "nor a view made with store.create_view in the store directory (a view made in a"
+    " store without a directory exists only in its process)"
 )
 
 
@@ -47,6 +52,10 @@ def read_topic(
     such topic (an empty shard, a topic not created yet).
     """
     if config is not None:
+        kept = kept_view_dir(config, path or None, name, message_type)
+        if kept is not None:  # made in Python: the cached reader keeps it current
+            yield readable_topic(handles.reader(kept), name, message_type)
+            return
         with configured_topic(config, path or None, name, message_type) as found:
             yield found
         return
@@ -55,6 +64,21 @@ def read_topic(
         with contextlib.suppress(UnknownTopicError):  # then the caller says what is missing
             topic = handles.reader(path).topic(name, message_type)
     yield topic
+
+
+def kept_view_dir(config: str, base_dir: str | None, name: str, message_type: str) -> str | None:
+    """The store directory of ``config`` when it keeps the definition of a view (or
+    conflated topic) ``name`` made in Python, else None.
+
+    The directory is ``base_dir``, else the configuration file's (what
+    ``SowStore.from_config`` opens); XML text without ``base_dir`` has none.
+    """
+    if base_dir is None:
+        if config.lstrip().startswith("<"):
+            return None
+        base_dir = os.path.dirname(config)
+    folder = os.path.abspath(base_dir)
+    return folder if os.path.isfile(definition_file(folder, name, message_type)) else None
 
 
 @contextmanager
@@ -100,7 +124,7 @@ def readable_topic(store: SowStore, name: str, message_type: str) -> Topic:
     except UnknownTopicError:
         raise ConfigError(
             "topic",
-            f"{name!r} ({message_type}) is no topic or view of the configuration; "
+            f"{name!r} ({message_type}) is no topic or view of the configuration, "
             + _MADE_IN_PYTHON,
         ) from None
     options = topic.config.options

@@ -479,6 +479,8 @@ class Topic(KeyReads, Following):
         """Counters and sizes (spec §16): records, bytes, garbage ratio, indexes, ..."""
         with self._lock:
             self._check_open()
+            if self._materialize is not None:  # a lazily written view: its records now
+                self._materialize()
             return topic_stats(self._p, self.config)
 
     def refresh(self) -> int:

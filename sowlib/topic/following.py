@@ -33,8 +33,35 @@ class Following:
     _check_open: Callable[[], None]  # sowlib.topic.keyreads.KeyReads
     _tick: Callable[[], None]  # sowlib.topic.keyreads.KeyReads
 
+    #: A topic written lazily (a view's): brings it up to date before an operation
+    #: reads it (see :meth:`defer_writes`); called by ``_tick`` and ``_catch_up``.
+    _materialize: Callable[[], None] | None = None
+    #: How many write listeners follow the topic (see :meth:`follow`).
+    _followed = 0
+
+    def defer_writes(self, materialize: Callable[[], None]) -> threading.RLock:
+        """Have ``materialize()`` called, under the topic's lock, before every operation
+        on the topic (queries, reads by key, counts, subscriptions, writes).
+
+        For a derived topic whose writer holds its changes until someone looks: the
+        writer writes them in ``materialize``, and at once while :attr:`observed`.
+        Returns the topic's lock, which that writer holds while it changes its state
+        (so a reader waits for a write in progress). By-key reads then take the lock.
+        """
+        with self._lock:
+            self._materialize = materialize
+        return self._lock
+
+    @property
+    def observed(self) -> bool:
+        """Whether a subscription or a write listener sees each change as it is written."""
+        return self._followed > 0 or self._p.subs.active
+
     def _catch_up(self) -> None:
-        """Read-only: apply the writer's changes before a subscription starts (lock held)."""
+        """Read-only: apply the writer's changes before a subscription starts (lock held).
+        A lazily written topic is brought up to date first."""
+        if self._materialize is not None:
+            self._materialize()
         if self._readonly and self._reopen is not None:
             self.refresh()
 
@@ -60,9 +87,11 @@ class Following:
             for keys, columns in self._p.source.field_chunks(listener.paths):
                 listener.put_many(keys, columns)
             self.indexes.follow(listener)
+            self._followed += 1
 
         def stop() -> None:
             with self._lock:
                 self.indexes.follow(listener, on=False)
+                self._followed -= 1
 
         return stop

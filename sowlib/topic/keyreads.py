@@ -59,6 +59,7 @@ class KeyReads:
     _int_key: bytes | None
     _read_key: Callable[[Any], Any] | None
     _read_sow_key: Callable[[Any], Any] | None
+    _materialize: Callable[[], None] | None  # sowlib.topic.following.Following
 
     # ------------------------------------------------------------------ guards
 
@@ -72,7 +73,10 @@ class KeyReads:
             raise ReadOnlyError(f"topic {self.name!r}", operation)
 
     def _tick(self) -> None:
-        """Process due expirations (lazily, on every operation; spec §10)."""
+        """Process due expirations (lazily, on every operation; spec §10), after bringing
+        a lazily written topic up to date."""
+        if self._materialize is not None:
+            self._materialize()
         now = self._clock()
         if self._p.expiry.due(now):
             self._expire(now)
@@ -90,7 +94,8 @@ class KeyReads:
 
     def get(self, sow_key: str) -> Record | None:
         """The record stored under ``sow_key``, or None; O(1), a dict lookup when cached."""
-        rec = NotImplemented if (read := self._read_sow_key) is None else read(sow_key)  # in C
+        read = self._read_sow_key if self._materialize is None else None
+        rec = NotImplemented if read is None else read(sow_key)  # in C
         if rec is not NotImplemented:
             return rec  # type: ignore[no-any-return]
         key = self._key_of(sow_key)
@@ -100,7 +105,7 @@ class KeyReads:
         # Lock-free when cached: writers drop a key from the cache under the lock before
         # changing it. The clock is asked only when an expiration is pending.
         p = self._p
-        pending = p.expiry.heap and p.expiry.due(self._clock())
+        pending = self._materialize is not None or (p.expiry.heap and p.expiry.due(self._clock()))
         if not pending and (cached := p.cache.get(key)) is not None and not self._closed:
             return cached
         with self._lock:
@@ -126,7 +131,8 @@ class KeyReads:
         """
         if fields:
             key_values = self._values_of_fields(key_values, fields)
-        read = self._read_key if len(key_values) == 1 else None  # the steps below in one call
+        # the steps below in one call (not for a lazily written topic: see _get)
+        read = self._read_key if len(key_values) == 1 and self._materialize is None else None
         rec = NotImplemented if read is None else read(key_values[0])
         if rec is not NotImplemented:
             return rec  # type: ignore[no-any-return]

@@ -2,7 +2,9 @@
 
 Sits between ``sowlib.topic`` and ``sowlib.store`` and imports neither: topics are
 duck-typed. ``aggregates`` (states) <- ``definition`` (specs) <- ``engine`` (groups)
-<- ``maintain`` (keeping topics current) <- ``query`` <- ``derived`` (the store mixin).
+<- ``maintain`` (keeping topics current) and ``fastrow`` <- ``feed`` (a view kept by
+the write path, written lazily) <- ``query`` <- ``saved`` (definitions kept in the
+store directory) <- ``derived`` (the store mixin).
 """
 
 from sowlib.views.aggregates import AGGREGATES

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import abc
 import enum
+import heapq
 import math
 from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from sortedcontainers import SortedKeyList, SortedList
+from sortedcontainers import SortedKeyList
 
 from sowlib.expr import runtime
 
@@ -96,6 +97,9 @@ class Aggregate(abc.ABC):
 
     #: turns a raw field value into what the state holds (None: skipped).
     convert: Callable[[Any], Any] = staticmethod(aggregate_number)
+    #: What ``convert`` gives an int or a float that is not NaN: True when it gives
+    #: True (COUNT), else the number itself (the write path's fast reading relies on it).
+    numbers_count = False
 
     @abc.abstractmethod
     def add(self, v: Any) -> None:
@@ -128,37 +132,54 @@ class _Moments(Aggregate):
         self.pos_inf = 0
         self.neg_inf = 0
 
-    def _step(self, v: int | float, sign: int) -> None:
-        self.n += sign
+    def add(self, v: Any) -> None:
+        self.n += 1
         if type(v) is int:
-            self.ints += v if sign > 0 else -v
+            self.ints += v
             if self.squares:
                 x = v << _SHIFT
-                self.s2 += sign * x * x
+                self.s2 += x * x
             return
-        self.floats += sign
-        if not math.isfinite(v):
-            if v != v:
-                self.nan += sign
-            elif v > 0:
-                self.pos_inf += sign
-            else:
-                self.neg_inf += sign
+        self.floats += 1
+        if v - v != 0.0:  # inf or NaN
+            self._odd(v, 1)
             return
-        x = exact_float(v)
-        self.s1 += x if sign > 0 else -x
+        num, den = v.as_integer_ratio()  # exact_float, inline: the hot path
+        x = num << (_SHIFT + 1 - den.bit_length())
+        self.s1 += x
         if self.squares:
-            self.s2 += sign * x * x
+            self.s2 += x * x
+
+    def remove(self, v: Any) -> None:
+        self.n -= 1
+        if type(v) is int:
+            self.ints -= v
+            if self.squares:
+                x = v << _SHIFT
+                self.s2 -= x * x
+            return
+        self.floats -= 1
+        if v - v != 0.0:
+            self._odd(v, -1)
+            return
+        num, den = v.as_integer_ratio()
+        x = num << (_SHIFT + 1 - den.bit_length())
+        self.s1 -= x
+        if self.squares:
+            self.s2 -= x * x
+
+    def _odd(self, v: float, sign: int) -> None:
+        """Count a non-finite value in or out."""
+        if v != v:
+            self.nan += sign
+        elif v > 0:
+            self.pos_inf += sign
+        else:
+            self.neg_inf += sign
 
     def _sum(self) -> int:
         """The sum of the finite values * 2**1074."""
         return self.s1 + (self.ints << _SHIFT)
-
-    def add(self, v: Any) -> None:
-        self._step(v, 1)
-
-    def remove(self, v: Any) -> None:
-        self._step(v, -1)
 
     def _special(self) -> float | None:
         """The non-finite result, or None when every value is finite."""
@@ -240,6 +261,7 @@ class Count(Aggregate):
     """COUNT(/x): the number of non-NULL values; COUNT(*): the number of records."""
 
     convert = staticmethod(_present)
+    numbers_count = True
 
     def __init__(self) -> None:
         self.n = 0
@@ -255,9 +277,18 @@ class Count(Aggregate):
 
 
 class _Ordered(Aggregate):
-    """MIN and MAX: the group's values in a sorted list, ordered as ``order_by`` orders
-    mixed values (numbers and numeric text numerically, then other text byte-wise).
-    NaN is skipped."""
+    """MIN and MAX: the group's values in an ordered structure, ordered as ``order_by``
+    orders mixed values (numbers and numeric text numerically, then other text
+    byte-wise). NaN is skipped.
+
+    While every value is a number: a binary heap (of ``sign * value``) whose removed
+    values are counted by value and dropped when they reach the top, O(log n) each
+    (the heap is rebuilt from its live values when the dead outnumber them). The
+    first value of another type turns it into a list sorted by ``order_key``.
+    """
+
+    #: 1: the heap's top is the least value (MIN); -1: the greatest (MAX).
+    sign = 1
 
     @staticmethod
     def convert(value: Any) -> Any:
@@ -267,33 +298,82 @@ class _Ordered(Aggregate):
         return int(v) if type(v) is bool else v
 
     def __init__(self) -> None:
-        # Numbers alone sort as themselves (what ``order_key`` gives them); the first
-        # value of another type turns the list into one sorted by ``order_key``.
-        self.values: Any = SortedList()
-        self.keyed = False
+        self.heap: list[int | float] = []
+        self.dead: dict[int | float, int] = {}  # removed values not yet popped, by value
+        self.live = 0
+        self.values: Any = None  # the sorted list, once a value is not a number
 
     def add(self, v: Any) -> None:
-        if not self.keyed and type(v) is not int and type(v) is not float:
-            self.values = SortedKeyList(self.values, key=runtime.order_key)
-            self.keyed = True
+        if self.values is None:
+            if type(v) is int or type(v) is float:
+                heapq.heappush(self.heap, v if self.sign > 0 else -v)
+                self.live += 1
+                return
+            self._to_sorted()
         self.values.add(v)
 
     def remove(self, v: Any) -> None:
-        self.values.remove(v)
+        if self.values is not None:
+            self.values.remove(v)
+            return
+        x = v if self.sign > 0 else -v
+        dead = self.dead
+        dead[x] = dead.get(x, 0) + 1
+        self.live -= 1
+        if len(self.heap) > 2 * self.live + 16:
+            self.heap = self._alive()
+            heapq.heapify(self.heap)
+            self.dead = {}
+
+    def _alive(self) -> list[int | float]:
+        """The heap's entries less the dead ones (as the heap holds them)."""
+        dead = dict(self.dead)
+        keep = []
+        for x in self.heap:
+            n = dead.get(x)
+            if n:
+                dead[x] = n - 1
+            else:
+                keep.append(x)
+        return keep
+
+    def _to_sorted(self) -> None:
+        sign = self.sign
+        live = [x if sign > 0 else -x for x in self._alive()]
+        self.values = SortedKeyList(live, key=runtime.order_key)
+        self.heap, self.dead = [], {}
+
+    def _top(self) -> Any:
+        """The least (MIN) or greatest (MAX) value, None when there is none."""
+        if self.values is not None:
+            if not self.values:
+                return None
+            return self.values[0] if self.sign > 0 else self.values[-1]
+        heap, dead = self.heap, self.dead
+        while heap:
+            x = heap[0]
+            n = dead.get(x)
+            if not n:
+                return x if self.sign > 0 else -x
+            if n == 1:
+                del dead[x]
+            else:
+                dead[x] = n - 1
+            heapq.heappop(heap)
+        return None
+
+    def value(self) -> Any:
+        return self._top()
 
 
 class Min(_Ordered):
     """MIN over the group's values."""
 
-    def value(self) -> Any:
-        return self.values[0] if self.values else None
-
 
 class Max(_Ordered):
     """MAX over the group's values."""
 
-    def value(self) -> Any:
-        return self.values[-1] if self.values else None
+    sign = -1
 
 
 class CountDistinct(Aggregate):

@@ -12,10 +12,17 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from sowlib.codecs import get_codec
-from sowlib.errors import ConfigError, FilterError, ReadOnlyError, TopicExistsError
+from sowlib.config import TopicConfig
+from sowlib.errors import (
+    ConfigError,
+    FilterError,
+    ReadOnlyError,
+    TopicExistsError,
+    UnknownTopicError,
+)
 from sowlib.expr import compile_filter
 from sowlib.subscriptions import Message
-from sowlib.timer import Timer
+from sowlib.timer import Timer, TimerEntry
 from sowlib.units import parse_duration
 from sowlib.views.definition import ViewSpec, compile_view
 from sowlib.views.feed import ViewFeed
@@ -27,6 +34,7 @@ from sowlib.views.query import (
     aggregate_sow,
     compile_query,
 )
+from sowlib.views.saved import load_definitions, remove_definition, save_definition
 
 __all__ = ["DerivedTopics"]
 
@@ -38,12 +46,16 @@ class _State:
         self.lock = threading.RLock()
         self.maintainers: dict[str, ViewFeed | ConflationMaintainer | JoinMaintainer] = {}
         self.timer = Timer(clock, name="sowlib-conflation")
+        # definitions kept in the store directory whose topics are not built yet
+        self.saved: dict[tuple[str, str], TopicConfig] = {}
+        self.timers: dict[str, TimerEntry] = {}  # a conflated topic's interval
 
 
 class DerivedTopics:
     """Views, conflated topics and aggregated queries (mixed into ``SowStore``)."""
 
     __derived: _State | None = None
+    _topics: dict[tuple[str, str], Any]  # the store's topics (SowStore sets it)
 
     def _derived(self) -> _State:
         if self.__derived is None:
@@ -69,8 +81,10 @@ class DerivedTopics:
         The view is a topic of the store (``store.topic(name)``): query it, index it,
         subscribe to it with OOF. It is kept current on every publish, delete and
         expiration of the underlying topic (O(aggregates) per change, O(log n) for
-        MIN/MAX), and built from the underlying topic's records when created. It
-        is transient: a store reopened from its configuration builds it again.
+        MIN/MAX), and built from the underlying topic's records when created. Its
+        records are not stored; in a store with a directory its definition is, and
+        every later open of the directory (a reader's too) builds it again from the
+        underlying topic (:meth:`drop_view` removes it).
 
         Args:
             name: the view's topic name.
@@ -107,7 +121,7 @@ class DerivedTopics:
         if underlying is None:
             raise ConfigError("underlying", "a view needs an underlying topic or a join")
         spec = ViewSpec.make(name, underlying, projection, grouping, filter, message_type, join)
-        return self._add_derived("view", spec.to_dict(), spec.message_type, None)
+        return self._add_derived("view", spec.to_dict(), spec.message_type, None, save=True)
 
     def create_conflated_topic(
         self,
@@ -134,13 +148,21 @@ class DerivedTopics:
         if not seconds > 0:
             raise ConfigError("interval", f"{interval!r}: the interval must be positive")
         spec = {"name": name, "underlying": underlying, "interval": seconds, "filter": filter}
-        return self._add_derived("conflated", spec, None, expiration)
+        return self._add_derived("conflated", spec, None, expiration, save=True)
 
     def _add_derived(
-        self, kind: str, spec: dict[str, Any], message_type: str | None, expiration: Any
+        self,
+        kind: str,
+        spec: dict[str, Any],
+        message_type: str | None,
+        expiration: Any,
+        *,
+        save: bool,
     ) -> Any:
+        """Create and start a derived topic; ``save``: made in Python (kept in the store
+        directory), else read from it."""
         store: Any = self
-        if store.readonly:
+        if store.readonly and save:
             raise ReadOnlyError(f"store {store.path}", f"create a {kind}")
         source = store.topic(spec["underlying"])
         if kind == "conflated":
@@ -164,6 +186,12 @@ class DerivedTopics:
                 options={kind: spec},
             )
             self._attach(target)
+            if save and store.path is not None:
+                try:
+                    save_definition(store.path, target.config)
+                except BaseException:
+                    self._drop(target)
+                    raise
             return target
 
     @staticmethod
@@ -209,9 +237,96 @@ class DerivedTopics:
             maintainer = feed
         else:
             maintainer = ConflationMaintainer(target.name, source, target, spec.get("filter"))
-            state.timer.register(maintainer.flush, spec["interval"])
+            state.timers[target.name] = state.timer.register(maintainer.flush, spec["interval"])
             state.timer.start()
         state.maintainers[target.name] = maintainer
+
+    def open_saved_derived(self) -> list[str]:
+        """Build the views and conflated topics made in Python that the store directory
+        keeps; returns the names started.
+
+        The store calls it as it opens (a writer or a reader) and on ``refresh``. A
+        definition whose underlying topic is not there yet waits for
+        :meth:`open_derived_topics` (``from_config`` adds its topics first).
+
+        Raises:
+            FormatVersionError, ConfigError: a damaged definition file (named).
+        """
+        store: Any = self
+        if store.path is None:
+            return []
+        state = self._derived()
+        with state.lock:
+            for config in load_definitions(store.path):
+                if config.name not in state.maintainers:
+                    state.saved.setdefault((config.name, config.message_type), config)
+            return self._start_saved()
+
+    def _start_saved(self) -> list[str]:
+        """Start the kept definitions whose underlying topics exist (a view over a kept
+        view after it)."""
+        store: Any = self
+        state = self._derived()
+        started: list[str] = []
+        progress = True
+        while progress:
+            progress = False
+            for key, config in list(state.saved.items()):
+                kind = "view" if "view" in config.options else "conflated"
+                spec = config.options[kind]
+                needs = [spec["underlying"]]
+                if spec.get("join"):
+                    needs.append(parse_join(spec["join"]).right)
+                if not all(name in store for name in needs):
+                    continue
+                del state.saved[key]
+                progress = True
+                if config.name not in state.maintainers:
+                    ttl = config.default_ttl if config.expiration_enabled else None
+                    self._add_derived(kind, spec, config.message_type, ttl, save=False)
+                    started.append(config.name)
+        return started
+
+    def drop_view(self, name: str) -> None:
+        """Remove the view or conflated topic ``name``: its upkeep stops, its topic
+        closes and leaves the store, and a store directory forgets its definition.
+
+        Raises:
+            UnknownTopicError: no derived topic has that name. ReadOnlyError: a reader.
+            ConfigError: another derived topic reads it (drop that one first).
+            StorePathError: the directory refused the removal of the definition.
+        """
+        store: Any = self
+        state = self._derived()
+        with state.lock:
+            if name not in state.maintainers:
+                raise UnknownTopicError(name)
+            if store.readonly:
+                raise ReadOnlyError(f"store {store.path}", f"drop the derived topic {name!r}")
+            for other in state.maintainers:
+                spec = store.topic(other).config.options
+                spec = spec.get("view") or spec.get("conflated") or {}
+                sources = [spec.get("underlying")]
+                if spec.get("join"):
+                    sources.append(parse_join(spec["join"]).right)
+                if other != name and name in sources:
+                    raise ConfigError(name, f"the derived topic {other!r} reads it: drop it first")
+            target = store.topic(name)
+            if store.path is not None:
+                remove_definition(store.path, target.config)
+            self._drop(target)
+
+    def _drop(self, target: Any) -> None:
+        """Stop maintaining ``target`` and take it out of the store."""
+        state = self._derived()
+        maintainer = state.maintainers.pop(target.name, None)
+        if maintainer is not None:
+            maintainer.close()
+            entry = state.timers.pop(target.name, None)
+            if entry is not None:
+                entry.cancel()
+        target.close()
+        self._topics.pop((target.name, target.message_type), None)
 
     def open_derived_topics(self) -> list[str]:
         """Start maintaining the views and conflated topics defined by the configuration.
@@ -223,8 +338,8 @@ class DerivedTopics:
         """
         store: Any = self
         state = self._derived()
-        started: list[str] = []
         with state.lock:
+            started = self._start_saved()
             for topic in store.topics():
                 options = topic.config.options
                 if topic.name in state.maintainers or not (

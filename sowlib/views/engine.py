@@ -67,36 +67,43 @@ class GroupTable:
     ) -> list[Group]:
         """:meth:`put` of a record already read: its group key, each aggregate's converted
         argument and its non-aggregated field values (as :class:`CompiledView` reads them)."""
-        view = self.view
-        touched: list[Group] = []
-        old = self.members.get(key)
+        members = self.members
+        old = members.get(key)
         if old is not None:
-            old_group = self.groups[old[0]]
-            if old[0] != group_key:
-                self._take_out(old_group, key, old[1])
-                touched.append(old_group)
-            else:  # same group: swap the values, move the member to the end
-                for state, before, after in zip(old_group.states, old[1], values, strict=True):
-                    if before != after or type(before) is not type(after):
-                        if before is not None:
-                            state.remove(before)
-                        if after is not None:
-                            state.add(after)
-                del old_group.members[key]
-                old_group.members[key] = plains
-                self.members[key] = (group_key, values)
-                return [old_group]
+            old_key, old_values = old
+            old_group = self.groups[old_key]
+            if old_key != group_key:
+                self._take_out(old_group, key, old_values)
+                group = self._enter(key, group_key, values, plains)
+                return [old_group, group]
+            # same group: swap the values, move the member to the end
+            for state, before, after in zip(old_group.states, old_values, values):  # noqa: B905
+                if before != after or type(before) is not type(after):
+                    if before is not None:
+                        state.remove(before)
+                    if after is not None:
+                        state.add(after)
+            group_members = old_group.members
+            del group_members[key]
+            group_members[key] = plains
+            members[key] = (group_key, values)
+            return [old_group]
+        return [self._enter(key, group_key, values, plains)]
+
+    def _enter(
+        self, key: Hashable, group_key: tuple[Any, ...], values: tuple[Any, ...], plains: Any
+    ) -> Group:
+        """Add the record ``key`` (in no group) to its group."""
         group = self.groups.get(group_key)
         if group is None:
-            states = [a.state() for a in view.aggregates]
+            states = [a.state() for a in self.view.aggregates]
             group = self.groups[group_key] = Group(group_key, states)
-        for state, value in zip(group.states, values, strict=True):
+        for state, value in zip(group.states, values):  # noqa: B905 (one value per state)
             if value is not None:
                 state.add(value)
         group.members[key] = plains
         self.members[key] = (group_key, values)
-        touched.append(group)
-        return touched
+        return group
 
     def remove(self, key: Hashable) -> Group | None:
         """Take the record ``key`` out; returns its group (None when it was not in)."""
@@ -108,7 +115,7 @@ class GroupTable:
         return group
 
     def _take_out(self, group: Group, key: Hashable, values: tuple[Any, ...]) -> None:
-        for state, value in zip(group.states, values, strict=True):
+        for state, value in zip(group.states, values):  # noqa: B905 (one value per state)
             if value is not None:
                 state.remove(value)
         del group.members[key]

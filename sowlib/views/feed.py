@@ -29,21 +29,18 @@ from sowlib.paths import FieldPath, Step
 from sowlib.views.aggregates import distinct_value
 from sowlib.views.definition import CompiledView
 from sowlib.views.engine import Group, GroupTable
+from sowlib.views.fastrow import fast_argument
 from sowlib.views.maintain import emit
 
 __all__ = ["RowReader", "ViewFeed"]
 
 logger = logging.getLogger(__name__)
+_GONE = object()  # a pending delete
 
 
 def _slot(i: int) -> FieldPath:
     """The path a sub-expression reads its ``i``-th field through (no document has it)."""
     return FieldPath((Step(f"\x00{i}"),))
-
-
-def _constant(value: Any) -> Callable[[Any], Any]:
-    """A converter that gives ``value`` whatever it is given."""
-    return lambda _ignored: value
 
 
 class RowReader:
@@ -87,38 +84,23 @@ class RowReader:
             return lambda slots: fn(slots, None)
 
         self._filter = None if flt is None else on_slots(flt)
-        # per aggregate: (convert, slot position or None, compute over slots or None)
-        args: list[tuple[Callable[[Any], Any], int | None, Callable[[Any], Any] | None]] = []
-        for call in view.aggregates:
-            node = call.node
-            if node is None:  # COUNT(*): the same converted value for every record
-                args.append((_constant(call.state.convert(1)), None, None))
-            elif isinstance(node, Field):
-                args.append((call.state.convert, found[node.path], None))
-            else:
-                args.append((call.state.convert, None, on_slots(node)))
-        self._args = tuple(args)
-        self._slots_needed = flt is not None or any(c is not None for _cv, _i, c in args)
+        self._names = tuple(f"\x00{i}" for i in range(len(found)))
+        # per aggregate: row -> converted argument (fast_argument: the common cases inline)
+        self._args = tuple(
+            fast_argument(call, found, on_slots, self._names) for call in view.aggregates
+        )
         self._group_at = tuple(found[p] for p in view.groups)
         self._plain_at = tuple(found[p] for p in view.plains)
-        self._names = tuple(f"\x00{i}" for i in range(len(found)))
 
     def parts(
         self, row: Sequence[Any]
     ) -> tuple[tuple[Any, ...], tuple[Any, ...], tuple[Any, ...]] | None:
         """``(group key, aggregate arguments, plain values)`` of a row, None when the
         view's filter does not match it."""
-        slots = dict(zip(self._names, row, strict=True)) if self._slots_needed else None
-        if self._filter is not None and not truthy(self._filter(slots)):
+        flt = self._filter
+        if flt is not None and not truthy(flt(dict(zip(self._names, row, strict=True)))):
             return None
-        values = []
-        for convert, at, fn in self._args:
-            if at is not None:
-                values.append(convert(row[at]))
-            elif fn is not None:
-                values.append(convert(fn(slots)))
-            else:  # COUNT(*)
-                values.append(convert(None))
+        values = [read(row) for read in self._args]
         group = tuple(
             [
                 v if type(v) is str and v else distinct_value(v)
@@ -132,14 +114,20 @@ class RowReader:
 class ViewFeed:
     """One view kept by its underlying topic's write path (a ``WriteListener``).
 
-    A group's record is written when its message changed, once per write of the
-    underlying topic; a group whose last record left is deleted (OOF reason
+    While nobody watches the view's topic (no subscriber, no write listener), a write
+    of the underlying topic only notes each changed key's new values (the latest per
+    key, in the order of the last changes): the aggregates take them in, and the
+    changed groups are written into the view's topic, when the topic is next used
+    (:meth:`flush`, the topic's ``defer_writes`` callback). While it is watched, that
+    happens at the end of every write. Either way a group's record is written when its
+    message changed; a group whose last record left is deleted (OOF reason
     ``deleted``). An error while updating the view is logged and counted in
-    :attr:`errors`; it never fails the underlying write.
+    :attr:`errors`; it never fails the underlying write nor the read.
 
     Args:
         view: the compiled view.
-        target: the view's topic (``publish(doc, sow_key=)``, ``sow_delete_by_keys``).
+        target: the view's topic (``publish(doc, sow_key=)``, ``sow_delete_by_keys``,
+            and, to be written lazily, ``defer_writes`` and ``observed``).
     """
 
     def __init__(self, view: CompiledView, target: Any) -> None:
@@ -148,10 +136,17 @@ class ViewFeed:
         self.table = GroupTable(view)
         self.reader = RowReader(view)
         self.errors = 0
-        self._lock = threading.RLock()
+        # key -> its latest values (_GONE: deleted) not yet taken in, latest change last
+        self._pending: dict[Hashable, Any] = {}
         self._dirty: dict[int, Group] = {}  # id -> group changed since the last flush
         self._held = False
+        self._flushing = False
         self._stop: Callable[[], None] | None = None
+        # A target that can be written lazily (a Topic) is written when used or watched,
+        # under its own lock; another target at the end of every write, under ours.
+        defer = getattr(target, "defer_writes", None)
+        self.lazy = defer is not None
+        self._lock: Any = threading.RLock() if defer is None else defer(self.flush)
 
     @property
     def name(self) -> str:
@@ -161,6 +156,11 @@ class ViewFeed:
     def paths(self) -> tuple[FieldPath, ...]:
         """The field paths the view reads (:class:`~sowlib.index.WriteListener`)."""
         return self.reader.paths
+
+    @property
+    def pending(self) -> int:
+        """How many changed keys wait to be taken in (0 while the view is watched)."""
+        return len(self._pending)
 
     def start(self, source: Any) -> None:
         """Build the view from ``source``'s records and follow its writes."""
@@ -181,75 +181,89 @@ class ViewFeed:
 
     # ------------------------------------------------------------------ the write path
 
+    def _deferred(self) -> bool:
+        """Whether this write only notes its changes (see the class)."""
+        return self.lazy and (self._held or not self.target.observed)
+
     def put(self, key: Hashable, values: Sequence[Any]) -> None:
         with self._lock:
-            try:
-                self._put(key, values)
-            except Exception:
-                self._failed()
-            self.flush()
+            pending = self._pending
+            pending.pop(key, None)
+            pending[key] = values
+            if not self._deferred():
+                self.flush()
 
     def put_many(self, keys: Sequence[Hashable], columns: Sequence[Sequence[Any]]) -> None:
         with self._lock:
-            try:
-                put = self._put
-                if columns:
-                    for key, row in zip(keys, zip(*columns, strict=True), strict=True):
-                        put(key, row)
-                else:  # a view reading no field (COUNT(*) of the whole topic)
-                    for key in keys:
-                        put(key, ())
-            except Exception:
-                self._failed()
-            self.flush()
+            pending = self._pending
+            pop = pending.pop
+            rows = zip(*columns, strict=True) if columns else [()] * len(keys)
+            for key, row in zip(keys, rows, strict=True):
+                pop(key, None)  # the latest change last: the group's latest record
+                pending[key] = row
+            if not self._deferred():
+                self.flush()
 
     def delete(self, key: Hashable) -> None:
         with self._lock:
-            try:
-                group = self.table.remove(key)
-                if group is not None:
-                    self._dirty[id(group)] = group
-            except Exception:
-                self._failed()
-            self.flush()
+            pending = self._pending
+            pending.pop(key, None)
+            pending[key] = _GONE
+            if not self._deferred():
+                self.flush()
 
     def clear(self) -> None:
         with self._lock:
+            self._pending.clear()
             for group in self.table.groups.values():
                 group.members.clear()
                 self._dirty[id(group)] = group
             self.table.groups.clear()
             self.table.members.clear()
-            self.flush()
+            if not self._deferred():
+                self.flush()
 
-    def _put(self, key: Hashable, row: Sequence[Any]) -> None:
-        got = self.reader.parts(row)
+    def _take_in(self) -> None:
+        """Apply the pending changes to the groups (marking the groups they change)."""
+        pending, self._pending = self._pending, {}
+        parts, put_parts, remove = self.reader.parts, self.table.put_parts, self.table.remove
         dirty = self._dirty
-        if got is None:
-            group = self.table.remove(key)
-            if group is not None:
-                dirty[id(group)] = group
-            return
-        for group in self.table.put_parts(key, *got):
-            dirty[id(group)] = group
+        for key, row in pending.items():
+            try:
+                got = None if row is _GONE else parts(row)
+                if got is None:
+                    left = remove(key)
+                    if left is not None:
+                        dirty[id(left)] = left
+                    continue
+                for group in put_parts(key, *got):
+                    dirty[id(group)] = group
+            except Exception:
+                self._failed()
 
     def _failed(self) -> None:
         self.errors += 1
         logger.exception("view %s: an update failed", self.name)
 
     def flush(self) -> None:
-        """Write the groups changed since the last flush into the view's topic."""
+        """Take the pending changes in and write the groups changed since the last flush
+        into the view's topic."""
         with self._lock:
-            if self._held or not self._dirty:
+            if self._held or self._flushing:
+                return
+            if self._pending:
+                self._take_in()
+            if not self._dirty:
                 return
             dirty, self._dirty = self._dirty, {}
             groups = self.table.groups
+            self._flushing = True  # its writes into the target call flush again
             try:
                 for group in dirty.values():
                     if not group.members:
                         again = groups.get(group.key)
                         if again is not None and again is not group:
-                            # emptied and filled again within the write: one update
+                            # emptied and filled again since the last flush: one update
                             if again.rendered is None:
                                 again.rendered = group.rendered
                             group.rendered = None
@@ -259,3 +273,5 @@ class ViewFeed:
                     emit(self.table, self.target, group)
             except Exception:
                 self._failed()
+            finally:
+                self._flushing = False

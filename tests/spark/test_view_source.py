@@ -14,6 +14,8 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import GreaterThan
 
 from sowlib.errors import ConfigError
+from sowlib.spark import handles
+from sowlib.spark.configured import read_topic
 from sowlib.spark.datasource import SowDataSource, register
 from sowlib.store import SowStore
 
@@ -149,15 +151,47 @@ def test_filters_on_a_view(sow: Any, writer: SowStore, tmp_path: Path) -> None:
 
 
 def test_unknown_view_is_a_clear_error(sow: Any, writer: SowStore, tmp_path: Path) -> None:
-    # a view made in Python lives in its process only: Spark cannot see it
-    writer.create_view("by-customer", "orders", projection=["COUNT(*) AS /n"])
-    for name in ("no-such-view", "by-customer"):
-        with pytest.raises(Exception) as info:
-            _load(sow, tmp_path / "amps.xml", name).collect()
-        text = str(info.value)
-        assert "ConfigError" in text
-        assert f"'{name}'" in text
-        assert "create_view" in text
+    with pytest.raises(Exception) as info:
+        _load(sow, tmp_path / "amps.xml", "no-such-view").collect()
+    text = str(info.value)
+    assert "ConfigError" in text
+    assert "'no-such-view'" in text
+    assert "create_view" in text
+
+
+def _by_customer(rows: Any) -> dict[str, int]:
+    return {r["customer"]: r["n"] for r in rows}
+
+
+def test_a_view_made_in_python_reads_through_the_cached_reader(
+    sow: Any, writer: SowStore, tmp_path: Path
+) -> None:
+    """create_view keeps the definition in the store directory: a read with ``path`` or
+    with ``config`` reads it through the process's cached reader, built once, then kept
+    current by each read's refresh (not rebuilt per read)."""
+    view = writer.create_view(
+        "by-customer", "orders", projection=["/customer", "COUNT(*) AS /n"], grouping=["/customer"]
+    )
+    own = {r.doc["customer"]: r.doc["n"] for r in view.sow()}
+    by_path = sow.read.format("sow").option("path", str(tmp_path)).option("topic", "by-customer")
+    assert _by_customer(by_path.load().collect()) == own
+    assert _by_customer(_load(sow, tmp_path / "amps.xml", "by-customer").collect()) == own
+
+    # in this process: the same reader and the same view topic from one read to the next
+    source = SowDataSource({"config": str(tmp_path / "amps.xml"), "topic": "by-customer"})
+    reader: Any = source.reader(_struct(source.schema()))
+    [partition] = reader.partitions()
+    first = pa.Table.from_batches(list(reader.read(partition))).to_pylist()
+    kept = handles.reader(str(tmp_path)).topic("by-customer")
+    writer.topic("orders").publish({"orderId": 7000, "customer": "new", "quantity": 1})
+    writer.flush()
+    again = pa.Table.from_batches(list(reader.read(partition))).to_pylist()
+    assert handles.reader(str(tmp_path)).topic("by-customer") is kept
+    with read_topic("", str(tmp_path / "amps.xml"), "by-customer", "json") as topic:
+        assert topic is kept  # what a read with ``config`` reads: the cached reader's view
+    assert _by_customer(first) == own
+    assert _by_customer(again) == {**own, "new": 1}
+    assert _by_customer(by_path.load().collect()) == {**own, "new": 1}
 
 
 def test_config_text_with_a_relative_store_directory(
