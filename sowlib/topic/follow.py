@@ -20,6 +20,7 @@ callable).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -203,7 +204,10 @@ class Follower:
                     self._thread = None
                     self._entries = {k: e for k, e in self._entries.items() if e.active}
                     return
-            self.timer.tick()
+            # A handler's exit() (SystemExit on this thread, as on a client's receive
+            # thread) ends that delivery, never the following of every topic.
+            with contextlib.suppress(SystemExit):
+                self.timer.tick()
             time.sleep(self.interval)
 
     @staticmethod
