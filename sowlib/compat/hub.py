@@ -76,6 +76,9 @@ class Listener:
         """Call the callback; a failing callback never breaks the publisher."""
         try:
             self.callback(event)
+        except SystemExit:  # a handler's exit() ends its subscription, as its thread would
+            self.unsubscribe()
+            raise
         except Exception as exc:
             logger.exception("pub/sub subscription to %r: callback raised", self.topic)
             if self.on_error is not None:

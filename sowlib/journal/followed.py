@@ -165,9 +165,9 @@ class FollowedJournal:
         with self._lock:
             self._check_open()
             self._ids += 1
-            end = self._tail.after  # every entry up to here was offered to the readers
-            if position.live_only:
-                position = Position(after=end)
+            live = position.live_only
+            if live:
+                position = Position(after=self._tail.after)
             sub = JournalSubscription(
                 f"j{self._ids}",
                 topic,
@@ -178,10 +178,12 @@ class FollowedJournal:
                 message_type.lower() if message_type else None,
                 oof,
                 position,
-                None if position.after >= end else [],
+                None if live else [],
             )
             self._readers = (*self._readers, sub)
-        sub.catch_up(self.replay(position.after, end), end, self._lock)
+        # Everything written now is replayed from the files (this process's own tail may
+        # lag behind the writer); what the tail offers meanwhile comes after, unrepeated.
+        sub.catch_up(self.replay(position.after), None, self._lock)
         return sub
 
     def forget(self, sub: JournalSubscription) -> None:

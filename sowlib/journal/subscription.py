@@ -120,6 +120,9 @@ class JournalSubscription:
                 return
             self._callback(entry)
             self.delivered += 1
+        except SystemExit:  # a handler's exit() ends its subscription, as its thread would
+            self.unsubscribe()
+            raise
         except Exception:
             logger.exception(
                 "bookmark subscription %s: delivery of seq %d failed", self.id, entry.seq
@@ -133,16 +136,19 @@ class JournalSubscription:
         else:
             self.deliver(entry)
 
-    def catch_up(self, replay: Iterable[Entry], end: int, lock: threading.RLock) -> None:
-        """Deliver ``replay`` up to sequence ``end``, then what was offered meanwhile
-        (taken under ``lock``, the journal's), then go live. On any error (a damaged
-        file) the subscription is ended and the error raised."""
+    def catch_up(self, replay: Iterable[Entry], end: int | None, lock: threading.RLock) -> None:
+        """Deliver ``replay`` (up to sequence ``end``; None: all of it), then what was
+        offered meanwhile and is newer than the replay's last entry (taken under
+        ``lock``, the journal's), then go live. On any error (a damaged file, a
+        handler's exit()) the subscription is ended and the error raised."""
         if self._pending is None:
             return
+        last = 0
         try:
             for entry in replay:
-                if entry.seq > end:
+                if end is not None and entry.seq > end:
                     break
+                last = entry.seq
                 self.deliver(entry)
             while True:
                 with lock:
@@ -151,7 +157,8 @@ class JournalSubscription:
                         self._pending = None  # caught up: live deliveries from now on
                         return
                 for entry in pending:
-                    self.deliver(entry)
+                    if entry.seq > last:
+                        self.deliver(entry)
         except BaseException:
             self.unsubscribe()
             raise
