@@ -40,8 +40,8 @@ from .test_official_samples import (
     check_console,
     check_fix,
     check_nvfix,
-    check_replay,
     check_oof,
+    check_replay,
     check_sow,
     check_sow_and_subscribe,
 )
