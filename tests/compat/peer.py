@@ -34,6 +34,7 @@ def main() -> None:
             )
         else:
             stream = client.subscribe(spec["topic"], spec.get("filter"))
+        assert not isinstance(stream, str)  # no handler given: a message stream
         print("ready", flush=True)
         for seen, message in enumerate(stream.timeout(30_000), 1):
             if message is None:

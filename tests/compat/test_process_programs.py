@@ -25,6 +25,8 @@ import sowlib.compat as AMPS  # was: import AMPS
 from sowlib import SowStore
 from tests.compat.conftest import CONFIG
 
+pytestmark = pytest.mark.slow  # subprocesses
+
 ROOT = Path(__file__).resolve().parents[2]
 PEER = Path(__file__).with_name("peer.py")
 URI = "tcp://127.0.0.1:9107/amps/json"

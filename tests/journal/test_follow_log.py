@@ -20,6 +20,8 @@ from sowlib.errors import ConfigError, CorruptRecordError, ReadOnlyError, StoreC
 from sowlib.journal import Entry, FollowedJournal, Journal, LogTail, PubSubBus
 from sowlib.journal.bus import KEEP
 
+pytestmark = pytest.mark.slow  # subprocesses
+
 ROOT = Path(__file__).resolve().parents[2]
 WAIT = 60.0
 
