@@ -52,7 +52,8 @@ class BusFeed:
     started, handed to ``deliver`` by :meth:`poll` (the follower thread calls it)."""
 
     def __init__(self, store_path: str, deliver: Deliver, alive: Callable[[], bool]) -> None:
-        self._tail = LogTail.at_end(bus_directory(store_path))
+        self.directory = bus_directory(store_path)
+        self._tail = LogTail.at_end(self.directory)
         self._deliver = deliver
         self._alive = alive
         self._lock = threading.Lock()
@@ -108,7 +109,7 @@ class RemoteFeed:
                     deliver(entry)
 
             self._sub = journal.subscribe(from_journal, ".*", NOW)
-        FOLLOWER.follow(self.bus, self.bus.poll)
+        FOLLOWER.follow(self.bus, self.bus.poll, self.bus.directory)
         follow_journal(journal)
 
     def close(self) -> None:
@@ -122,4 +123,4 @@ def follow_journal(journal: object) -> None:
     """Have the follower poll ``journal`` when it is a read-only process's
     (:class:`FollowedJournal`); idempotent."""
     if isinstance(journal, FollowedJournal):
-        FOLLOWER.follow(journal, journal.poll)
+        FOLLOWER.follow(journal, journal.poll, journal.directory)
