@@ -16,7 +16,6 @@ Imports only the standard library.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import math
 import os
@@ -30,8 +29,9 @@ BELL_NAME = ".sowlib-bell"
 LISTEN_NAME = ".sowlib-listen"
 #: A reader's mark older than this many seconds no longer makes the writer ring.
 LISTEN_TTL = 4.0
-#: The writer rings at most once per this many seconds.
-RING_GAP = 0.0005
+#: The writer rings at most once per this many seconds (0: after every append, so a
+#: reader never needs to poll for the end of a burst).
+RING_GAP = 0.0
 #: How often (seconds) the writer looks at the readers' mark.
 CHECK_EVERY = 0.25
 _STAMP = struct.Struct("<d")
@@ -138,7 +138,7 @@ class Watcher:
         self._watched: dict[str, int] = {}
         self._add = None
         try:
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+            libc = ctypes.CDLL(None, use_errno=True)  # the C library the process runs on
             init, add = libc.inotify_init1, libc.inotify_add_watch
         except (OSError, AttributeError):
             return

@@ -45,8 +45,6 @@ __all__ = [
 #: Seconds between two polls while active, or always where a change cannot be watched
 #: (a poll that finds nothing new is one ``stat`` and one ``fstat`` of the log file).
 INTERVAL = 0.001
-#: Seconds the thread keeps polling every ``INTERVAL`` after a change woke it.
-ACTIVE = 0.05
 #: The longest the thread waits for a change while everything followed is watched.
 IDLE = 0.05
 #: Seconds between two marks on a bell (a writer rings while a mark is fresh).
@@ -165,14 +163,13 @@ class Follower:
     [R] Waking: each followed thing names the directory of its files; the thread waits
     for a change there (Linux inotify, :class:`~sowlib.storage.bell.Watcher`): a
     journal's ``write`` is reported by the kernel, a SOW log's writer rings the
-    directory's bell (:mod:`sowlib.storage.bell`), which this thread marks as listened
-    to every second. Woken, it polls everything, and keeps polling every
-    :attr:`interval` for :data:`ACTIVE` seconds (a burst rings once); then it waits
-    up to :data:`IDLE` seconds for the next change (an idle process costs a wake-up
-    every ``IDLE`` seconds; expirations on the reader's clock and a compaction's new
-    file are seen by then at the latest). Where a thing cannot be watched (no inotify,
-    a directory it may not write its mark to), the thread polls every ``interval``
-    as long as it is followed.
+    directory's bell after every append (:mod:`sowlib.storage.bell`) while this thread
+    marks the directory as listened to (every second). Woken, it polls everything
+    followed, then waits again, at most :data:`IDLE` seconds (an idle process costs a
+    wake-up every ``IDLE`` seconds; expirations on the reader's clock are delivered
+    then at the latest). Where a thing cannot be watched (no inotify, a directory it
+    may not write its mark to), the thread polls every ``interval`` as long as it is
+    followed, as it did before the bell.
 
     A poll callable returns False when its thing no longer needs following (no
     subscriber left, or closed); it is then dropped, and the thread ends when none
@@ -230,7 +227,6 @@ class Follower:
 
     def _run(self) -> None:
         watcher = Watcher()
-        active_until = 0.0
         marked = 0.0
         try:
             while True:
@@ -246,13 +242,9 @@ class Follower:
                         entry.armed = self._arm(watcher, entry)
                 for ident, entry in entries:
                     self._poll(ident, entry)
-                if now < active_until or not all(e.armed for _, e in entries):
-                    timeout = self.interval
-                else:
-                    timeout = IDLE
-                if watcher.wait(timeout):
+                armed = all(e.armed for _, e in entries)
+                if watcher.wait(IDLE if armed else self.interval):
                     self.wakes += 1
-                    active_until = time.monotonic() + ACTIVE
         finally:
             watcher.close()
 
