@@ -129,14 +129,17 @@ def listen(directory: str) -> bool:
 class Watcher:
     """Waits until something in one of the watched directories changes (inotify).
 
-    :attr:`available` is False where inotify is not (then :meth:`wait` only sleeps).
+    :attr:`available` is False where inotify is not, or when not ``enabled`` (then
+    :meth:`wait` only sleeps).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
         self.available = False
         self._fd = -1
         self._watched: dict[str, int] = {}
         self._add = None
+        if not enabled:
+            return
         try:
             libc = ctypes.CDLL(None, use_errno=True)  # the C library the process runs on
             init, add = libc.inotify_init1, libc.inotify_add_watch

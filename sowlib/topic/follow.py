@@ -47,6 +47,9 @@ __all__ = [
 INTERVAL = 0.001
 #: The longest the thread waits for a change while everything followed is watched.
 IDLE = 0.05
+#: Set to ``1`` in the environment, the follower never watches: it polls every
+#: ``INTERVAL`` (the reference behaviour the watching one is tested against).
+POLL_ENV = "SOWLIB_FOLLOW_POLL"
 #: Seconds between two marks on a bell (a writer rings while a mark is fresh).
 MARK_EVERY = 1.0
 THREAD_NAME = "sowlib-follow"
@@ -169,7 +172,7 @@ class Follower:
     wake-up every ``IDLE`` seconds; expirations on the reader's clock are delivered
     then at the latest). Where a thing cannot be watched (no inotify, a directory it
     may not write its mark to), the thread polls every ``interval`` as long as it is
-    followed, as it did before the bell.
+    followed, as it did before the bell (and always with ``SOWLIB_FOLLOW_POLL=1``).
 
     A poll callable returns False when its thing no longer needs following (no
     subscriber left, or closed); it is then dropped, and the thread ends when none
@@ -226,7 +229,7 @@ class Follower:
             thread.join(JOIN_TIMEOUT)
 
     def _run(self) -> None:
-        watcher = Watcher()
+        watcher = Watcher(enabled=os.environ.get(POLL_ENV) != "1")
         marked = 0.0
         try:
             while True:
