@@ -22,6 +22,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from sowlib.errors import StoreClosedError
 from sowlib.journal import NOW, Entry, FollowedJournal, JournalSubscription, LogTail
 from sowlib.journal.bus import PubSubBus, bus_directory
 from sowlib.topic.follow import FOLLOWER
@@ -38,9 +39,18 @@ _buses_lock = threading.Lock()
 def writer_bus(store: Any, store_path: str, clock: Callable[[], float]) -> PubSubBus:
     """The bus of ``store`` (a writer, in ``store_path``), opened on its first pub/sub
     publish; every hub of the store shares it, and it is closed with the store object
-    (a store reopened later opens the bus again)."""
+    (a store reopened later opens the bus again).
+
+    Raises:
+        StoreClosedError: ``store`` is closed.
+    """
     with _buses_lock:
         bus = _buses.get(store)
+        if store.closed:  # its bus goes with it (a store reopened opens the bus again)
+            if bus is not None:
+                del _buses[store]
+                bus.close()
+            raise StoreClosedError(f"store {store_path}")
         if bus is None:
             bus = _buses[store] = PubSubBus(bus_directory(store_path), clock)
             weakref.finalize(store, bus.close)

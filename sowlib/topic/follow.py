@@ -1,8 +1,9 @@
 """Live subscriptions in a read-only process: following the writer's log.
 
 A read-only topic with at least one subscription is *followed*: one thread per
-process (``sowlib-follow``, :class:`Follower`) polls every followed topic every
-:data:`INTERVAL` seconds, and each poll is the topic's ``refresh``. While a topic
+process (``sowlib-follow``, :class:`Follower`) polls every followed topic when the
+writer's directory changes (see :class:`Follower` for how it is woken), and each
+poll is the topic's ``refresh``. While a topic
 has subscribers its refresh applies the writer's new records one at a time and
 turns each into the change the writer's own subscribers saw
 (:func:`apply_announced`): a put is a ``publish`` judged against the record it
@@ -13,8 +14,8 @@ OOF ``expired``. When the writer compacted (replaced the file),
 :func:`announce_reopen` diffs the state before and after by SOW key and sequence
 number: only what changed meanwhile is delivered.
 
-Imports ``errors``, ``index.types``, ``storage``, ``subscriptions``, ``timer`` and
-the sibling ``parts``; never the facade (the Topic hands in its parts and a poll
+Imports ``errors``, ``index.types``, ``storage``, ``subscriptions`` and the sibling
+``parts``; never the facade (the Topic hands in its parts and a poll
 callable).
 """
 

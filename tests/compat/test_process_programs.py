@@ -223,3 +223,28 @@ def test_a_read_only_process_cannot_publish_to_a_journalled_topic(tmp_path: Path
         AMPS.reset()
         reader.close()
         store.close()
+
+
+def test_a_subscriber_process_keeps_receiving_across_a_writer_restart(
+    tmp_path: Path, peers: list[Peer]
+) -> None:
+    (tmp_path / "amps.xml").write_text(QUEUE_CONFIG)
+
+    def publish_from_a_new_writer(numbers: range) -> None:
+        store = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path)
+        AMPS.reset()
+        AMPS.attach(store, URI)
+        client = AMPS.Client("publisher")
+        client.connect(URI)
+        client.logon()
+        for n in numbers:
+            client.publish("news", json.dumps({"n": n}))
+        client.close()
+        AMPS.reset()
+        store.close()
+
+    publish_from_a_new_writer(range(0))  # the store exists before the reader opens it
+    peer = start(peers, tmp_path, command="subscribe", topic="news", count=6)
+    publish_from_a_new_writer(range(3))
+    publish_from_a_new_writer(range(3, 6))
+    assert [json.loads(m["data"])["n"] for m in peer.messages()] == list(range(6))
