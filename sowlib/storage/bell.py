@@ -143,7 +143,7 @@ class Watcher:
         try:
             libc = ctypes.CDLL(None, use_errno=True)  # the C library the process runs on
             init, add = libc.inotify_init1, libc.inotify_add_watch
-        except (OSError, AttributeError):
+        except (OSError, AttributeError, TypeError):  # no C library with inotify
             return
         add.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32)
         add.restype = ctypes.c_int

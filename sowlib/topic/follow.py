@@ -158,6 +158,7 @@ class _Followed:
         self.watch = watch
         self.bell = bell
         self.armed = False  # a change in ``watch`` wakes the thread
+        self.renewed = False  # follow() was called again while it was followed
         self.errors = 0
 
 
@@ -210,7 +211,9 @@ class Follower:
         """Call ``poll()`` when ``watch`` (a directory) changes, or every :attr:`interval`,
         until it returns False (idempotent while ``ident`` is followed)."""
         with self._lock:
-            if id(ident) in self._entries:
+            entry = self._entries.get(id(ident))
+            if entry is not None:
+                entry.renewed = True  # a poll that just said False must not drop it
                 return
             self._entries[id(ident)] = _Followed(poll, watch, bell)
             if self._thread is None:
@@ -278,7 +281,9 @@ class Follower:
             logger.exception("%s: a poll raised", THREAD_NAME)
         if not keep:
             with self._lock:
-                if self._entries.get(ident) is entry:
+                if entry.renewed:  # followed again meanwhile: poll it once more
+                    entry.renewed = False
+                elif self._entries.get(ident) is entry:
                     del self._entries[ident]
 
 
