@@ -115,7 +115,10 @@ class RemoteFeed:
         if journal is not None:
 
             def from_journal(entry: Entry) -> None:
-                if entry.kind == "publish" and is_pubsub(entry.topic, entry.message_type):
+                # a SOW topic's entry carries its key (one created after this process
+                # opened the store is not known here yet)
+                pubsub = entry.kind == "publish" and not entry.sow_key
+                if pubsub and is_pubsub(entry.topic, entry.message_type):
                     deliver(entry)
 
             self._sub = journal.subscribe(from_journal, ".*", NOW)

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 
-from sowlib.errors import SowError
+from sowlib.errors import SowError, StoreClosedError
 from sowlib.index.types import Key
 from sowlib.storage import LogRecord, RecordKind
 from sowlib.storage.bell import Watcher, listen
@@ -272,7 +272,10 @@ class Follower:
         keep = True
         try:
             keep = entry.poll()
-        except SowError:  # closed under the poll: stop following it
+        except StoreClosedError:  # closed under the poll: stop following it
+            keep = False
+        except SowError as exc:  # a damaged file: following it cannot go on
+            logger.error("%s: stopped following: %s", THREAD_NAME, exc)
             keep = False
         except SystemExit:
             pass
