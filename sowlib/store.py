@@ -33,7 +33,7 @@ from sowlib.errors import (
 )
 from sowlib.expr import Filter
 from sowlib.gcpause import paused_gc
-from sowlib.journal import Journal, store_journal
+from sowlib.journal import FollowedJournal, Journal, store_journal
 from sowlib.keys import (
     AttachedKeyGenerator,
     describe_generator,
@@ -132,7 +132,7 @@ class SowStore(DerivedTopics):
         self._files: set[str] = set()
         self._writer_lock: WriterLock | None = None
         self._closed = False
-        self.journal: Journal | None = None  # the transaction log from_config opened
+        self.journal: Journal | FollowedJournal | None = None  # from_config opened it
         if self.path is None:
             if readonly:
                 raise ConfigError("readonly", "a memory-only store cannot be opened read-only")

@@ -18,6 +18,7 @@ from sowlib.compat.exceptions import (
     AlreadyConnectedException,
     DisconnectedException,
     MissingFieldsException,
+    TimedOutException,
     UsageException,
     translating,
 )
@@ -229,11 +230,49 @@ class Client(Settings, Subscriber, Sender):
 
     @translating
     def publish_flush(self, timeout: int = 0, ack_type: str | None = None) -> None:
-        """Make every publish durable (store and journal fsync)."""
+        """Make every publish durable (store and journal fsync); ``timeout`` in
+        milliseconds (0: wait as long as it takes).
+
+        Every publish has been processed when it returned, so what is waited for is the
+        durability. With a timeout the flush runs on a thread of its own; when it has
+        not finished in time the call raises and the flush goes on in the background.
+
+        Raises:
+            TimedOutException: the flush did not finish within ``timeout`` ms.
+            UsageException: a timeout that is not a non-negative number of milliseconds.
+        """
+        del ack_type  # processed and persisted are one and the same in process
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout < 0:
+            raise UsageException(f"publish_flush: timeout {timeout!r} is not a number of ms")
         hub = self._need_hub()
-        hub.store.flush()
-        if hub.journal is not None:
-            hub.journal.flush()
+
+        def flush() -> None:
+            hub.store.flush()
+            if hub.journal is not None:
+                hub.journal.flush()
+
+        if not timeout:
+            flush()
+            return
+        done = threading.Event()
+        failed: list[BaseException] = []
+
+        def run() -> None:
+            try:
+                flush()
+            except BaseException as exc:  # handed to the caller below, if it still waits
+                failed.append(exc)
+            finally:
+                done.set()
+
+        threading.Thread(target=run, name="sowlib-publish-flush", daemon=True).start()
+        if not done.wait(timeout / 1000):
+            raise TimedOutException(
+                f"publish_flush: the store did not finish flushing within {timeout} ms"
+                " (the flush goes on in the background)"
+            )
+        if failed:
+            raise failed[0]
 
     flush = publish_flush
 

@@ -21,9 +21,10 @@ import attrs
 from sowlib.codecs import get_codec
 from sowlib.compat.exceptions import BadRegexTopicException, InvalidTopicException
 from sowlib.compat.expiry import ExpirySweeper
+from sowlib.compat.remote import RemoteFeed, writer_bus
 from sowlib.errors import UnknownTopicError
 from sowlib.expr import Filter
-from sowlib.journal import Journal
+from sowlib.journal import Entry, FollowedJournal, Journal
 from sowlib.results import PublishResult
 from sowlib.store import SowStore
 from sowlib.subscriptions import Message as Event
@@ -75,6 +76,9 @@ class Listener:
         """Call the callback; a failing callback never breaks the publisher."""
         try:
             self.callback(event)
+        except SystemExit:  # a handler's exit() ends its subscription, as its thread would
+            self.unsubscribe()
+            raise
         except Exception as exc:
             logger.exception("pub/sub subscription to %r: callback raised", self.topic)
             if self.on_error is not None:
@@ -105,16 +109,18 @@ class Hub:
             None: the journal the store owns (``SowStore.from_config``), if any.
     """
 
-    def __init__(self, store: SowStore, journal: Journal | None = None) -> None:
+    def __init__(self, store: SowStore, journal: Journal | FollowedJournal | None = None) -> None:
         self.store = store
-        self.journal = journal if journal is not None else store.journal
-        journal = self.journal
+        self.journal: Journal | FollowedJournal | None = (
+            journal if journal is not None else store.journal
+        )
         self._lock = threading.RLock()
         self._listeners: tuple[Listener, ...] = ()
+        self._remote: RemoteFeed | None = None  # a read-only store's pub/sub following
         self._seq = itertools.count(1)
         self.expiry = ExpirySweeper()
-        if journal is not None:
-            journal.watch(store)
+        if self.journal is not None:
+            self.journal.watch(store)
 
     # ------------------------------------------------------------------ topics
 
@@ -211,18 +217,63 @@ class Hub:
                     "publish", name, mtype, data, correlation_id=corr or b"", expiration=expiration
                 )
                 seq, mark, stamp = entry.seq, self.journal.bookmark(entry), entry.timestamp
-            listeners = [x for x in self._listeners if x.wants(name, mtype)]
-        if listeners:
-            doc: Any = None
-            event = Event("publish", name, None, bytes(data), seq, stamp, None, corr or b"", None)
-            for listener in listeners:
-                if listener.filter is not None:
-                    if doc is None:
-                        doc = get_codec(mtype).decode(bytes(data))
-                    if listener.filter.matches(doc) is not True:
-                        continue
-                listener.deliver(attrs.evolve(event, doc=doc))
+            elif self.store.path is not None and not self.store.readonly:
+                # for subscribers in read-only processes of this store
+                bus = writer_bus(self.store, self.store.path, self.store.clock)
+                bus.append(name, mtype, data, corr or b"", expiration)
+        self.deliver(name, mtype, bytes(data), seq, stamp, corr or b"")
         return seq, mark
+
+    def deliver(
+        self, name: str, mtype: str, data: bytes, seq: int, stamp: float, corr: bytes
+    ) -> None:
+        """Hand a pub/sub publish to every listener that wants it (filters judged once
+        per message)."""
+        listeners = [x for x in self._listeners if x.wants(name, mtype)]
+        if not listeners:
+            return
+        doc: Any = None
+        event = Event("publish", name, None, data, seq, stamp, None, corr, None)
+        for listener in listeners:
+            if listener.filter is not None:
+                if doc is None:
+                    doc = get_codec(mtype).decode(data)
+                if listener.filter.matches(doc) is not True:
+                    continue
+            listener.deliver(attrs.evolve(event, doc=doc))
+
+    def _deliver_entry(self, entry: Entry) -> None:
+        self.deliver(
+            entry.topic,
+            entry.message_type,
+            entry.data,
+            entry.seq,
+            entry.timestamp,
+            entry.correlation_id,
+        )
+
+    def _is_pubsub(self, name: str, mtype: str) -> bool:
+        try:
+            self.store.topic(name, mtype)
+        except UnknownTopicError:
+            return True
+        return False
+
+    def _store_open(self) -> bool:
+        return not self.store.closed
+
+    def follow_remote(self) -> None:
+        """A read-only store: start following the writer's pub/sub publishes (the bus
+        and the journal) for this hub's listeners; idempotent."""
+        path = self.store.path
+        if not self.store.readonly or path is None:
+            return
+        with self._lock:
+            if self._remote is None:
+                journal = self.journal if isinstance(self.journal, FollowedJournal) else None
+                self._remote = RemoteFeed(
+                    path, journal, self._deliver_entry, self._is_pubsub, self._store_open
+                )
 
     # ------------------------------------------------------------------ listeners
 
@@ -240,11 +291,16 @@ class Hub:
         listener = Listener(self, topic, pattern, mtype, flt, callback, on_error)
         with self._lock:
             self._listeners = (*self._listeners, listener)
+        self.follow_remote()
         return listener
 
     def close(self) -> None:
-        """Stop the expiry sweeps (the store stays open: its owner closes it)."""
+        """Stop the expiry sweeps and the following (the store stays open: its owner
+        closes it)."""
         self.expiry.close()
+        remote, self._remote = self._remote, None
+        if remote is not None:
+            remote.close()
 
     def forget(self, listener: Listener) -> None:
         with self._lock:

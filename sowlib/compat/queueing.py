@@ -16,10 +16,11 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from sowlib.compat.exceptions import DisconnectedException
+from sowlib.compat.exceptions import DisconnectedException, UsageException
 from sowlib.compat.hub import Hub
 from sowlib.compat.message import Handler, Message
 from sowlib.compat.stream import MessageStream
+from sowlib.journal import FollowedJournal
 from sowlib.queues import Delivery, Queue, find_queue
 
 __all__ = ["QueueConsumer"]
@@ -58,6 +59,13 @@ class QueueConsumer(abc.ABC):
     def _queue(self, hub: Hub, name: str) -> Queue | None:
         """The queue called ``name`` in the connected store's transaction log, if any."""
         if hub.journal is None or not name:
+            return None
+        if isinstance(hub.journal, FollowedJournal):
+            if any(q.name == name for q in hub.journal.queue_definitions):
+                raise UsageException(
+                    f"queue {name!r}: a read-only process cannot consume a queue (a lease and"
+                    " an acknowledgement are writes); consume it in the store's writer process"
+                )
             return None
         return find_queue(hub.journal, name, self.message_type, hub.store.clock)
 

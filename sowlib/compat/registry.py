@@ -15,7 +15,7 @@ from sowlib.compat.exceptions import (
     UsageException,
 )
 from sowlib.compat.hub import Hub
-from sowlib.journal import Journal
+from sowlib.journal import FollowedJournal, Journal
 from sowlib.store import SowStore
 
 __all__ = ["attach", "detach", "hub_for", "parse_uri", "reset"]
@@ -73,8 +73,9 @@ def attach(store: SowStore, uri: str | None = None, *, journal: Journal | None =
     Raises:
         UsageException: ``journal`` given for a store that owns another one.
     """
+    owned: Journal | FollowedJournal | None = journal
     if journal is None:
-        journal = store.journal
+        owned = store.journal
     elif store.journal is not None and journal is not store.journal:
         raise UsageException(
             f"attach: the store already owns the journal of its configuration"
@@ -83,10 +84,10 @@ def attach(store: SowStore, uri: str | None = None, *, journal: Journal | None =
     address = parse_uri(uri)[0] if uri is not None else None
     with _lock:
         for hub in list(_attached.values()):
-            if hub.store is store and hub.journal is journal:
+            if hub.store is store and hub.journal is owned:
                 _attached[address] = hub
                 return
-        _attached[address] = Hub(store, journal)
+        _attached[address] = Hub(store, owned)
 
 
 def detach(uri: str | None = None) -> None:

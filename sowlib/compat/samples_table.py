@@ -35,16 +35,15 @@ SAMPLES: tuple[SampleRow, ...] = (
         "the subscriber (it loops forever over `subscribe`) on a thread, then the publisher;"
         " the subscriber prints the message published to the pub/sub topic `messages`",
         RUNS,
-        "not run: `messages` is a pub/sub topic, and a read-only process follows SOW topics "
-        "only (no pub/sub delivery across processes yet)",
+        "runs: the publish reaches the read-only process through the store's pub/sub bus",
     ),
     SampleRow(
         "AMPSFIXBuilderPublisher + AMPSFIXShredderSubscriber",
         "over `/amps/fix`: sample.xml has no fix SOW topic `messages-sow`, so it is a fix"
         " pub/sub topic; the subscriber prints the three shredded fields",
         RUNS,
-        "not run: fix `messages-sow` is a pub/sub topic (no fix SOW topic), and a read-only "
-        "process follows SOW topics only",
+        "runs: fix `messages-sow` is a pub/sub topic (no fix SOW topic); the publish reaches "
+        "the read-only process through the pub/sub bus",
     ),
     SampleRow(
         "AMPSNVFIXBuilderPublisher + AMPSNVFIXShredderSubscriber",
@@ -87,8 +86,8 @@ SAMPLES: tuple[SampleRow, ...] = (
         " orders 1-10 from the transaction log and exits; run again it resumes at 11 from"
         " its `MMapBookmarkStore` file",
         RUNS,
-        "not run: `messages-history` is recorded only by the transaction log, and a read-only "
-        "store owns no journal: the subscriber has nothing to replay from",
+        "runs: the read-only process replays the writer's transaction log (followed read-only)"
+        " and resumes at 11 from its `MMapBookmarkStore` file",
     ),
     SampleRow(
         "CompositeMessagePublisher + CompositeMessageSubscriber",
@@ -96,8 +95,8 @@ SAMPLES: tuple[SampleRow, ...] = (
         " `/0/number % 3 == 0`) on a thread, then the publisher's 9 messages; parts 3, 6"
         " and 9 arrive with their 50 doubles",
         RUNS,
-        "not run: `messages` is a pub/sub topic, and a read-only process follows SOW topics "
-        "only (no pub/sub delivery across processes yet)",
+        "runs: the publishes reach the read-only process through the pub/sub bus, filtered "
+        "there on their first part",
         "`array.array.tostring` / `fromstring` (removed in Python 3.9) mapped to"
         " `tobytes` / `frombytes`",
     ),
@@ -108,7 +107,7 @@ SAMPLES: tuple[SampleRow, ...] = (
         " leased one at a time (`MaxPerSubscriptionBacklog` 1) and acknowledged",
         RUNS,
         "not run: consuming a queue leases and acknowledges, which writes the queue's state; a "
-        "read-only process cannot consume a queue",
+        "read-only process cannot consume a queue (it raises `UsageException` saying so)",
     ),
     SampleRow(
         "RandomServerChooser",
@@ -132,9 +131,11 @@ def render_samples() -> list[str]:
         "unmodified in one process, asserting on what the programs print. They also run the",
         "pairs sowlib can as two processes: the publisher over the writer's store, the",
         'subscriber over `SowStore.from_config("sample.xml", readonly=True)` in the same',
-        "directory. A read-only process follows SOW topics only and owns no transaction",
-        "log, so pairs over a pub/sub topic, the replay pair and the queue pair run in one",
-        "process only. [R] The read-only store computes the configuration's views itself",
+        "directory. A read-only process follows the writer: SOW topics through their logs,",
+        "topics the transaction log records through the writer's journal (followed",
+        "read-only), other pub/sub topics through the store's pub/sub bus (see \"Live",
+        'subscriptions in other processes"); only the queue pair runs in one process',
+        "only. [R] The read-only store computes the configuration's views itself",
         "(transient topics, in its own memory, from the records it reads), and a `sow`",
         "through `sowlib.compat` over a read-only store refreshes it first: the query",
         "answers with the writer's state at the time of the call, as a server would.",

@@ -387,6 +387,7 @@ class Subscriber(QueueConsumer):
             self._abandon(sub_id, live)
             raise
         live.add(sub.unsubscribe)
+        hub.follow_remote()  # a read-only process: the journal's new entries keep coming
         return stream if stream is not None else sub_id
 
     def _acking(self, handler: Handler) -> Handler:

@@ -178,7 +178,13 @@ _BASE: list[Entry] = list(
         ),
         Entry("Client", "execute", SUPPORTED, "acks requested with add_ack_type are delivered"),
         Entry("Client", "execute_async", SUPPORTED),
-        Entry("Client", "publish_flush", DIFFERS, "fsyncs the store and the journal"),
+        Entry(
+            "Client",
+            "publish_flush",
+            DIFFERS,
+            "fsyncs the store and the journal; past `timeout` ms TimedOutException, the"
+            " flush going on",
+        ),
         Entry("Client", "flush", DIFFERS, "same as publish_flush"),
         Entry(
             "Client",

@@ -25,18 +25,25 @@ from sowlib.journal.bookmarks import (
     format_bookmark,
     parse_bookmark,
 )
+from sowlib.journal.bus import PubSubBus, bus_directory
 from sowlib.journal.config import journal_from_config, store_journal
+from sowlib.journal.followed import FollowedJournal
 from sowlib.journal.journal import Journal, JournalSubscription
 from sowlib.journal.log import Entry
+from sowlib.journal.tail import LogTail
 
 __all__ = [
     "EPOCH",
     "MOST_RECENT",
     "NOW",
     "Entry",
+    "FollowedJournal",
     "Journal",
     "JournalSubscription",
+    "LogTail",
     "Position",
+    "PubSubBus",
+    "bus_directory",
     "format_bookmark",
     "journal_from_config",
     "parse_bookmark",

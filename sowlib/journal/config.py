@@ -16,6 +16,7 @@ from lxml import etree
 from sowlib.codecs.xml_codec import hardened_parser
 from sowlib.config.queues import queue_definitions
 from sowlib.errors import ConfigError
+from sowlib.journal.followed import FollowedJournal
 from sowlib.journal.journal import Journal, RestorableTopic
 from sowlib.units import parse_size
 
@@ -109,6 +110,20 @@ def journal_from_config(
             ``JournalSize`` that disagree, a relative directory with neither a
             file nor ``base_dir`` to resolve it against.
     """
+    section = _section(source, base_dir, env)
+    if section is None:
+        return None
+    full, topics, file_size, retention = section
+    return Journal(full, topics, retention=retention, file_size=file_size, **options)
+
+
+def _section(
+    source: str | os.PathLike[str] | bytes,
+    base_dir: str | os.PathLike[str] | None,
+    env: Mapping[str, str] | None,
+) -> tuple[Path, list[tuple[str, str | None]], int, str | None] | None:
+    """The ``<TransactionLog>``'s directory, topics, file size and retention (None: no
+    section)."""
     data, here = _source(source)
     try:
         root = etree.fromstring(data, hardened_parser())
@@ -149,7 +164,7 @@ def journal_from_config(
                 f"{directory!r} is relative; pass base_dir= to say where it is",
             )
         full = base / full
-    return Journal(full, topics, retention=_retention(root), file_size=file_size, **options)
+    return full, topics, file_size, _retention(root)
 
 
 def _topic(element: Any, where: str, env: Mapping[str, str] | None) -> tuple[str, str | None]:
@@ -193,17 +208,22 @@ def store_journal(
     store: _Store,
     base_dir: str | os.PathLike[str] | None = None,
     env: Mapping[str, str] | None = None,
-) -> Journal | None:
+) -> Journal | FollowedJournal | None:
     """The journal a store opened from ``source`` owns, already recording its topics.
 
-    ``SowStore.from_config`` calls it. A read-only store owns none (its writer
-    process records the log), nor does a configuration without ``<TransactionLog>``.
+    ``SowStore.from_config`` calls it. A read-only store gets the writer's journal
+    followed read-only (:class:`~sowlib.journal.followed.FollowedJournal`: replay and
+    live bookmark subscriptions, nothing written); a configuration without
+    ``<TransactionLog>`` gives none.
     The journal uses the store's clock; journalled topics are first brought in
     line with the journal (:meth:`Journal.watch`).
     """
-    if store.readonly:
-        return None
     queues = queue_definitions(source, env)  # <Queue>: run by sowlib.queues over the journal
+    if store.readonly:
+        section = _section(source, base_dir, env)
+        if section is None:
+            return None
+        return FollowedJournal(section[0], section[1], queue_definitions=queues)
     journal = journal_from_config(source, base_dir, env=env, clock=store.clock)
     if journal is None and queues:
         raise ConfigError(f"SOW/Queue {queues[0].name}", "a queue needs a <TransactionLog>")

@@ -6,7 +6,6 @@ seam) and the journal's own modules; reaches SOW topics only through their publi
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import os
 import re
@@ -18,14 +17,10 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Protocol
 
-import attrs
-
-from sowlib.codecs import get_codec
 from sowlib.config.queues import QueueDef
 from sowlib.errors import (
     ConfigError,
     CorruptRecordError,
-    NotJournaledError,
     ReadOnlyError,
     StoreClosedError,
 )
@@ -39,6 +34,7 @@ from sowlib.journal.refill import (
     refill,
     topic_id,
 )
+from sowlib.journal.subscription import JournalSubscription, compile_topic, subscription_pattern
 from sowlib.storage.fs import FileSystem, open_regular
 from sowlib.subscriptions import Message as Event
 from sowlib.units import parse_duration, parse_size
@@ -64,80 +60,6 @@ class WatchedTopic(Protocol):
 
 class _Store(Protocol):
     def topics(self) -> Sequence[RestorableTopic]: ...
-
-
-_REGEX_CHARS = re.compile(r"[.*+?\[\](){}^$|\\]")
-# What makes a topic a regular expression to AMPS (a lone "." does not: "orders.eu").
-_PATTERN_CHARS = re.compile(r"[*+?\[\](){}^$|\\]|\.[*+?]")
-
-
-def _compile_topic(name: str, where: str = "TransactionLog/Topic/Name") -> re.Pattern[str]:
-    try:
-        return re.compile(name)
-    except re.error as exc:
-        raise ConfigError(where, f"bad topic regular expression {name!r}: {exc}") from None
-
-
-@attrs.define(eq=False)
-class JournalSubscription:
-    """A bookmark subscription over a :class:`Journal`; :meth:`unsubscribe` ends it."""
-
-    id: str
-    topic: str
-    _journal: Journal | None = attrs.field(repr=False)
-    _callback: Callback = attrs.field(repr=False)
-    _topic_re: re.Pattern[str] = attrs.field(repr=False)
-    _filter: Filter | None = attrs.field(repr=False)
-    _message_type: str | None = attrs.field(repr=False)
-    _oof: bool = attrs.field(repr=False)
-    _position: Position = attrs.field(repr=False)
-    _pending: list[Entry] | None = attrs.field(factory=list, repr=False)
-    delivered: int = 0
-
-    @property
-    def active(self) -> bool:
-        return self._journal is not None
-
-    def unsubscribe(self) -> None:
-        """Stop deliveries; idempotent."""
-        journal, self._journal = self._journal, None
-        if journal is not None:
-            journal._forget(self)
-
-    def _wants(self, entry: Entry) -> bool:
-        pos = self._position
-        if entry.seq <= pos.after or (pos.since is not None and entry.timestamp < pos.since):
-            return False
-        if entry.kind != "publish" and not self._oof:
-            return False
-        if self._message_type is not None and entry.message_type != self._message_type:
-            return False
-        if not self._topic_re.fullmatch(entry.topic):
-            return False
-        if self._filter is None:
-            return True
-        doc = get_codec(entry.message_type).decode(entry.data)
-        return self._filter.matches(doc) is True
-
-    def _deliver(self, entry: Entry) -> None:
-        if self._journal is None:
-            return
-        try:
-            if not self._wants(entry):
-                return
-            self._callback(entry)
-            self.delivered += 1
-        except Exception:  # a subscriber must never break the publisher
-            logger.exception(
-                "bookmark subscription %s: delivery of seq %d failed", self.id, entry.seq
-            )
-
-    def _offer(self, entry: Entry) -> None:
-        """Called by the journal under its lock for every new entry."""
-        if self._pending is not None:
-            self._pending.append(entry)
-        else:
-            self._deliver(entry)
 
 
 class Journal:
@@ -191,7 +113,7 @@ class Journal:
         self._topics: list[tuple[re.Pattern[str], str | None]] = []
         for item in topics:
             name, mtype = (item, None) if isinstance(item, str) else item
-            self._topics.append((_compile_topic(name), mtype.lower() if mtype else None))
+            self._topics.append((compile_topic(name), mtype.lower() if mtype else None))
         self.retention = None if retention is None else parse_duration(retention, "retention")
         self.directory = os.path.abspath(os.fspath(directory))
         self._log = JournalLog(
@@ -409,7 +331,7 @@ class Journal:
                 try:
                     while self._fanout:
                         for reader in self._readers:
-                            reader._offer(self._fanout[0])
+                            reader.offer(self._fanout[0])
                         self._fanout.popleft()
                 finally:
                     self._fanout.clear()
@@ -470,13 +392,7 @@ class Journal:
             QueryOptionError: a malformed bookmark.
             FilterError: a bad filter.
         """
-        exact = self.covers(topic, message_type)
-        if not exact and not _REGEX_CHARS.search(topic):
-            raise NotJournaledError(topic, message_type)
-        topic_re = re.compile(re.escape(topic)) if exact else _compile_topic(topic, "topic")
-        if exact and _PATTERN_CHARS.search(topic):  # a name a pattern covers, or a regex
-            with contextlib.suppress(re.error):
-                topic_re = re.compile(f"{re.escape(topic)}|(?:{topic})")
+        topic_re = subscription_pattern(topic, self.covers(topic, message_type), message_type)
         position = bookmark if isinstance(bookmark, Position) else self.position(bookmark)
         flt = compile_filter(filter) if filter else None
         with self._lock:
@@ -498,26 +414,11 @@ class Journal:
             )
             end = self._log.last_seq
             self._readers = (*self._readers, sub)
-        if sub._pending is None:
-            return sub
-        try:
-            for entry in self._log.read(position.after):
-                if entry.seq > end:
-                    break
-                sub._deliver(entry)
-            while True:
-                with self._lock:
-                    pending, sub._pending = sub._pending or [], []
-                    if not pending:
-                        sub._pending = None  # caught up: live deliveries from now on
-                        return sub
-                for entry in pending:
-                    sub._deliver(entry)
-        except BaseException:  # a damaged file: nothing stays registered
-            sub.unsubscribe()
-            raise
+        sub.catch_up(self._log.read(position.after), end, self._lock)
+        return sub
 
-    def _forget(self, sub: JournalSubscription) -> None:
+    def forget(self, sub: JournalSubscription) -> None:
+        """Drop ``sub`` (what its ``unsubscribe`` calls)."""
         with self._lock:
             self._readers = tuple(r for r in self._readers if r is not sub)
 
@@ -553,7 +454,7 @@ class Journal:
                 sub.unsubscribe()
             self._watched.clear()
             for reader in self._readers:
-                reader._journal = None
+                reader.detach()
             self._readers = ()
             self._log.close()
 

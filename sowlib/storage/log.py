@@ -21,6 +21,7 @@ from sowlib.errors import (
     StoreNotFoundError,
     UnsupportedOperationError,
 )
+from sowlib.storage.bell import Bell
 from sowlib.storage.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from sowlib.storage.compaction import (
     PAGE,
@@ -146,6 +147,7 @@ class AppendLog(LogReader):
         self._verified_from = 0
         self._commit_at = 0
         self._committed = (0, 0)  # (counter, end) of the newest commit slot
+        self.bell = Bell(os.path.dirname(self.path) or ".")  # rung after appends
         if not readonly and meta is not None and not os.path.lexists(self.path):
             create_log(self._fs, self.path, bytes(meta), slab_size)
         flags = os.O_RDONLY if readonly else os.O_RDWR
@@ -295,6 +297,7 @@ class AppendLog(LogReader):
         self.last_seq = seq
         if self._sync:
             self.flush()
+        self.bell.ring()  # wake readers in other processes (sowlib.storage.bell)
 
     def append(
         self,
@@ -349,6 +352,7 @@ class AppendLog(LogReader):
         self.last_seq = seq
         if self._sync:
             self.flush()
+        self.bell.ring()  # wake readers in other processes (sowlib.storage.bell)
         return rec
 
     def append_many(self, items: Iterable[BatchItem]) -> list[LogRecord]:
@@ -585,6 +589,7 @@ class AppendLog(LogReader):
             self._release()
 
     def _release(self) -> None:
+        self.bell.close()
         self._end_epoch()
         mm, self.epoch = self.mm, None
         self._set_map(None)

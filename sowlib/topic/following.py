@@ -9,6 +9,7 @@ Imports the topic's ``follow`` module only.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -68,7 +69,9 @@ class Following:
     def _follow(self) -> None:
         """Read-only: poll the log while subscribed (never called holding the lock)."""
         if self._readonly and self._reopen is not None:
-            FOLLOWER.follow(self, self._poll)
+            path = getattr(self._p.log, "path", None)  # the writer rings its directory's bell
+            watch = os.path.dirname(os.path.abspath(path)) if isinstance(path, str) else None
+            FOLLOWER.follow(self, self._poll, watch, bell=True)
 
     def _poll(self) -> bool:
         with self._lock:

@@ -3,7 +3,9 @@
 A writer publishes at a steady pace; N subscriber processes (spawned) each open the
 store read-only and subscribe; each handler stamps the arrival time against the
 publish time carried in the message (both ``time.time()`` of one machine). Prints the
-p50/p99/max latency over all deliveries. Run it as a script::
+p50/p99/max latency over all deliveries, and the CPU seconds the subscriber processes
+used from subscribing to their last delivery (waiting for the others to start
+included). Run it as a script::
 
     python tests/bench/bench_live_readers.py --subscribers 10 --messages 2000
 
@@ -42,9 +44,11 @@ def subscriber(path: str, expected: int, q: Any, ready: Any) -> None:
 
     sub = store.topic("bench").subscribe(on)
     ready.set()
+    start = time.process_time()
     done.wait(60 + expected / 100)
+    cpu = time.process_time() - start  # this process's CPU while subscribed
     sub.unsubscribe()
-    q.put(lat)
+    q.put((lat, cpu))
     store.close()
 
 
@@ -72,8 +76,11 @@ def run(subscribers: int, messages: int, pace: float, keys: int) -> dict[str, fl
                 time.sleep(wait)
             topic.publish({"id": i % keys, "t": time.time(), "v": i})
         lat: list[float] = []
+        cpu = 0.0
         for _ in procs:
-            lat.extend(q.get(timeout=120))
+            got, used = q.get(timeout=120)
+            lat.extend(got)
+            cpu += used
         for proc, _ in procs:
             proc.join(30)
         store.close()
@@ -85,6 +92,7 @@ def run(subscribers: int, messages: int, pace: float, keys: int) -> dict[str, fl
         "p50_ms": 1000 * statistics.median(lat),
         "p99_ms": 1000 * lat[min(n - 1, int(n * 0.99))],
         "max_ms": 1000 * lat[-1],
+        "subscriber_cpu_s": cpu,  # every subscriber process, from subscribing to the last
     }
 
 

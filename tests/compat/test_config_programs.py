@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
 import sowlib.compat as AMPS  # was: import AMPS
 from sowlib import SowStore
-from sowlib.errors import ConfigError
+from sowlib.errors import ConfigError, ReadOnlyError
 
 URI = "tcp://127.0.0.1:9007/amps/json"
 
@@ -141,13 +142,21 @@ def test_passing_a_second_journal_for_the_same_store_is_refused(tmp_path):
         AMPS.reset()
 
 
-def test_a_read_only_store_owns_no_journal(tmp_path):
+def test_a_read_only_store_follows_the_writers_journal_and_writes_nothing(tmp_path):
     config = configure(tmp_path)
     with SowStore.from_config(config) as writer:
         writer.topic("orders").publish({"id": 1})
+        assert writer.journal is not None
+        folder = writer.journal.directory
+        before = {p.name: p.stat().st_size for p in Path(folder).iterdir()}
         with SowStore.from_config(config, readonly=True) as reader:
-            assert reader.journal is None
+            assert reader.journal is not None
+            assert reader.journal.directory == folder
+            assert reader.journal.last_bookmark() == writer.journal.last_bookmark()
+            with pytest.raises(ReadOnlyError):
+                reader.journal.record("publish", "orders", "json", b"{}")
             assert len(reader.topic("orders")) == 1
+        assert {p.name: p.stat().st_size for p in Path(folder).iterdir()} == before
 
 
 def test_configuration_as_xml_text(tmp_path):

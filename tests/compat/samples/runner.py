@@ -205,8 +205,11 @@ def main() -> None:
     if channel is None:
         steps: Any = scenario["steps"]
     else:
+        # Steps come on a copy of stdin: a sample's exit() closes sys.stdin (site's Quitter).
+        commands = os.fdopen(os.dup(0), "r")
+        sys.stdin = open(os.devnull)  # noqa: SIM115 (open for the process's life)
         channel.write("ready\n")
-        steps = (json.loads(line) for line in sys.stdin)
+        steps = (json.loads(line) for line in commands)
     for step in steps:
         if step == ["finish"]:
             break

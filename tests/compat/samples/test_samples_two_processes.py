@@ -6,16 +6,16 @@ readonly=True)`` in the same directory; both are ``runner.py --serve`` processes
 driven step by step from here, and the assertions on the subscriber's printed output
 are the one-process test's. Nothing in the samples is edited.
 
-Left out, each for a reason of sowlib's, not of the sample's:
+A read-only process follows the writer: SOW topics through their logs, topics the
+transaction log records (``messages-history`` of the replay pair) through the writer's
+journal, other pub/sub topics (``messages`` of the console and composite pairs;
+``messages-sow`` over ``/amps/fix``, since ``sample.xml`` has no fix SOW topic) through
+the store's pub/sub bus.
 
-* **console, fix, composite**: their topic is a pub/sub topic (``messages``; ``messages-sow``
-  over ``/amps/fix``, since ``sample.xml`` has no fix SOW topic). A read-only process
-  follows SOW topics only: nothing carries a pub/sub publish to another process yet.
-* **replay**: ``messages-history`` is recorded only by the transaction log, and a store
-  opened read-only owns no journal (its writer records the log), so the subscriber
-  process has nothing to replay from.
+Left out, for a reason of sowlib's, not of the sample's:
+
 * **queue**: consuming a queue leases and acknowledges, which writes the queue's state;
-  a read-only process cannot consume a queue.
+  a read-only process cannot consume a queue (it is told so, ``UsageException``).
 """
 
 from __future__ import annotations
@@ -31,12 +31,17 @@ from typing import Any
 import pytest
 
 from sowlib import SowStore
+from sowlib.journal import FollowedJournal
 
 from .test_official_samples import (
     SOW_PUB,
     Result,
+    check_composite,
+    check_console,
+    check_fix,
     check_nvfix,
     check_oof,
+    check_replay,
     check_sow,
     check_sow_and_subscribe,
 )
@@ -49,13 +54,16 @@ TIMEOUT = 120.0
 class Served:
     """One ``runner.py --serve`` process: steps in on stdin, ``ok``/``failed`` back."""
 
-    def __init__(self, samples: Path, workdir: Path, name: str, readonly: bool) -> None:
+    def __init__(
+        self, samples: Path, workdir: Path, name: str, readonly: bool, shim_array: bool = False
+    ) -> None:
         self.result_path = workdir.parent / f"{name}.json"
         scenario = {
             "samples": str(samples),
             "config": str(samples / "sample.xml"),
             "result": str(self.result_path),
             "readonly": readonly,
+            "shim_array": shim_array,
         }
         spec = workdir.parent / f"{name}-scenario.json"
         spec.write_text(json.dumps(scenario))
@@ -100,7 +108,47 @@ class Served:
 
 W, R = "writer", "reader"
 
+
+def subscribe_then_publish(sub: str, pub: str, text: str, count: int) -> list[Any]:
+    """The subscriber waits in the reader process; the publisher runs in the writer."""
+    return [
+        (R, ["start", sub]),
+        (R, ["blocked", sub]),
+        (W, ["run", pub]),
+        (R, ["output", sub, text, count]),
+    ]
+
+
 CASES: list[Any] = [
+    pytest.param(
+        subscribe_then_publish("AMPSConsoleSubscriber.py", "AMPSConsolePublisher.py", "Hello", 1),
+        check_console,
+        id="console",
+    ),
+    pytest.param(
+        subscribe_then_publish(
+            "AMPSFIXShredderSubscriber.py", "AMPSFIXBuilderPublisher.py", "2 123", 1
+        ),
+        check_fix,
+        id="fix",
+    ),
+    pytest.param(
+        subscribe_then_publish(
+            "CompositeMessageSubscriber.py", "CompositeMessagePublisher.py", "parts", 3
+        ),
+        check_composite,
+        id="composite",
+    ),
+    pytest.param(
+        [
+            (W, ["start", "AMPSPublishForReplay.py"]),
+            (W, ["output", "AMPSPublishForReplay.py", "Published 30", 1]),
+            (R, ["run", "AMPSSubscribeForReplay.py"]),
+            (R, ["run", "AMPSSubscribeForReplay.py"]),
+        ],
+        check_replay,
+        id="replay",
+    ),
     pytest.param(
         [(W, ["run", SOW_PUB]), (R, ["run", "AMPSSOWConsoleSubscriber.py"])],
         check_sow,
@@ -172,10 +220,11 @@ def test_sample_pair_in_two_processes(
 ) -> None:
     workdir = tmp_path / "amps"
     workdir.mkdir()
-    writer = Served(samples_dir, workdir, W, readonly=False)
+    shim = any("Composite" in str(step[1]) for _, step in steps)  # array.tostring (see runner)
+    writer = Served(samples_dir, workdir, W, readonly=False, shim_array=shim)
     try:
         assert writer.alive, writer.finish()["failure"]
-        reader = Served(samples_dir, workdir, R, readonly=True)
+        reader = Served(samples_dir, workdir, R, readonly=True, shim_array=shim)
         try:
             assert reader.alive, reader.finish()["failure"]
             procs = {W: writer, R: reader}
@@ -201,7 +250,9 @@ def test_sample_xml_opens_read_only_beside_its_writer(samples_dir: Path, tmp_pat
         reader = SowStore.from_config(config, base_dir=tmp_path, readonly=True)
         try:
             assert reader.readonly
-            assert reader.journal is None
+            assert isinstance(reader.journal, FollowedJournal)  # the writer's, read-only
+            assert writer.journal is not None
+            assert reader.journal.directory == writer.journal.directory
             assert sorted((t.name, t.message_type) for t in reader.topics()) == sorted(
                 (t.name, t.message_type) for t in writer.topics()
             )
