@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from math import isnan
 from collections.abc import Collection, Iterable, Sequence
+from math import isnan
 from typing import Any, Protocol
 
 from sowlib.index.planner import FilterLike, Plan, plan
@@ -236,9 +236,7 @@ def _ordered(
         at.sort(key=first.__getitem__, reverse=order.keys[0].descending)
     else:
         term_columns = list(zip(order.keys, columns, strict=True))
-        runs = [
-            (d, list(t)) for d, t in itertools.groupby(term_columns, lambda t: t[0].descending)
-        ]
+        runs = [(d, list(t)) for d, t in itertools.groupby(term_columns, lambda t: t[0].descending)]
         for descending, terms in reversed(runs):
             if len(terms) == 1:
                 at.sort(key=terms[0][1].__getitem__, reverse=descending)

@@ -268,8 +268,8 @@ sort_by_offset(Wanted *w, Py_ssize_t n)
  * records are read in file order, the first lines of a record a few places ahead
  * prefetched. */
 #define GROUP 32
-#define AHEAD 6
-#define AHEAD_BYTES 256
+#define AHEAD 12
+#define AHEAD_BYTES 320
 
 static inline void
 prefetch(const void *p)

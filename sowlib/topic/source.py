@@ -93,7 +93,9 @@ class TopicSource:
         docs = views.decode_many(payloads)
         return [list(map(p.getter, docs)) for p in paths]
 
-    def kept_columns(self, keys: Sequence[Key], paths: Sequence[FieldPath]) -> list[list[Any]] | None:
+    def kept_columns(
+        self, keys: Sequence[Key], paths: Sequence[FieldPath]
+    ) -> list[list[Any]] | None:
         """The value of each of ``paths`` for each of the live ``keys`` (a column per path)
         as the index set keeps them (what ``path.getter`` gave when the record was
         written), or None when it does not keep them all."""
