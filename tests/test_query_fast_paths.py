@@ -6,7 +6,6 @@
   = the values read out of the records (``TopicSource.field_columns``);
 - a hash plan kept per filter text = a plan made afresh, across writes, deletes and a
   reopen (the rows of every query = every document tested with the filter);
-- options made once and kept = options made each time (errors raised each time);
 - the rows of a query are the records ``get`` reads, whatever the collector does.
 """
 
@@ -19,15 +18,13 @@ import math
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sowlib import SowStore
-from sowlib.errors import QueryOptionError
 from sowlib.expr import compile_filter
 from sowlib.paths import parse_path
-from sowlib.query import OrderBy, QueryOptions
+from sowlib.query import OrderBy
 from sowlib.query import pipeline as pipeline_module
 
 # Sort values: true numbers of both kinds (NaN, infinities, floats equal to ints, ints
@@ -167,22 +164,6 @@ def test_a_hash_plan_is_kept_by_filter_text_and_made_again_for_new_indexes(
         t = store.topic("t")
         assert not t._p.source.plans
         assert sorted(r.sow_key for r in t.sow("/s = 'k1'")) == _scan(t, "/s = 'k1'")
-
-
-def test_made_options_are_kept_and_bad_ones_raise_each_time() -> None:
-    one = QueryOptions.make(order_by="/a DESC", top_n=5, skip_n=1)
-    assert QueryOptions.make(order_by="/a DESC", top_n=5, skip_n=1) is one
-    assert one == QueryOptions._make("/a DESC", 5, 1, None, 10)
-    for _ in range(2):
-        with pytest.raises(QueryOptionError):
-            QueryOptions.make(top_n=-1)
-        with pytest.raises(QueryOptionError):
-            QueryOptions.make(skip_n=2)
-        with pytest.raises(QueryOptionError):
-            QueryOptions.make(order_by="/a SIDEWAYS")
-    QueryOptions.make(top_n=1)
-    with pytest.raises(QueryOptionError):
-        QueryOptions.make(top_n=True)  # True is not the 1 kept above
 
 
 def test_rows_are_the_records_get_reads_through_collections(tmp_path: Path) -> None:

@@ -133,9 +133,8 @@ def new_reader() -> Any:
 
 
 def test_key_ints_at_the_digit_boundaries_are_read_as_their_values(tmp_path: Path) -> None:
-    """The C reader reads a key int off its digits (up to three of 30 bits) and hands the
-    rest to the API: every boundary gives the Python path's answer, and a live key found
-    either way is found."""
+    """Key ints around the 30-bit digit boundaries, the largest u64, and ints outside it:
+    the C reader gives the Python path's answer for each, and reads every live key."""
     edges = [0, 1, 2**30 - 1, 2**30, 2**60 - 1, 2**60, 2**63, 2**64 - 1, 2**64, 2**90]
     edges += [-1, -(2**30), -(2**64), True]
     with SowStore(str(tmp_path / "s")) as store:

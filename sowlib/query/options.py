@@ -6,8 +6,6 @@ Imports ``errors`` and the sibling ``order`` and ``select``.
 
 from __future__ import annotations
 
-import functools
-
 import attrs
 
 from sowlib.errors import QueryOptionError
@@ -60,20 +58,6 @@ class QueryOptions:
         unset = order_by is None and top_n is None and skip_n is None and select is None
         if unset and type(batch_size) is int and batch_size == DEFAULT_OPTIONS.batch_size:
             return DEFAULT_OPTIONS  # the common query sets none: nothing to check
-        args = (order_by, top_n, skip_n, select, batch_size)
-        if _PLAIN.issuperset(map(type, args)):  # a query repeated: checked once
-            return _made(*args)
-        return cls._make(order_by, top_n, skip_n, select, batch_size)
-
-    @classmethod
-    def _make(
-        cls,
-        order_by: str | None,
-        top_n: int | None,
-        skip_n: int | None,
-        select: str | None,
-        batch_size: int,
-    ) -> QueryOptions:
         top = _count("top_n", top_n)
         skip = _count("skip_n", skip_n)
         if skip is not None and top is None:
@@ -93,14 +77,3 @@ class QueryOptions:
 
 #: The options of a query that sets none.
 DEFAULT_OPTIONS = QueryOptions()
-
-# Option values kept in the cache of made options: exact types only (True is not 1).
-_PLAIN = frozenset((str, int, type(None)))
-
-
-@functools.lru_cache(maxsize=256)
-def _made(
-    order_by: str | None, top_n: int | None, skip_n: int | None, select: str | None, batch: int
-) -> QueryOptions:
-    """:meth:`QueryOptions.make` of plain values, kept (errors are not kept: raised again)."""
-    return QueryOptions._make(order_by, top_n, skip_n, select, batch)

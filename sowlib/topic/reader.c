@@ -71,19 +71,17 @@ typedef struct {
 
 /* ------------------------------------------------------------------ one record */
 
-/* The Record of the common record `put` read under content key `key`, its timestamp the
- * float `*stamp` when that holds the same value (records written together share one; a
- * new float is left there otherwise; `stamp` NULL: always a new one). New reference, or
+/* The Record of the common record `put` read under content key `key`. New reference, or
  * NULL with an error set.
  *
  * The Record is not tracked by the cyclic collector: it holds only a str, bytes, an int,
- * floats, None and the shared deferred document, none of which can lead back to it (the
+ * a float, None and the shared deferred document, none of which can lead back to it (the
  * document decoded on first touch goes in its __dict__, and a decoded document holds
  * only values parsed from the payload). Tracking it made every collection while a large
  * result was alive walk each of its rows, and the oldest generation's collections,
  * which large results trigger, walk everything else the process holds besides. */
 static PyObject *
-record_of(Reader *r, uint64_t key, const CommonPut *put, PyObject **stamp)
+record_of(Reader *r, uint64_t key, const CommonPut *put)
 {
     char digits[20];
     Py_ssize_t n = decimal_digits(key, digits);
@@ -91,21 +89,11 @@ record_of(Reader *r, uint64_t key, const CommonPut *put, PyObject **stamp)
     if (text != NULL) {
         memcpy(PyUnicode_1BYTE_DATA(text), digits, (size_t)n);
     }
-    PyObject *when;
-    if (stamp != NULL && *stamp != NULL && PyFloat_AS_DOUBLE(*stamp) == put->timestamp) {
-        when = Py_NewRef(*stamp);
-    }
-    else {
-        when = PyFloat_FromDouble(put->timestamp);
-        if (stamp != NULL && when != NULL) {
-            Py_XSETREF(*stamp, Py_NewRef(when));
-        }
-    }
     PyObject *items[5] = {
         text,
         PyBytes_FromStringAndSize((const char *)put->payload, put->payload_len),
         PyLong_FromUnsignedLongLong(put->seq),
-        when,
+        PyFloat_FromDouble(put->timestamp),
         PyBytes_FromStringAndSize(NULL, 0),
     };
     PyObject *rec = r->record_type->tp_alloc(r->record_type, 9);
@@ -178,9 +166,7 @@ read_one(Reader *r, uint64_t key)
         /* the map's length bounds the read; the checksum is checked */
         CommonPut put;
         int got = records->common_put(view.buf, table->entries[ix].off, view.len, &put);
-        rec = got < 0 ? NULL
-              : got == 0 ? Py_NewRef(Py_NotImplemented)
-                         : record_of(r, key, &put, NULL);
+        rec = got < 0 ? NULL : got == 0 ? Py_NewRef(Py_NotImplemented) : record_of(r, key, &put);
     }
     PyBuffer_Release(&view);
     return rec;
@@ -281,33 +267,6 @@ prefetch(const void *p)
 #endif
 }
 
-/* The u64 value of the int `key`: 1 and `*k` set, 0 when it is negative or too big. The
- * usual key (at most three 30-bit digits) is read off its digits, the rest through the
- * API. Never sets an error. */
-static inline int
-key_value(PyObject *key, uint64_t *k)
-{
-#if PY_VERSION_HEX < 0x030C0000 && PYLONG_BITS_IN_DIGIT == 30
-    Py_ssize_t size = Py_SIZE(key);
-    const digit *d = ((PyLongObject *)key)->ob_digit;
-    if (size >= 0 && size <= 2) {
-        *k = size == 0 ? 0 : size == 1 ? d[0] : d[0] | (uint64_t)d[1] << 30;
-        return 1;
-    }
-    if (size == 3 && d[2] < 16) {
-        *k = d[0] | (uint64_t)d[1] << 30 | (uint64_t)d[2] << 60;
-        return 1;
-    }
-#endif
-    uint64_t v = PyLong_AsUnsignedLongLong(key);
-    if (v == (uint64_t)-1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return 0;
-    }
-    *k = v;
-    return 1;
-}
-
 /* Step 1 of `rows`: where each key's record is. The keys left to the Python path go to
  * `found` (counted in `*pending`), the records to read to `wanted`; gives their number. */
 static Py_ssize_t
@@ -325,15 +284,17 @@ locate(KeyTable *table, PyObject *keys, PyObject **found, Wanted *wanted, Py_ssi
         int g = 0;
         for (Py_ssize_t i = lo; i < hi; i++) {
             PyObject *key = PyList_GET_ITEM(keys, i);
-            uint64_t k;
-            if (PyLong_CheckExact(key) && key_value(key, &k)) {
-                ks[g] = k;
-                at[g] = i;
-                g++;
-                prefetch(&table->index[slot_of(k, table->bits)]);
-                continue;
+            if (PyLong_CheckExact(key)) {
+                uint64_t k = PyLong_AsUnsignedLongLong(key);
+                if (!(k == (uint64_t)-1 && PyErr_Occurred())) {
+                    ks[g] = k;
+                    at[g] = i;
+                    g++;
+                    prefetch(&table->index[slot_of(k, table->bits)]);
+                    continue;
+                }
+                PyErr_Clear(); /* a negative or too big int: the Python path */
             }
-            /* not an int in [0, 2**64): the Python path */
             found[i] = Py_NewRef(key);
             (*pending)++;
         }
@@ -372,8 +333,6 @@ read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize
 {
     sort_by_offset(wanted, m);
     const unsigned char *base = view->buf;
-    PyObject *stamp = NULL; /* the last timestamp made, shared by the next equal one */
-    int status = 0;
     for (Py_ssize_t j = 0; j < m; j++) {
         if (j + AHEAD < m && wanted[j + AHEAD].off < view->len - AHEAD_BYTES) {
             const unsigned char *ahead = base + wanted[j + AHEAD].off;
@@ -385,20 +344,17 @@ read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize
         CommonPut put;
         int got = records->common_put(base, w->off, view->len, &put);
         if (got < 0) {
-            status = -1;
-            break;
+            return -1;
         }
         if (got == 0) {
             found[w->pos] = Py_NewRef(PyList_GET_ITEM(keys, w->pos));
             (*pending)++;
         }
-        else if ((found[w->pos] = record_of(r, w->key, &put, &stamp)) == NULL) {
-            status = -1;
-            break;
+        else if ((found[w->pos] = record_of(r, w->key, &put)) == NULL) {
+            return -1;
         }
     }
-    Py_XDECREF(stamp);
-    return status;
+    return 0;
 }
 
 static PyObject *
