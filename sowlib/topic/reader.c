@@ -77,9 +77,10 @@ typedef struct {
  * The Record is not tracked by the cyclic collector: it holds only a str, bytes, an int,
  * a float, None and the shared deferred document, none of which can lead back to it (the
  * document decoded on first touch goes in its __dict__, and a decoded document holds
- * only values parsed from the payload). Tracking it made every collection while a large
- * result was alive walk each of its rows, and the oldest generation's collections,
- * which large results trigger, walk everything else the process holds besides. */
+ * only values parsed from the payload; a caller storing the Record inside its own
+ * decoded document makes a cycle that is never freed). Tracking it made every collection
+ * while a large result was alive walk each of its rows, and the oldest generation's
+ * collections, which large results trigger, walk everything else the process holds. */
 static PyObject *
 record_of(Reader *r, uint64_t key, const CommonPut *put)
 {
