@@ -52,6 +52,9 @@ class Record(_RecordFields):
 
     A named tuple rather than an attrs class: topics build one per first read of
     a key, and ``tuple.__new__`` is the cheapest immutable object CPython makes.
+    The records a topic reads from its file (queries, ``get``, ``lookup``) are not
+    tracked by the cyclic garbage collector, as they hold only atomic values: do not
+    store a record inside its own ``doc`` (the cycle would never be freed).
     """
 
     # No __slots__: an instance may get a __dict__, created only when a deferred

@@ -10,13 +10,14 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Collection, Iterable, Sequence
+from math import isnan
 from typing import Any, Protocol
 
 from sowlib.index.planner import FilterLike, Plan, plan
 from sowlib.index.source import QuerySource
 from sowlib.index.types import Key
 from sowlib.query.options import DEFAULT_OPTIONS, QueryOptions
-from sowlib.query.order import OrderBy
+from sowlib.query.order import OrderBy, OrderKey
 from sowlib.query.resultset import ResultSet
 from sowlib.query.select import SelectList
 from sowlib.record import Record
@@ -29,6 +30,9 @@ class QueryFilter(FilterLike, Protocol):
 
     @property
     def uses_context(self) -> bool: ...
+
+    @property
+    def text(self) -> str: ...
 
     def matches(self, doc: Any, ctx: Any = None) -> bool: ...
 
@@ -78,6 +82,34 @@ def _matching(
     return list(found if limit is None else itertools.islice(found, limit))
 
 
+#: Plan kinds kept per source and filter text: what they choose depends only on the
+#: filter and the hash indexes there are (which of several hash indexes serves, by their
+#: estimates, may go stale; any of them gives the same rows).
+_KEPT_KINDS = frozenset(("hash", "hash_in_first"))
+#: Filters whose plan a source keeps at most (all are forgotten past it).
+_KEPT_PLANS = 256
+
+
+def _plan(source: QuerySource, flt: QueryFilter | None, sow_keys: Sequence[Key] | None) -> Plan:
+    """:func:`plan`, kept in the source's ``plans`` (a dict, where it has one) for the
+    kinds in :data:`_KEPT_KINDS` while its hash indexes are the same objects."""
+    kept: dict[str, tuple[tuple[int, ...], Plan]] | None = getattr(source, "plans", None)
+    if kept is None or flt is None or sow_keys is not None:
+        return plan(source, flt, sow_keys)
+    # the ids of live objects: a kept plan holds its index, so no id is reused meanwhile
+    layout = tuple(map(id, source.indexes.hashes))
+    text: str = flt.text
+    got = kept.get(text)
+    if got is not None and got[0] == layout:
+        return got[1]
+    found = plan(source, flt, sow_keys)
+    if found.kind in _KEPT_KINDS:
+        if len(kept) >= _KEPT_PLANS:
+            kept.clear()
+        kept[text] = (layout, found)
+    return found
+
+
 def _candidates(
     source: QuerySource, flt: QueryFilter | None, found: Plan, limit: int | None = None
 ) -> list[Key]:
@@ -112,6 +144,11 @@ def _walk(
 
 #: Rows whose documents are decoded at once to compute their sort components.
 _SORT_CHUNK = 2048
+#: An ordered page first drops the rows that cannot reach it when there are more than
+#: this many times the rows it needs (below, one sort of them all is as cheap).
+_CUT_RATIO = 4
+#: Value types whose sort component orders and ties as the value itself.
+_NUMBER_TYPES = frozenset((int, float))
 
 
 def _rows(source: QuerySource, keys: Iterable[Key]) -> list[Record]:
@@ -123,25 +160,50 @@ def _rows(source: QuerySource, keys: Iterable[Key]) -> list[Record]:
     return [rec for k in keys if (rec := record(k)) is not None]
 
 
-def _components(source: QuerySource, rows: list[Record], order: OrderBy) -> list[list[Any]]:
+def _plain_column(term: OrderKey, got: list[Any]) -> list[Any]:
+    """``term.plain_value`` of each of ``got``, or, when every value is a true number
+    (an int or a float, no NaN, no bool), the values themselves: among such values both
+    order and tie alike, and the column is sorted on without a call per value."""
+    if not term.text and _NUMBER_TYPES.issuperset(map(type, got)) and not any(map(isnan, got)):
+        return got
+    return list(map(term.plain_value, got))
+
+
+def _components(
+    source: QuerySource, rows: list[Record], order: OrderBy, keys: list[Key] | None = None
+) -> list[list[Any]]:
     """Each sort term's component for each row (a column per term).
 
-    The values are read a batch at a time through the source's ``field_columns`` (which
-    may read top-level fields without decoding the documents), else from each row's
-    document; the rows keep their documents undecoded.
+    With ``keys`` (the rows' keys, one a row), the values the source keeps per key
+    (``kept_columns``: an indexed path's) where it keeps them all; else they are read a
+    batch at a time through the source's ``field_columns`` (which may read top-level
+    fields without decoding the documents), else from each row's document; the rows
+    keep their documents undecoded.
     """
-    columns_of = getattr(source, "field_columns", None)
     paths = [term.path for term in order.keys]
+    kept_of = getattr(source, "kept_columns", None)
+    if keys is not None and kept_of is not None:
+        kept = kept_of(keys, paths)
+        if kept is not None:
+            return [_plain_column(t, got) for t, got in zip(order.keys, kept, strict=True)]
+    columns_of = getattr(source, "field_columns", None)
+    if len(rows) <= _SORT_CHUNK:
+        if columns_of is not None:
+            values = columns_of([r[1] for r in rows], paths)
+        else:
+            docs = [r.doc for r in rows]
+            values = [list(map(path.getter, docs)) for path in paths]
+        return [_plain_column(t, got) for t, got in zip(order.keys, values, strict=True)]
     columns: list[list[Any]] = [[] for _ in order.keys]
     for lo in range(0, len(rows), _SORT_CHUNK):
         chunk = rows[lo : lo + _SORT_CHUNK]
         if columns_of is not None:
-            values = columns_of([r.data for r in chunk], paths)
+            values = columns_of([r[1] for r in chunk], paths)
         else:
             docs = [r.doc for r in chunk]
             values = [list(map(path.getter, docs)) for path in paths]
         for column, term, got in zip(columns, order.keys, values, strict=True):
-            column.extend(map(term.plain_value, got))
+            column.extend(_plain_column(term, got))
     return columns
 
 
@@ -154,29 +216,33 @@ def _ordered(
     Sorts positions on native component tuples: by SOW key first, then one stable sort
     per run of same-direction terms, last run first (``reverse=True`` for DESC keeps
     ties in key order). With ``need`` only the records whose first term is at least as
-    good as the ``need``-th best are sorted.
+    good as the ``need``-th best are sorted (when that leaves out many).
     Complexity: O(m log m) for m keys, O(m log need) when few tie at the cut.
     """
     rows = _rows(source, keys)
-    columns = _components(source, rows, order)
+    columns = _components(source, rows, order, keys if len(rows) == len(keys) else None)
     first = columns[0]
+    texts = [r[0] for r in rows]
     at: list[int] = list(range(len(rows)))
-    if need is not None and need < len(rows):
+    if need is not None and need * _CUT_RATIO < len(rows):
         if order.keys[0].descending:
             cut = heapq.nlargest(need, first)[-1]
             at = [i for i in at if first[i] >= cut]
         else:
             cut = heapq.nsmallest(need, first)[-1]
             at = [i for i in at if first[i] <= cut]
-    at.sort(key=lambda i: rows[i].sow_key)  # SOW key text order
-    term_columns = list(zip(order.keys, columns, strict=True))
-    runs = [(d, list(t)) for d, t in itertools.groupby(term_columns, lambda t: t[0].descending)]
-    for descending, terms in reversed(runs):
-        if len(terms) == 1:
-            at.sort(key=terms[0][1].__getitem__, reverse=descending)
-        else:
-            cols = [c for _t, c in terms]
-            at.sort(key=lambda i: tuple(c[i] for c in cols), reverse=descending)
+    at.sort(key=texts.__getitem__)  # SOW key text order
+    if len(order.keys) == 1:
+        at.sort(key=first.__getitem__, reverse=order.keys[0].descending)
+    else:
+        term_columns = list(zip(order.keys, columns, strict=True))
+        runs = [(d, list(t)) for d, t in itertools.groupby(term_columns, lambda t: t[0].descending)]
+        for descending, terms in reversed(runs):
+            if len(terms) == 1:
+                at.sort(key=terms[0][1].__getitem__, reverse=descending)
+            else:
+                cols = [c for _t, c in terms]
+                at.sort(key=lambda i: tuple(c[i] for c in cols), reverse=descending)
     return [rows[i] for i in (at if need is None else at[:need])]
 
 
@@ -217,7 +283,7 @@ def run_query(
     ordering of m matches (O(m log k) with a page of k).
     """
     options = options or DEFAULT_OPTIONS
-    found = plan(source, flt, sow_keys)
+    found = _plan(source, flt, sow_keys)
     top, skip = options.top_n, options.skip_n or 0
     order = options.order_by
     if top is not None and top == 0:

@@ -300,6 +300,8 @@ class Topic(KeyReads, Following):
                 top = options.top_n  # the first top_n records, unordered: only those are read
                 if not options.skip_n and top is not None:
                     keys = list(islice(self._p.keys.keys(), top))
+            if flt is None:  # no filter, no regex to bound
+                return run_query(source, flt, options, keys)
             with regex_budget():
                 return run_query(source, flt, options, keys)
 

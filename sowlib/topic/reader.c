@@ -71,8 +71,16 @@ typedef struct {
 
 /* ------------------------------------------------------------------ one record */
 
-/* The Record of the common record `put` read under content key `key`. New reference,
- * or NULL with an error set. */
+/* The Record of the common record `put` read under content key `key`. New reference, or
+ * NULL with an error set.
+ *
+ * The Record is not tracked by the cyclic collector: it holds only a str, bytes, an int,
+ * a float, None and the shared deferred document, none of which can lead back to it (the
+ * document decoded on first touch goes in its __dict__, and a decoded document holds
+ * only values parsed from the payload; a caller storing the Record inside its own
+ * decoded document makes a cycle that is never freed). Tracking it made every collection
+ * while a large result was alive walk each of its rows, and the oldest generation's
+ * collections, which large results trigger, walk everything else the process holds. */
 static PyObject *
 record_of(Reader *r, uint64_t key, const CommonPut *put)
 {
@@ -112,6 +120,9 @@ record_of(Reader *r, uint64_t key, const CommonPut *put)
     PyTuple_SET_ITEM(rec, 6, Py_NewRef(r->message_type));
     PyTuple_SET_ITEM(rec, 7, items[4]);
     PyTuple_SET_ITEM(rec, 8, Py_NewRef(r->doc == Py_None ? items[1] : r->doc));
+    if (PyObject_GC_IsTracked(rec)) {
+        PyObject_GC_UnTrack(rec);
+    }
     return rec;
 }
 
@@ -244,8 +255,8 @@ sort_by_offset(Wanted *w, Py_ssize_t n)
  * records are read in file order, the first lines of a record a few places ahead
  * prefetched. */
 #define GROUP 32
-#define AHEAD 6
-#define AHEAD_BYTES 256
+#define AHEAD 12
+#define AHEAD_BYTES 320
 
 static inline void
 prefetch(const void *p)
@@ -267,6 +278,10 @@ locate(KeyTable *table, PyObject *keys, PyObject **found, Wanted *wanted, Py_ssi
     Py_ssize_t at[GROUP];
     for (Py_ssize_t lo = 0; lo < n; lo += GROUP) {
         Py_ssize_t hi = lo + GROUP < n ? lo + GROUP : n;
+        /* the next group's int objects, scattered in memory */
+        for (Py_ssize_t i = hi; i < hi + GROUP && i < n; i++) {
+            prefetch(PyList_GET_ITEM(keys, i));
+        }
         int g = 0;
         for (Py_ssize_t i = lo; i < hi; i++) {
             PyObject *key = PyList_GET_ITEM(keys, i);

@@ -12,6 +12,7 @@ from sowlib.columns import ColumnPlan, column_plan
 from sowlib.expr import EvalContext
 from sowlib.expr.nodes import Node
 from sowlib.index import IndexSet
+from sowlib.index.planner import Plan
 from sowlib.index.rawscan import json_patterns
 from sowlib.index.types import Key
 from sowlib.keys import ContentKeyGenerator
@@ -57,6 +58,8 @@ class TopicSource:
         self._keys = keys
         self._content = content
         self._clock = clock
+        #: The plans ``run_query`` keeps by filter text (see ``query.pipeline``).
+        self.plans: dict[str, tuple[tuple[int, ...], Plan]] = {}
 
     def keys(self) -> Iterator[Key]:
         """Every live key (a snapshot); O(1) per key."""
@@ -89,6 +92,23 @@ class TopicSource:
                 return got
         docs = views.decode_many(payloads)
         return [list(map(p.getter, docs)) for p in paths]
+
+    def kept_columns(
+        self, keys: Sequence[Key], paths: Sequence[FieldPath]
+    ) -> list[list[Any]] | None:
+        """The value of each of ``paths`` for each of the live ``keys`` (a column per path)
+        as the index set keeps them (what ``path.getter`` gave when the record was
+        written), or None when it does not keep them all."""
+        indexes = self.indexes
+        if not indexes.values_known:
+            return None
+        kept = dict(indexes.kept_tables())
+        if not all(p in kept for p in paths):
+            return None
+        try:
+            return [list(map(kept[p].__getitem__, keys)) for p in paths]
+        except KeyError:
+            return None  # a key that is not live
 
     def doc(self, key: Key) -> Any:
         """The document of a live key."""
