@@ -23,8 +23,9 @@ from sowlib.keys import validate_user_key
 from sowlib.progress import ProgressArg, callback_for, track
 from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
-from sowlib.storage import Log, RecordKind
+from sowlib.storage import AppendLog, Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
+from sowlib.topic.carryover import carried_rows, carry_over
 from sowlib.topic.checks import check_topic, topic_stats
 from sowlib.topic.follow import FOLLOWER, announce_reopen, apply_announced
 from sowlib.topic.following import Following
@@ -490,13 +491,15 @@ class Topic(KeyReads, Following):
         """
         with self._lock:
             self._check_open()
-            records, reopen = self._log.refresh(), self._reopen
-            if records is None:
+            entries, reopen = self._log.refresh(), self._reopen
+            if entries is None:
                 if reopen is None:
                     return -1
                 # the writer replaced the file (compaction): this handle continues on it
                 old, before = self._log, self._p
                 config, log = reopen()
+                if self._carry_over(config, log):
+                    return len(self._p.keys)
                 self._wire(config, log, None)
                 self._p.subs = self._p.writer.subs = before.subs
                 if before.subs.active:  # announce what changed, by key and sequence number
@@ -504,11 +507,29 @@ class Topic(KeyReads, Following):
                 old.close(None)
                 return len(self._p.keys)
             if self._p.subs.active:
-                apply_announced(self._p, records)
-            elif records:
-                self._p.writer.apply_many(records)
+                apply_announced(self._p, list(map(self._log.read, entries.offsets)))
+            else:
+                self._p.writer.apply_entries(entries)
             self._tick()
-            return len(records)
+            return len(entries)
+
+    def _carry_over(self, config: TopicConfig, log: Log) -> bool:
+        """Continue on ``log`` (the file that replaced this reader's) with the state held
+        (:mod:`sowlib.topic.carryover`); False (nothing changed) when the file is not a
+        compacted copy of what this reader followed, or subscribers must be told."""
+        old, writer = self._log, self._p.writer
+        if not (isinstance(old, AppendLog) and isinstance(log, AppendLog)):
+            return False
+        if config != self.config or self._p.subs.active:
+            return False
+        entries = log.scan_columns()
+        carried = carried_rows(writer, entries, old.last_seq)
+        if carried is None:
+            return False
+        old.adopt(log)
+        carry_over(writer, entries, carried)
+        self._tick()
+        return True
 
     def flush(self) -> None:
         """Make every returned publish survive power loss (msync + fsync)."""
