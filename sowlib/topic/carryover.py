@@ -16,14 +16,32 @@ from __future__ import annotations
 
 from sowlib.gcpause import paused_gc
 from sowlib.index.types import Key
-from sowlib.storage import EntryList
+from sowlib.storage import AppendLog, EntryList, Log
+from sowlib.topic.parts import Parts
 from sowlib.topic.writer import Writer
 
-__all__ = ["Carried", "carried_rows", "carry_over"]
+__all__ = ["Carried", "carried_rows", "carry_over", "continue_on"]
 
 #: What :func:`carried_rows` found: the number of leading records the reader holds, and
 #: their keys.
 Carried = tuple[int, set[Key]]
+
+
+def continue_on(parts: Parts, old: Log, new: Log) -> bool:
+    """Continue a read-only topic's ``parts`` on ``new`` (a log just opened on the file
+    that replaced ``old``'s, with the same configuration), keeping the state they hold:
+    True when done (``old`` now reads the new file, ``new`` is closed); False, nothing
+    changed, when the file is not a compacted copy of what the topic followed or
+    subscribers must be told what changed (then the topic is loaded from ``new``)."""
+    if not (isinstance(old, AppendLog) and isinstance(new, AppendLog)) or parts.subs.active:
+        return False
+    entries = new.scan_columns()
+    carried = carried_rows(parts.writer, entries, old.last_seq)
+    if carried is None:
+        return False
+    old.adopt(new)
+    carry_over(parts.writer, entries, carried)
+    return True
 
 
 def carried_rows(writer: Writer, entries: EntryList, applied: int) -> Carried | None:

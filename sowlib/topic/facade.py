@@ -19,13 +19,14 @@ from sowlib.display import topic_html
 from sowlib.errors import EncodeError, UnsupportedOperationError
 from sowlib.expr import Filter, compile_filter, regex_budget
 from sowlib.frames import frame_messages, is_frame, plain
+from sowlib.index import IndexSet
 from sowlib.keys import validate_user_key
 from sowlib.progress import ProgressArg, callback_for, track
 from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
-from sowlib.storage import AppendLog, Log, RecordKind
+from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
-from sowlib.topic.carryover import carried_rows, carry_over
+from sowlib.topic.carryover import continue_on
 from sowlib.topic.checks import check_topic, topic_stats
 from sowlib.topic.follow import FOLLOWER, announce_reopen, apply_announced
 from sowlib.topic.following import Following
@@ -83,7 +84,6 @@ class Topic(KeyReads, Following):
         self.config, self.name, self.message_type = config, config.name, config.message_type
         self._p = parts
         self.key_fields = parts.key_fields
-        self.indexes = parts.indexes
         self._int_key = int_key_format(parts.content)  # see lookup
         # lookup of one value, get of a SOW key: one C call each (None: the Python path only)
         views, expiry = parts.views, parts.expiry
@@ -482,6 +482,13 @@ class Topic(KeyReads, Following):
             self._check_open()
             return topic_stats(self._p, self.config)
 
+    @property
+    def indexes(self) -> IndexSet:
+        """The topic's indexes (a refresh's upkeep left waiting is done first)."""
+        with self._lock:
+            self._p.indexes.settle()
+            return self._p.indexes
+
     def refresh(self) -> int:
         """Read-only topics: apply what the writer appended since; returns records applied.
 
@@ -498,7 +505,8 @@ class Topic(KeyReads, Following):
                 # the writer replaced the file (compaction): this handle continues on it
                 old, before = self._log, self._p
                 config, log = reopen()
-                if self._carry_over(config, log):
+                if config == self.config and continue_on(self._p, old, log):
+                    self._tick()
                     return len(self._p.keys)
                 self._wire(config, log, None)
                 self._p.subs = self._p.writer.subs = before.subs
@@ -512,24 +520,6 @@ class Topic(KeyReads, Following):
                 self._p.writer.apply_entries(entries)
             self._tick()
             return len(entries)
-
-    def _carry_over(self, config: TopicConfig, log: Log) -> bool:
-        """Continue on ``log`` (the file that replaced this reader's) with the state held
-        (:mod:`sowlib.topic.carryover`); False (nothing changed) when the file is not a
-        compacted copy of what this reader followed, or subscribers must be told."""
-        old, writer = self._log, self._p.writer
-        if not (isinstance(old, AppendLog) and isinstance(log, AppendLog)):
-            return False
-        if config != self.config or self._p.subs.active:
-            return False
-        entries = log.scan_columns()
-        carried = carried_rows(writer, entries, old.last_seq)
-        if carried is None:
-            return False
-        old.adopt(log)
-        carry_over(writer, entries, carried)
-        self._tick()
-        return True
 
     def flush(self) -> None:
         """Make every returned publish survive power loss (msync + fsync)."""

@@ -52,11 +52,18 @@ class TopicSource:
         self.name = views.name
         self.message_type = views.message_type
         self.key_fields = key_fields
-        self.indexes = indexes
+        self._indexes = indexes
         self._views = views
         self._keys = keys
         self._content = content
         self._clock = clock
+
+    @property
+    def indexes(self) -> IndexSet:
+        """The topic's indexes, the upkeep a read-only topic's refresh left waiting done
+        first (``IndexSet.settle``)."""
+        self._indexes.settle()
+        return self._indexes
 
     def keys(self) -> Iterator[Key]:
         """Every live key (a snapshot); O(1) per key."""

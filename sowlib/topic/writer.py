@@ -7,6 +7,7 @@ hold the topic's lock. Imports ``codecs``, ``keys``, ``index``, ``storage``,
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -31,6 +32,8 @@ from sowlib.topic.views import Views
 __all__ = ["Writer", "payload_columns"]
 
 _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
+# Runs of at most this many records are applied without pausing the cyclic collector.
+_FEW = 64
 # Do not compact files smaller than this: rewriting tiny files buys nothing.
 _MIN_COMPACT_BYTES = 1 << 20
 COUNTERS = ("inserts", "updates", "deletes", "expirations", "queries", "publishes")
@@ -63,6 +66,9 @@ class Writer:
         self.keygen = keygen
         self.content = keygen if isinstance(keygen, ContentKeyGenerator) else None
         self._key_getters = tuple(path.getter for path in key_fields)
+        # A read-only topic files a refresh's writes into its indexes when a query next
+        # reads them (IndexSet.defer_columns); a writer at once.
+        self._put_columns = indexes.defer_columns if self.log.log.readonly else indexes.put_columns
         self.counts = dict.fromkeys(COUNTERS, 0)
         #: The topic's state when it matched the checkpoint it was opened from (see
         #: ``loader``); a close finding the same state saves that checkpoint again.
@@ -348,6 +354,7 @@ class Writer:
 
     def forget(self, key: Key) -> None:
         """Drop live ``key`` from memory: key map, indexes, cache (no log record)."""
+        self.indexes.settle()
         self.indexes.ensure_values()
         old_doc = self._old_doc(key)
         self.keys.remove(key)
@@ -372,6 +379,7 @@ class Writer:
 
     def apply(self, rec: LogRecord) -> None:
         """Replay one log record into memory (a reader's refresh, a history topic's open)."""
+        self.indexes.settle()
         self.indexes.ensure_values()
         key = self.keys.key_of(rec.key)
         if rec.kind == _PUT:
@@ -397,9 +405,10 @@ class Writer:
         all the columns hold of them) are installed a run at a time, as ``publish_many``
         installs a batch: one key-map update, the indexed fields read out of the payloads
         (by the codec's ``top_columns`` where it has one, else from the decoded
-        documents), index upkeep a column at a time from the kept old values. Any other
-        record is read whole and applied alone. Equal to :meth:`apply` of each record
-        (``tests/test_refresh_batch.py``).
+        documents), index upkeep a column at a time from the kept old values (on a
+        read-only topic, left to the next read of the indexes: ``IndexSet.defer_columns``).
+        Any other record is read whole and applied alone. Equal to :meth:`apply` of each
+        record (``tests/test_refresh_batch.py``).
         """
         if not entries:
             return
@@ -413,8 +422,8 @@ class Writer:
             return
         offsets, sizes = entries.offsets, entries.sizes()
         # As in write_many: nothing allocated here is cyclic, and a full collection
-        # meanwhile would walk every index set.
-        with paused_gc():
+        # meanwhile would walk every index set (a few records allocate too little).
+        with paused_gc() if len(offsets) > _FEW else contextlib.nullcontext():
             start = 0
             for row in (*sorted(entries.others), len(offsets)):
                 if row > start:
@@ -446,7 +455,7 @@ class Writer:
             return
         payloads = list(self.log.verified_payloads(offsets, end))
         if indexes.has_field_indexes:
-            indexes.put_columns(keys, payload_columns(self.views, indexes, payloads), inserted)
+            self._put_columns(keys, payload_columns(self.views, indexes, payloads), inserted)
             return
         getters = self._key_getters
         for key, doc, new in zip(keys, self.views.decode_many(payloads), inserted, strict=True):
