@@ -54,9 +54,9 @@ from sowlib.storage.memory import MemoryLog
 from sowlib.storage.recovery import read_header
 from sowlib.store_files import (
     SUFFIX,
+    TopicFiles,
     TopicPattern,
     os_errors,
-    path_error,
     store_path,
     topic_file_name,
 )
@@ -130,6 +130,7 @@ class SowStore(DerivedTopics):
         self._slots: dict[tuple[str, str], AttachedKeyGenerator] = {}
         self._key_generators = key_generator_map(key_generators)
         self._files: set[str] = set()
+        self._topic_files = TopicFiles()  # the directory walk of _open_existing
         self._writer_lock: WriterLock | None = None
         self._closed = False
         self.journal: Journal | FollowedJournal | None = None  # from_config opened it
@@ -158,16 +159,12 @@ class SowStore(DerivedTopics):
 
     def _open_existing(self) -> None:
         assert self.path is not None
-
-        def refuse(exc: OSError) -> None:
-            raise path_error(exc, exc.filename or self.path or "", "read the store directory")
-
-        for root, _dirs, files in os.walk(self.path, onerror=refuse):
-            for fname in sorted(files):
-                if fname.endswith(SUFFIX):
-                    full = os.path.join(root, fname)
-                    if full not in self._files:  # a restart: edited definitions apply
-                        self._disk[id(self._open_file(full))] = True
+        files = self._topic_files.changed(self.path)
+        if files is None:
+            return  # no directory changed since the last walk
+        for full in files:
+            if full not in self._files:  # a restart: edited definitions apply
+                self._disk[id(self._open_file(full))] = True
         self.open_saved_derived()  # the views and conflated topics made in Python
 
     def _open_log(self, full: str) -> tuple[TopicConfig, AppendLog]:

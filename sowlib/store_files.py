@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -20,6 +21,7 @@ from sowlib.errors import ConfigError, SowError, StorePathError
 
 __all__ = [
     "MAX_TOPIC_REGEX",
+    "TopicFiles",
     "SUFFIX",
     "TOPIC_REGEX_SECONDS",
     "TopicPattern",
@@ -30,6 +32,9 @@ __all__ = [
 ]
 
 SUFFIX = ".sow"
+# A directory changed within this many seconds may change again within the same tick of
+# the file system's clock (its timestamps are coarse) without a new modification time.
+_SETTLE_SECONDS = 1.0
 _SAFE = re.compile(r"[A-Za-z0-9_\-]")
 
 
@@ -97,3 +102,51 @@ def os_errors(path: str, operation: str) -> Iterator[None]:
         raise
     except OSError as exc:
         raise path_error(exc, str(exc.filename or path), operation) from exc
+
+
+class TopicFiles:
+    """The topic files of a store directory, walked again only when a directory of the
+    store may have changed since the last walk.
+
+    Before each walk the modification time of every directory the last walk visited is
+    taken; when they are all still the same on the next call, and the last walk saw the
+    same directories, nothing new can be there and nothing is listed (a read-only
+    store's :meth:`~sowlib.SowStore.refresh`, many times a second, then costs a
+    ``stat`` per directory). A directory changed less than a second before a walk keeps
+    the next call walking.
+    """
+
+    __slots__ = ("_dirs", "_quiet")
+
+    def __init__(self) -> None:
+        self._dirs: tuple[str, ...] = ()
+        self._quiet: tuple[int, ...] | None = None  # the times of a settled walk
+
+    def changed(self, root: str) -> list[str] | None:
+        """Every topic file under ``root`` (each directory's in name order), or None
+        when none can have come or gone since the last walk.
+
+        Raises:
+            StorePathError: a directory cannot be read.
+        """
+        try:
+            times = tuple(os.stat(d).st_mtime_ns for d in self._dirs)
+        except OSError:
+            times = None
+        if times is not None and times == self._quiet:
+            return None
+
+        def refuse(exc: OSError) -> None:
+            raise path_error(exc, exc.filename or root, "read the store directory")
+
+        found: list[str] = []
+        dirs: list[str] = []
+        for folder, _dirs, files in os.walk(root, onerror=refuse):
+            dirs.append(folder)
+            found += [os.path.join(folder, f) for f in sorted(files) if f.endswith(SUFFIX)]
+        settled = (
+            times is not None and max(times, default=0) < (time.time() - _SETTLE_SECONDS) * 1e9
+        )
+        self._quiet = times if settled and tuple(dirs) == self._dirs else None
+        self._dirs = tuple(dirs)
+        return found

@@ -44,6 +44,9 @@ def _str_entries(value: str) -> tuple[tuple[str], ...] | None:
 
 
 _STR_OR_ABSENT = frozenset({str, type(ABSENT)})
+# A saved key set of at most this many keys is unpacked by the first batch that moves
+# keys in or out of it (cheap at this size); a larger one keeps its changes beside it.
+_UNPACK_MAX = 4096
 
 
 def _strings(values: Sequence[Any]) -> bool:
@@ -239,6 +242,8 @@ class HashIndex:
                     move(key, was, value)
             return True
         keys, olds, news = list(keys), list(olds), list(news)
+        self._unpack_small(news)
+        self._unpack_small(olds)
         texts = _str_entries
         # ABSENT (a new key) has no texts (None), and the C form reads no place for it.
         _, later = native(self._map, keys, olds, news, list(map(texts, olds)),
@@ -246,6 +251,30 @@ class HashIndex:
         for i in later:
             move(keys[i], olds[i], news[i])
         return True
+
+    def _unpack_small(self, values: Sequence[Any]) -> None:
+        """Unpack the saved key sets the strings ``values`` are filed under, those of at
+        most ``_UNPACK_MAX`` keys, before a batch of moves changes them: the C pass moves
+        keys between key sets, and leaves a saved one to the Python path. A larger saved
+        set keeps its changes beside it until a read (:meth:`_write_bucket`)."""
+        index = self._map
+        for value in set(values):
+            if type(value) is not str:
+                continue
+            for entry in _str_entries(value) or ():
+                bucket = index.get(entry)
+                if type(bucket) is PendingKeys:
+                    saved = bucket.base.count
+                elif type(bucket) is PackedKeys:
+                    saved = bucket.count
+                else:
+                    continue
+                if saved <= _UNPACK_MAX:
+                    keys = bucket.unpack()
+                    if keys:
+                        index[entry] = keys
+                    else:
+                        del index[entry]
 
     def move(self, key: Key, was: Any, value: Any) -> None:
         """Refile ``key`` from the field value ``was`` (``ABSENT``: not filed yet) to

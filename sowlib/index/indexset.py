@@ -17,6 +17,7 @@ import attrs
 from sowlib.gcpause import paused_gc, release_free_memory
 from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex
+from sowlib.index.pending import PendingUpkeep
 from sowlib.index.protocols import DocSource, Index, WriteListener
 from sowlib.index.types import Key
 from sowlib.index.upkeep import ABSENT, Changes, KeptValues, Table, changes, interned
@@ -27,6 +28,8 @@ from sowlib.paths import FieldPath
 _PLAIN_VALUES = {str, int, float, bool, type(None), list, dict}
 # (key, value) pairs filed per step of an on-demand memo build.
 _BUILD_CHUNK = 4096
+# defer_columns settles once this many rows wait (or an eighth of the records).
+_SETTLE_ROWS = 1 << 16
 # Below this many keys a build frees too little to be worth a pass over the C heap.
 _TRIM_MIN_KEYS = 100_000
 
@@ -111,6 +114,8 @@ class IndexSet:
     _listen_at: tuple[int, ...]
     #: More listeners (see :meth:`follow`), each with the positions of its paths.
     _followers: list[tuple[WriteListener, tuple[int, ...]]]
+    # Writes whose upkeep waits for the next read (see defer_columns).
+    _pending: PendingUpkeep
 
     def __init__(
         self,
@@ -123,6 +128,7 @@ class IndexSet:
         self._deferred: Callable[[], None] | None = None
         self.listener = None
         self._followers = []
+        self._pending = PendingUpkeep()
         self.key_fields = as_paths(key_fields)
         self.hashes = [HashIndex(fields) for fields in hash_indexes]
         self.memos = {}
@@ -391,6 +397,23 @@ class IndexSet:
             self.listener.put_many(keys, [columns[i] for i in self._listen_at])
         for follower, at in self._followers:
             follower.put_many(keys, [columns[i] for i in at])
+
+    def defer_columns(
+        self, keys: Sequence[Key], columns: Sequence[Sequence[Any]], inserted: Sequence[bool]
+    ) -> None:
+        """:meth:`put_columns`, done at the next :meth:`settle` (a read-only topic's
+        refresh: the indexes are read only by queries, which settle first; a key
+        written many times meanwhile is filed once). Done now when listeners follow
+        the writes, or when a fraction of the records waits."""
+        self._pending.add(keys, columns, inserted)
+        if self._followers or self._pending.rows >= max(_SETTLE_ROWS, self._live // 8):
+            self.settle()
+
+    def settle(self) -> None:
+        """Do the upkeep :meth:`defer_columns` left (before anything reads or changes
+        the indexes other than by a deferred write); O(1) when none waits."""
+        if self._pending:
+            self.put_columns(*self._pending.take())
 
     def _put_rows(
         self, index: HashIndex, keys: Sequence[Key], columns: Sequence[Sequence[Any]], at: Any

@@ -370,7 +370,7 @@ class MemoIndex:
         skipped. False (nothing done) when the values are not all such numbers.
 
         ``native`` is the C form of the pass (None: this method's Python loop, the
-        reference); a key it leaves (its key set is packed) takes the Python path.
+        reference); the saved key sets it would meet are unpacked first.
         """
         if not _true_numbers(news):
             return False
@@ -387,6 +387,8 @@ class MemoIndex:
                     count += move(key, was, value)
         else:
             keys, olds, news = list(keys), list(olds), list(news)
+            for value in [v for v in {*olds, *news} if type(self._nums.map.get(v)) is PackedKeys]:
+                self._nums.bucket(value)
             added, dropped = self._nums.pending()
             count, later = native(self._nums.map, keys, olds, news, None, None, ABSENT, added,
                                   dropped)  # fmt: skip

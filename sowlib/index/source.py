@@ -24,7 +24,11 @@ class QuerySource(Protocol):
     name: str
     message_type: str
     key_fields: tuple[FieldPath, ...]
-    indexes: IndexSet
+
+    @property
+    def indexes(self) -> IndexSet:
+        """The topic's indexes, up to date with every write it holds."""
+        ...
 
     def keys(self) -> Iterable[Key]: ...
 

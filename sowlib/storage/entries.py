@@ -112,6 +112,23 @@ class EntryList:
             sizes[row] = entry[7]
         return sizes
 
+    def seq_at(self, row: int) -> int:
+        """The sequence number of the record at ``row`` (read from the bytes); O(1)."""
+        other = self.others.get(row)
+        if other is not None:
+            return other[2]
+        seq: int = _TAIL.unpack_from(self.buf, self.offsets[row] + _TAIL_AT)[0]
+        return seq
+
+    def rows_from(self, row: int) -> EntryList:
+        """The entries from ``row`` on, as a list of their own over the same bytes."""
+        tail = EntryList(self.buf)
+        tail.offsets = self.offsets[row:]
+        tail.words = self.words[row:]
+        tail.others = {r - row: entry for r, entry in self.others.items() if r >= row}
+        tail.end = self.end
+        return tail
+
     def append(self, entry: ScanEntry) -> None:
         """Add one record's entry (kept whole) after the others."""
         self.others[len(self.offsets)] = entry

@@ -194,9 +194,9 @@ class MemoryLog:
         """Transient logs never have a checkpoint."""
         return None
 
-    def refresh(self) -> list[LogRecord] | None:
+    def refresh(self) -> EntryList | None:
         """Nothing to refresh: there is no other writer."""
-        return []
+        return EntryList()
 
     def flush(self) -> None:
         """Nothing to flush."""

@@ -14,7 +14,8 @@ import re
 import weakref
 from collections.abc import Callable, Iterator
 
-from sowlib.errors import CorruptRecordError, StoreClosedError
+from sowlib.errors import ArgumentError, CorruptRecordError, StoreClosedError
+from sowlib.storage.entries import verify_columns
 from sowlib.storage.format import (
     KIND_MASK,
     KINDS,
@@ -30,7 +31,7 @@ from sowlib.storage.format import (
 )
 from sowlib.storage.fs import os_errors
 from sowlib.storage.native import NATIVE_READ_PUT
-from sowlib.storage.recovery import read_tail
+from sowlib.storage.recovery import RecoveryReport
 from sowlib.storage.walk import (
     EntryList,
     PutFields,
@@ -73,6 +74,14 @@ class LogReader:
     # Records from here to the end were checked (checksums) by the open, a refresh or
     # the writer itself; a valid checkpoint lets the open trust the records before it.
     _verified_from: int
+    # The header's fields, and what the open found (the log's own; :meth:`adopt` takes
+    # another's).
+    meta: bytes
+    generation: int
+    _commit_at: int
+    _committed: tuple[int, int]
+    _dirty: int
+    report: RecoveryReport
     # Called with the map each time the log maps the file anew or closes it (watch_map).
     _map_watchers: tuple[Callable[[mmap.mmap | None], None], ...] = ()
 
@@ -359,16 +368,18 @@ class LogReader:
             handed.clear()
         self._handed = None
 
-    def refresh(self) -> list[LogRecord] | None:
-        """Read records appended by the writer since the last refresh; O(new bytes).
+    def refresh(self) -> EntryList | None:
+        """The records appended by the writer since the last refresh; O(new bytes).
 
         Returns:
-            The new complete records in order ([] for a writer, which sees its own appends),
-            or None when the file was replaced (compaction or repair): reopen it.
+            Their entries as columns, checksums checked (:func:`verify_columns`: the
+            first record that is not intact is "not written yet"); an empty list for a
+            writer, which sees its own appends; None when the file was replaced
+            (compaction or repair): reopen it. :meth:`read` gives a record whole.
         """
         mm = self._live()
         if not self.readonly:
-            return []
+            return EntryList()
         with os_errors(self.path, "refresh"):
             try:
                 st = os.stat(self.path)
@@ -381,14 +392,48 @@ class LogReader:
                 mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
                 self._set_map(mm)
                 self._size = size
-        new = read_tail(mm, self._end, self._size, self.path)
+        end, new = verify_columns(mm, self._end, self._size)
         if new:
-            last = new[-1]
-            self._last_off = last.offset
-            self._end = last.offset + PREFIX.unpack_from(mm, last.offset)[0]
+            self._last_off = new.offsets[-1]
+            self._end = end
             self._records += len(new)
-            self.last_seq = max(self.last_seq, last.seq)
+            self.last_seq = max(self.last_seq, RECORD_HEADER.unpack_from(mm, self._last_off)[5])
         return new
+
+    def adopt(self, other: LogReader) -> None:
+        """Continue on ``other``'s file: a read-only log whose file the writer replaced
+        (:meth:`refresh` gave None), ``other`` a read-only log just opened on the file now
+        at the same path. This log takes over its file, map and state as they are (a
+        scan of it goes on where ``other``'s would), closes its own, and tells its map
+        watchers; ``other`` is left closed. Every earlier walk of this log ends.
+
+        Raises:
+            ArgumentError: either log is not read-only, or the paths differ.
+        """
+        if not (self.readonly and other.readonly) or other.path != self.path:
+            raise ArgumentError("other", other, "a read-only log of the same path")
+        self._end_epoch()
+        old_mm, old_fd = self.mm, self._fd
+        self._fd, other._fd = other._fd, -1
+        self._size, self._ino, self._ckpt = other._size, other._ino, other._ckpt
+        self.meta, self.generation = other.meta, other.generation
+        self._header_len = other._header_len
+        self._commit_at, self._committed = other._commit_at, other._committed
+        self._pending, other._pending = other._pending, None
+        self._handed, other._handed = other._handed, None
+        self._verified_from, self._end, self._records = (
+            other._verified_from,
+            other._end,
+            other._records,
+        )
+        self._last_off, self.last_seq, self.report = other._last_off, other.last_seq, other.report
+        self._dirty, self.epoch, other.epoch = -1, object(), None
+        self._set_map(other.mm)
+        other.mm = None
+        if old_mm is not None:
+            old_mm.close()
+        if old_fd >= 0:
+            os.close(old_fd)
 
     def load_checkpoint(self) -> tuple[bytes, int] | None:
         """Return ``(blob, end_offset_at_close)`` from the clean-close checkpoint, if valid.

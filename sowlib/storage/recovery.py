@@ -28,9 +28,7 @@ from sowlib.storage.format import (
     RECORD_HEADER,
     Buf,
     FileHeader,
-    LogRecord,
     decode_header,
-    decode_intact,
     decode_record,
     encode_header,
     record_problem,
@@ -55,7 +53,6 @@ __all__ = [
     "find_next_valid",
     "garbage_end",
     "read_header",
-    "read_tail",
     "recover",
     "verify",
     "walk",
@@ -261,19 +258,6 @@ def check_records(buf: Buf, file: str, start: int, end: int) -> tuple[int, int]:
             raise AssertionError(f"{file}: seq {seq} at byte {off} is not above {prev}")
         prev, count, off = seq, count + 1, off + PREFIX.unpack_from(buf, off)[0]
     return count, prev
-
-
-def read_tail(buf: Buf, start: int, limit: int, file: str) -> list[LogRecord]:
-    """Decode the intact records from ``start`` up to the first incomplete one; O(bytes).
-
-    Used by read-only openers following a live writer: a bad record is "not written yet".
-    """
-    out: list[LogRecord] = []
-    off = start
-    while record_problem(buf, off, limit) is None:
-        out.append(decode_intact(buf, off, file))  # checked just now: not twice
-        off += PREFIX.unpack_from(buf, off)[0]
-    return out
 
 
 def _seq_at(buf: Buf, offset: int) -> int:

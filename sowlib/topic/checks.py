@@ -55,6 +55,7 @@ def check_topic(parts: Parts) -> None:
         AssertionError: an in-memory structure disagrees with the log.
     """
     writer, source = parts.writer, parts.source
+    writer.indexes.settle()
     log, keys = writer.log, writer.keys
     log.log.check()
     for key, offset in keys.offsets():

@@ -19,12 +19,14 @@ from sowlib.display import topic_html
 from sowlib.errors import EncodeError, UnsupportedOperationError
 from sowlib.expr import Filter, compile_filter, regex_budget
 from sowlib.frames import frame_messages, is_frame, plain
+from sowlib.index import IndexSet
 from sowlib.keys import validate_user_key
 from sowlib.progress import ProgressArg, callback_for, track
 from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
 from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
+from sowlib.topic.carryover import continue_on
 from sowlib.topic.checks import check_topic, topic_stats
 from sowlib.topic.follow import FOLLOWER, announce_reopen, apply_announced
 from sowlib.topic.following import Following
@@ -82,7 +84,6 @@ class Topic(KeyReads, Following):
         self.config, self.name, self.message_type = config, config.name, config.message_type
         self._p = parts
         self.key_fields = parts.key_fields
-        self.indexes = parts.indexes
         self._int_key = int_key_format(parts.content)  # see lookup
         # lookup of one value, get of a SOW key: one C call each (None: the Python path only)
         views, expiry = parts.views, parts.expiry
@@ -485,6 +486,13 @@ class Topic(KeyReads, Following):
                 self._materialize()
             return topic_stats(self._p, self.config)
 
+    @property
+    def indexes(self) -> IndexSet:
+        """The topic's indexes (a refresh's upkeep left waiting is done first)."""
+        with self._lock:
+            self._p.indexes.settle()
+            return self._p.indexes
+
     def refresh(self) -> int:
         """Read-only topics: apply what the writer appended since; returns records applied.
 
@@ -494,13 +502,16 @@ class Topic(KeyReads, Following):
         """
         with self._lock:
             self._check_open()
-            records, reopen = self._log.refresh(), self._reopen
-            if records is None:
+            entries, reopen = self._log.refresh(), self._reopen
+            if entries is None:
                 if reopen is None:
                     return -1
                 # the writer replaced the file (compaction): this handle continues on it
                 old, before = self._log, self._p
                 config, log = reopen()
+                if config == self.config and continue_on(self._p, old, log):
+                    self._tick()
+                    return len(self._p.keys)
                 self._wire(config, log, None)
                 self._p.subs = self._p.writer.subs = before.subs
                 if before.subs.active:  # announce what changed, by key and sequence number
@@ -508,11 +519,11 @@ class Topic(KeyReads, Following):
                 old.close(None)
                 return len(self._p.keys)
             if self._p.subs.active:
-                apply_announced(self._p, records)
-            elif records:
-                self._p.writer.apply_many(records)
+                apply_announced(self._p, list(map(self._log.read, entries.offsets)))
+            else:
+                self._p.writer.apply_entries(entries)
             self._tick()
-            return len(records)
+            return len(entries)
 
     def flush(self) -> None:
         """Make every returned publish survive power loss (msync + fsync)."""

@@ -29,7 +29,6 @@ class Following:
     _closed: bool
     _readonly: bool
     _reopen: Any
-    indexes: Any
     refresh: Callable[[], int]  # the Topic's
     _check_open: Callable[[], None]  # sowlib.topic.keyreads.KeyReads
     _tick: Callable[[], None]  # sowlib.topic.keyreads.KeyReads
@@ -87,14 +86,15 @@ class Following:
         with self._lock:
             self._check_open()
             self._tick()
+            self._p.indexes.settle()
             for keys, columns in self._p.source.field_chunks(listener.paths):
                 listener.put_many(keys, columns)
-            self.indexes.follow(listener)
+            self._p.indexes.follow(listener)
             self._followed += 1
 
         def stop() -> None:
             with self._lock:
-                self.indexes.follow(listener, on=False)
+                self._p.indexes.follow(listener, on=False)
                 self._followed -= 1
 
         return stop

@@ -53,13 +53,20 @@ class TopicSource:
         self.name = views.name
         self.message_type = views.message_type
         self.key_fields = key_fields
-        self.indexes = indexes
+        self._indexes = indexes
         self._views = views
         self._keys = keys
         self._content = content
         self._clock = clock
         #: The plans ``run_query`` keeps by filter text (see ``query.pipeline``).
         self.plans: dict[str, tuple[tuple[int, ...], Plan]] = {}
+
+    @property
+    def indexes(self) -> IndexSet:
+        """The topic's indexes, the upkeep a read-only topic's refresh left waiting done
+        first (``IndexSet.settle``)."""
+        self._indexes.settle()
+        return self._indexes
 
     def keys(self) -> Iterator[Key]:
         """Every live key (a snapshot); O(1) per key."""

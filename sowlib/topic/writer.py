@@ -7,6 +7,7 @@ hold the topic's lock. Imports ``codecs``, ``keys``, ``index``, ``storage``,
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
@@ -20,7 +21,7 @@ from sowlib.index.types import Key
 from sowlib.keys import ContentKeyGenerator, validate_user_key
 from sowlib.paths import FieldPath
 from sowlib.results import PublishResult, PublishResults
-from sowlib.storage import LogRecord, RecordKind
+from sowlib.storage import EntryList, LogRecord, RecordKind
 from sowlib.subscriptions import SubscriptionManager
 from sowlib.topic.expiry import Expiry
 from sowlib.topic.keymap import KeyMap
@@ -28,9 +29,11 @@ from sowlib.topic.logview import Header
 from sowlib.topic.prepare import Batch, prepare_batch
 from sowlib.topic.views import Views
 
-__all__ = ["Writer"]
+__all__ = ["Writer", "payload_columns"]
 
 _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
+# Runs of at most this many records are applied without pausing the cyclic collector.
+_FEW = 64
 # Do not compact files smaller than this: rewriting tiny files buys nothing.
 _MIN_COMPACT_BYTES = 1 << 20
 COUNTERS = ("inserts", "updates", "deletes", "expirations", "queries", "publishes")
@@ -63,6 +66,9 @@ class Writer:
         self.keygen = keygen
         self.content = keygen if isinstance(keygen, ContentKeyGenerator) else None
         self._key_getters = tuple(path.getter for path in key_fields)
+        # A read-only topic files a refresh's writes into its indexes when a query next
+        # reads them (IndexSet.defer_columns); a writer at once.
+        self._put_columns = indexes.defer_columns if self.log.log.readonly else indexes.put_columns
         self.counts = dict.fromkeys(COUNTERS, 0)
         #: The topic's state when it matched the checkpoint it was opened from (see
         #: ``loader``); a close finding the same state saves that checkpoint again.
@@ -348,6 +354,7 @@ class Writer:
 
     def forget(self, key: Key) -> None:
         """Drop live ``key`` from memory: key map, indexes, cache (no log record)."""
+        self.indexes.settle()
         self.indexes.ensure_values()
         old_doc = self._old_doc(key)
         self.keys.remove(key)
@@ -372,6 +379,7 @@ class Writer:
 
     def apply(self, rec: LogRecord) -> None:
         """Replay one log record into memory (a reader's refresh, a history topic's open)."""
+        self.indexes.settle()
         self.indexes.ensure_values()
         key = self.keys.key_of(rec.key)
         if rec.kind == _PUT:
@@ -389,54 +397,68 @@ class Writer:
         if self.history is not None:
             self.history.add(key, Version(rec.seq, rec.timestamp, offset))
 
-    def apply_many(self, records: Sequence[LogRecord]) -> None:
-        """:meth:`apply` of each record in order (a reader's refresh); runs of plain PUTs
-        (no expiration, no correlation id) are installed a batch at a time, as
-        ``publish_many`` installs them: one key-map update, one decode, index upkeep a
-        column at a time."""
+    def apply_entries(self, entries: EntryList) -> None:
+        """:meth:`apply` of each record of a reader's refresh, in order (``entries`` as
+        the log's ``refresh`` gives them: verified just now, in the current map).
+
+        Runs of common records (a PUT with a u64 key, no expiration, no correlation id:
+        all the columns hold of them) are installed a run at a time, as ``publish_many``
+        installs a batch: one key-map update, the indexed fields read out of the payloads
+        (by the codec's ``top_columns`` where it has one, else from the decoded
+        documents), index upkeep a column at a time from the kept old values (on a
+        read-only topic, left to the next read of the indexes: ``IndexSet.defer_columns``).
+        Any other record is read whole and applied alone. Equal to :meth:`apply` of each
+        record (``tests/test_refresh_batch.py``).
+        """
+        if not entries:
+            return
         self.indexes.ensure_values()
+        read = self.log.log.read
         if self.history is not None or (
             self.indexes.has_field_indexes and not self.indexes.values_known
         ):
-            for rec in records:
-                self.apply(rec)
+            for off in entries.offsets:
+                self.apply(read(off))
             return
-        run: list[LogRecord] = []
+        offsets, sizes = entries.offsets, entries.sizes()
         # As in write_many: nothing allocated here is cyclic, and a full collection
-        # meanwhile would walk every index set.
-        with paused_gc():
-            for rec in records:
-                if rec.kind == _PUT and not rec.expiration and not rec.correlation_id:
-                    run.append(rec)
-                    continue
-                self._apply_puts(run)
-                run = []
-                self.apply(rec)
-            self._apply_puts(run)
+        # meanwhile would walk every index set (a few records allocate too little).
+        with paused_gc() if len(offsets) > _FEW else contextlib.nullcontext():
+            start = 0
+            for row in (*sorted(entries.others), len(offsets)):
+                if row > start:
+                    self._apply_run(
+                        self.keys_of_words(entries.words[start:row]),
+                        offsets[start:row].tolist(),
+                        sizes[start:row].tolist(),
+                        entries.end if row == len(offsets) else offsets[row],
+                    )
+                if row < len(offsets):
+                    self.apply(read(offsets[row]))
+                start = row + 1
 
-    def _apply_puts(self, records: list[LogRecord]) -> None:
-        if not records:
-            return
-        keys = self.keys.keys_of([rec.key for rec in records])
+    def keys_of_words(self, words: list[int]) -> list[Key]:
+        """The in-memory keys of common records' u64 keys."""
+        return cast("list[Key]", words) if self.keys.content else list(map(str, words))
+
+    def _apply_run(self, keys: list[Key], offsets: list[int], sizes: list[int], end: int) -> None:
+        """Install a run of common records back to back, ending at ``end``."""
         if len(self.views.cache):
             drop = self.views.cache.drop
             for key in keys:
                 drop(key)
-        size_of = self.log.size_of
-        inserted = self.keys.put_bare(
-            keys, [rec.offset for rec in records], [size_of(rec) for rec in records]
-        )
+        inserted = self.keys.put_bare(keys, offsets, sizes)
         indexes = self.indexes
         if not indexes.has_field_indexes and not self._key_getters:
             for key, new in zip(keys, inserted, strict=True):
                 indexes.on_put_keys(key, (), new)
             return
-        docs = self.views.decode_many([rec.payload for rec in records])
+        payloads = list(self.log.verified_payloads(offsets, end))
         if indexes.has_field_indexes:
-            indexes.put_columns(keys, indexes.columns(docs), inserted)
+            self._put_columns(keys, payload_columns(self.views, indexes, payloads), inserted)
             return
         getters = self._key_getters
-        for key, doc, new in zip(keys, docs, inserted, strict=True):
+        for key, doc, new in zip(keys, self.views.decode_many(payloads), inserted, strict=True):
             indexes.on_put_keys(key, [g(doc) for g in getters], new)
 
     # ------------------------------------------------------------------ compaction
@@ -470,3 +492,17 @@ class Writer:
         self.keys.remap(mapping)
         if history is not None:
             history.remap(mapping)
+
+
+def payload_columns(views: Views, indexes: IndexSet, payloads: list[bytes]) -> list[list[Any]]:
+    """The values of the index set's paths in ``payloads``, a column per path (as
+    :meth:`IndexSet.columns` gives them from the documents): read out of the bytes by the
+    codec's ``top_columns`` where every path is a top-level field and the codec has one,
+    else from the decoded documents."""
+    top = getattr(views.codec, "top_columns", None) if views.filterable else None
+    names = indexes.top_names
+    if top is not None and None not in names:
+        got: list[list[Any]] | None = top(payloads, names)
+        if got is not None:
+            return got
+    return indexes.columns(views.decode_many(payloads))

@@ -93,12 +93,15 @@ def test_batches_equal_one_put_at_a_time(table: Callable[[], Table], batches: An
         assert _kept(single, keys) == _kept(batch, keys) == _kept(reference, keys)
 
 
-def _put_batch(ix: IndexSet, puts: list[tuple[int, Any]], filed: set[int]) -> None:
+def _put_batch(
+    ix: IndexSet, puts: list[tuple[int, Any]], filed: set[int], defer: bool = False
+) -> None:
     inserted = []
     for key, _doc in puts:
         inserted.append(key not in filed)
         filed.add(key)
-    ix.put_columns([k for k, _ in puts], ix.columns([d for _, d in puts]), inserted)
+    put = ix.defer_columns if defer else ix.put_columns
+    put([k for k, _ in puts], ix.columns([d for _, d in puts]), inserted)
 
 
 def test_changes_finds_other_types_and_values() -> None:
@@ -167,3 +170,39 @@ def test_writes_to_saved_buckets_equal_writes_to_key_sets(start: list[str], move
     assert load_indexes(again, saved, ordered)
     assert index_snapshot(again) == index_snapshot(plain)
     assert index_snapshot(loaded) == index_snapshot(plain)
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches=st.one_of(_batches(_DOCS), _batches(_PLAIN_DOCS)))
+def test_deferred_batches_equal_batches_filed_at_once(batches: Any) -> None:
+    """``defer_columns`` runs left waiting, then ``settle``d (before a delete, and at
+    the end of every other batch) = ``put_columns`` of each run at once."""
+    now, later = _index_set(dict), _index_set(dict)
+    filed_now: set[int] = set()
+    filed_later: set[int] = set()
+    for turn, steps in enumerate(batches):
+        puts: list[tuple[int, Any]] = []
+        for key, doc in steps:
+            if doc is None:
+                if key not in filed_now and key not in {k for k, _ in puts}:
+                    continue
+                _put_batch(now, puts, filed_now)
+                _put_batch(later, puts, filed_later, defer=True)
+                puts = []
+                now.on_delete(key)
+                later.settle()  # what Writer.forget does first
+                later.on_delete(key)
+                filed_now.discard(key)
+                filed_later.discard(key)
+                continue
+            puts.append((key, doc))
+        _put_batch(now, puts, filed_now)
+        _put_batch(later, puts, filed_later, defer=True)
+        if turn % 2:
+            later.settle()
+            assert index_snapshot(later) == index_snapshot(now)
+    later.settle()
+    assert index_snapshot(later) == index_snapshot(now)
+    keys = sorted(filed_now)
+    assert _kept(later, keys) == _kept(now, keys)
+    assert later.live == now.live

@@ -30,6 +30,7 @@ class LogVsDict(RuleBasedStateMachine):
         self.model: dict[str, bytes] = {}
         self.reader: AppendLog | None = None
         self.seen: dict[str, bytes] = {}
+        self.adopt = False  # the next replaced file: continued on (adopt) or reopened
         self.checkpoint: bytes | None = None
 
     def teardown(self) -> None:
@@ -94,12 +95,17 @@ class LogVsDict(RuleBasedStateMachine):
     def refresh_reader(self) -> None:
         assert self.reader is not None
         new = self.reader.refresh()
-        if new is None:  # the file was compacted (or repaired): reopen
-            self.reader.close()
-            self.reader = AppendLog(self.path, readonly=True)
+        if new is None:  # the file was compacted (or repaired): reopen, or continue on it
+            again = AppendLog(self.path, readonly=True)
+            if self.adopt:
+                self.reader.adopt(again)
+            else:
+                self.reader.close()
+                self.reader = again
             self.seen = replay(self.reader.scan())
+            self.adopt = not self.adopt
         else:
-            replay(new, self.seen)
+            replay((self.reader.read(off) for off in new.offsets), self.seen)
         if self.reader.generation == self.log.generation:
             assert self.seen == self.model
 

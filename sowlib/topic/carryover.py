@@ -1,0 +1,101 @@
+"""A read-only topic continuing across the writer's compaction with the state it holds.
+
+A compaction copies each live record as it was (same key, payload and sequence number)
+into a new file, in file order, and renames it over the old one. A reader that followed
+the old file up to sequence number ``applied`` already holds every copied record whose
+sequence number is at most ``applied``: only their offsets change. So instead of loading
+the new file (a walk, the key map and every index rebuilt: seconds at millions of
+records) the reader points those keys at their copies, applies the records after them
+as a refresh applies appends, and forgets the keys the new file no longer holds. The
+result equals a load of the new file (``tests/test_refresh_batch.py``).
+
+Imports ``storage``, ``index`` and sibling modules; never the facade.
+"""
+
+from __future__ import annotations
+
+from sowlib.gcpause import paused_gc
+from sowlib.index.types import Key
+from sowlib.storage import AppendLog, EntryList, Log
+from sowlib.topic.parts import Parts
+from sowlib.topic.writer import Writer
+
+__all__ = ["Carried", "carried_rows", "carry_over", "continue_on"]
+
+#: What :func:`carried_rows` found: the number of leading records the reader holds, and
+#: their keys.
+Carried = tuple[int, set[Key]]
+
+
+def continue_on(parts: Parts, old: Log, new: Log) -> bool:
+    """Continue a read-only topic's ``parts`` on ``new`` (a log just opened on the file
+    that replaced ``old``'s, with the same configuration), keeping the state they hold:
+    True when done (``old`` now reads the new file, ``new`` is closed); False, nothing
+    changed, when the file is not a compacted copy of what the topic followed or
+    subscribers must be told what changed (then the topic is loaded from ``new``)."""
+    if not (isinstance(old, AppendLog) and isinstance(new, AppendLog)) or parts.subs.active:
+        return False
+    entries = new.scan_columns()
+    carried = carried_rows(parts.writer, entries, old.last_seq)
+    if carried is None:
+        return False
+    old.adopt(new)
+    carry_over(parts.writer, entries, carried)
+    return True
+
+
+def carried_rows(writer: Writer, entries: EntryList, applied: int) -> Carried | None:
+    """How many of ``entries`` (every record of the file that replaced this reader's, as
+    the log walks it) are versions the reader holds: the records up to sequence number
+    ``applied`` (the last one it applied), with their keys.
+
+    None when the state cannot carry over: a history, an expiring topic, a record other
+    than a common PUT among them, a key twice or one the reader does not hold (not a
+    compaction's copy); then the topic is loaded from the new file. Makes the kept index
+    values known first (they may have to be read from the old file). O(log records) to
+    find the rows, O(rows) to check them.
+    """
+    if writer.history is not None or writer.expiry.enabled:
+        return None
+    lo, hi = 0, len(entries)
+    while lo < hi:  # the first record past ``applied`` (sequence numbers ascend)
+        mid = (lo + hi) // 2
+        if entries.seq_at(mid) <= applied:
+            lo = mid + 1
+        else:
+            hi = mid
+    if any(row < lo for row in entries.others):
+        return None
+    head = writer.keys_of_words(entries.words[:lo])
+    held = set(head)
+    if len(held) != lo or not all(map(writer.keys.__contains__, head)):
+        return None
+    writer.indexes.ensure_values()
+    return lo, held
+
+
+def carry_over(writer: Writer, entries: EntryList, carried: Carried) -> None:
+    """Continue on the new file, whose log now holds ``entries`` (``carried`` from
+    :func:`carried_rows`): the keys of the leading records point at their copies (their
+    values are unchanged, so are the indexes), the records after them are applied as a
+    refresh applies them, and a key the file does not hold is forgotten (it was deleted
+    meanwhile). O(records), the applied ones with their index upkeep."""
+    rows, held = carried
+    keys = writer.keys
+    with paused_gc():
+        keys.put_bare(
+            writer.keys_of_words(entries.words[:rows]),
+            entries.offsets[:rows].tolist(),
+            entries.sizes()[:rows].tolist(),
+        )
+        tail = entries.rows_from(rows)
+        writer.apply_entries(tail)
+        others, words = tail.others, tail.words
+        if others:
+            words = [word for row, word in enumerate(words) if row not in others]
+            held.update(keys.key_of(entry[5]) for entry in others.values())
+        held.update(writer.keys_of_words(words))
+        if not others and len(held) == len(keys):
+            return  # every key held is in the file (no tombstone took one out)
+        for key in [key for key in keys if key not in held]:
+            writer.forget(key)
