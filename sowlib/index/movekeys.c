@@ -19,6 +19,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
 
 /* SortedMap.put / SortedMap.drop bookkeeping of a place: 0, or -1 with an error set. */
 static int
@@ -217,18 +218,141 @@ error:
     return NULL;
 }
 
+/* group_positions(values, start) -> (distinct, counts, positions)
+ *
+ * The positions start + i of a list of values grouped by value (dict equality, so the
+ * caller passes values of one plain type): `distinct` the values in order of first
+ * appearance, `counts` (native u32) how many positions each has, `positions` (native
+ * u32) the positions of the first value, then of the second, ..., ascending within
+ * each. A counting sort: one dict probe per value, no object per position. The Python
+ * loop of sowlib/index/values.py (KeyGroups.add) is the reference;
+ * tests/index/test_group_positions.py checks that both group alike.
+ */
+static PyObject *
+group_positions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "group_positions takes 2 arguments");
+        return NULL;
+    }
+    PyObject *values = args[0];
+    if (!PyList_CheckExact(values)) {
+        PyErr_SetString(PyExc_TypeError, "group_positions: values must be a list");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    if (start < 0 || (unsigned long long)start + (unsigned long long)n > 0x100000000ULL) {
+        PyErr_SetString(PyExc_ValueError, "group_positions: positions past 2**32");
+        return NULL;
+    }
+    PyObject *result = NULL, *where = NULL, *distinct = NULL;
+    uint32_t *codes = PyMem_Malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    uint32_t *out = PyMem_Malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    uint32_t *counts = NULL;
+    Py_ssize_t d = 0, cap = 0;
+    if (codes == NULL || out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    where = PyDict_New();
+    distinct = PyList_New(0);
+    if (where == NULL || distinct == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i >= PyList_GET_SIZE(values)) {
+            PyErr_SetString(PyExc_RuntimeError, "group_positions: the list changed");
+            goto done;
+        }
+        PyObject *value = Py_NewRef(PyList_GET_ITEM(values, i));
+        PyObject *code = PyDict_GetItemWithError(where, value);
+        size_t c;
+        if (code != NULL) {
+            c = PyLong_AsSize_t(code);
+        }
+        else if (PyErr_Occurred()) {
+            Py_DECREF(value);
+            goto done;
+        }
+        else {
+            if (d == cap) {
+                Py_ssize_t grown = cap ? cap * 2 : 64;
+                uint32_t *more = PyMem_Realloc(counts, sizeof(uint32_t) * (size_t)grown);
+                if (more == NULL) {
+                    Py_DECREF(value);
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                counts = more;
+                cap = grown;
+            }
+            c = (size_t)d;
+            PyObject *number = PyLong_FromSsize_t(d);
+            int failed = number == NULL || PyDict_SetItem(where, value, number) < 0 ||
+                         PyList_Append(distinct, value) < 0;
+            Py_XDECREF(number);
+            if (failed) {
+                Py_DECREF(value);
+                goto done;
+            }
+            counts[d++] = 0;
+        }
+        Py_DECREF(value);
+        codes[i] = (uint32_t)c;
+        counts[c]++;
+    }
+    /* counts -> where each value's positions start, then the positions in place */
+    uint32_t *next = PyMem_Malloc(sizeof(uint32_t) * (size_t)(d ? d : 1));
+    if (next == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint32_t sum = 0;
+    for (Py_ssize_t j = 0; j < d; j++) {
+        next[j] = sum;
+        sum += counts[j];
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[next[codes[i]]++] = (uint32_t)(start + i);
+    }
+    PyMem_Free(next);
+    PyObject *counted = PyBytes_FromStringAndSize((const char *)counts, d * 4);
+    PyObject *positions = PyBytes_FromStringAndSize((const char *)out, n * 4);
+    if (counted != NULL && positions != NULL) {
+        result = PyTuple_Pack(3, distinct, counted, positions);
+    }
+    Py_XDECREF(counted);
+    Py_XDECREF(positions);
+done:
+    PyMem_Free(codes);
+    PyMem_Free(out);
+    PyMem_Free(counts);
+    Py_XDECREF(where);
+    Py_XDECREF(distinct);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"move_keys", (PyCFunction)(void (*)(void))move_keys, METH_FASTCALL,
      "move_keys(mapping, keys, olds, news, old_places, new_places, absent, added, dropped): "
      "refile keys from their old values' key sets to their new ones; (entries added minus "
      "removed, indexes left for the Python path)."},
+    {"group_positions", (PyCFunction)(void (*)(void))group_positions, METH_FASTCALL,
+     "group_positions(values, start): the positions start + i grouped by values[i]; "
+     "(distinct values, counts as native u32, positions as native u32)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     "sowlib.index.movekeys",
-    "The optional C form of moving keys between the key sets of an index.",
+    "The optional C forms of moving keys between the key sets of an index and of "
+    "grouping positions by value.",
     -1,
     methods,
     NULL,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import array
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgpack
@@ -17,7 +17,7 @@ import msgpack
 from sowlib.document import MISSING
 from sowlib.index.indexset import IndexSet
 from sowlib.index.types import Key
-from sowlib.index.upkeep import interned
+from sowlib.index.upkeep import Table, interned
 
 __all__ = ["dump_values", "load_values"]
 
@@ -70,9 +70,15 @@ def dump_values(indexes: IndexSet, keys: Sequence[Key]) -> bytes | None:
     return blob
 
 
-def load_values(indexes: IndexSet, blob: bytes | None, keys: Sequence[Key]) -> bool:
+def load_values(
+    indexes: IndexSet,
+    blob: bytes | None,
+    keys: Sequence[Key],
+    fill: Callable[[Table, Sequence[Key], list[Any]], bool] | None = None,
+) -> bool:
     """Fill ``indexes``' kept values from :func:`dump_values`'s bytes; False (the values
-    left unknown) when there are none or they do not fit these indexes and keys."""
+    left unknown) when there are none or they do not fit these indexes and keys.
+    ``fill`` is passed to :meth:`~sowlib.index.IndexSet.keep_path_values`."""
     indexes.forget_values()
     if blob is None:
         return False
@@ -90,6 +96,6 @@ def load_values(indexes: IndexSet, blob: bytes | None, keys: Sequence[Key]) -> b
     except (ValueError, TypeError, IndexError, msgpack.UnpackException):
         return False
     for (path, _table), column in zip(kept, columns, strict=True):
-        indexes.keep_path_values(path, keys, column)
+        indexes.keep_path_values(path, keys, column, fill)
     indexes.values_filled()
     return True
