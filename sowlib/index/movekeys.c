@@ -20,6 +20,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 /* SortedMap.put / SortedMap.drop bookkeeping of a place: 0, or -1 with an error set. */
 static int
@@ -218,13 +219,150 @@ error:
     return NULL;
 }
 
+/* Where a 64-bit pattern's probe starts in a table of 1 << bits slots. */
+static size_t
+slot_at(uint64_t key, int bits)
+{
+    return (size_t)(((key ^ (key >> 29)) * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+}
+
+/* The codes of a list of floats (none NaN) or of ints (each within int64), grouped as a
+ * dict groups them (-0.0 and 0.0 are one value), through a table of their 64-bit
+ * patterns: no hash or comparison call per value. 1 done; 0 (nothing set) when a value
+ * is not such a number; -1 with an error set. */
+static int
+number_codes(PyObject *values, Py_ssize_t n, int floats, uint32_t *codes, PyObject *distinct,
+             uint32_t **counts_out, Py_ssize_t *d_out)
+{
+    int size_bits = 10;
+    size_t size = (size_t)1 << size_bits;
+    uint64_t *slot_bits = NULL;
+    int64_t *slot_code = NULL;
+    uint32_t *counts = NULL;
+    Py_ssize_t d = 0, cap = 0;
+    int result = -1;
+    slot_bits = PyMem_Malloc(sizeof(uint64_t) * size);
+    slot_code = PyMem_Malloc(sizeof(int64_t) * size);
+    if (slot_bits == NULL || slot_code == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t j = 0; j < size; j++) {
+        slot_code[j] = -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = PyList_GET_ITEM(values, i);
+        uint64_t key;
+        if (floats) {
+            if (!PyFloat_CheckExact(value)) {
+                result = 0;
+                goto done;
+            }
+            double x = PyFloat_AS_DOUBLE(value);
+            if (x != x) {
+                result = 0; /* NaN: equal to nothing, not even another NaN */
+                goto done;
+            }
+            if (x == 0.0) {
+                x = 0.0; /* -0.0 == 0.0 */
+            }
+            memcpy(&key, &x, sizeof key);
+        }
+        else {
+            if (!PyLong_CheckExact(value)) {
+                result = 0;
+                goto done;
+            }
+            int overflow;
+            long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (v == -1 && PyErr_Occurred()) {
+                goto done;
+            }
+            if (overflow) {
+                result = 0;
+                goto done;
+            }
+            key = (uint64_t)v;
+        }
+        size_t mask = size - 1;
+        size_t at = slot_at(key, size_bits);
+        while (slot_code[at] >= 0 && slot_bits[at] != key) {
+            at = (at + 1) & mask;
+        }
+        int64_t c = slot_code[at];
+        if (c < 0) {
+            if (d == cap) {
+                Py_ssize_t grown = cap ? cap * 2 : 64;
+                uint32_t *more = PyMem_Realloc(counts, sizeof(uint32_t) * (size_t)grown);
+                if (more == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                counts = more;
+                cap = grown;
+            }
+            if (PyList_Append(distinct, value) < 0) {
+                goto done;
+            }
+            c = d;
+            counts[d++] = 0;
+            slot_bits[at] = key;
+            slot_code[at] = c;
+            if ((size_t)d * 2 > size) { /* grow: rehash every value seen */
+                size_t bigger = size * 2;
+                uint64_t *nb = PyMem_Malloc(sizeof(uint64_t) * bigger);
+                int64_t *nc = PyMem_Malloc(sizeof(int64_t) * bigger);
+                if (nb == NULL || nc == NULL) {
+                    PyMem_Free(nb);
+                    PyMem_Free(nc);
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                for (size_t j = 0; j < bigger; j++) {
+                    nc[j] = -1;
+                }
+                for (size_t j = 0; j < size; j++) {
+                    if (slot_code[j] < 0) {
+                        continue;
+                    }
+                    uint64_t k = slot_bits[j];
+                    size_t to = slot_at(k, size_bits + 1);
+                    while (nc[to] >= 0) {
+                        to = (to + 1) & (bigger - 1);
+                    }
+                    nb[to] = k;
+                    nc[to] = slot_code[j];
+                }
+                PyMem_Free(slot_bits);
+                PyMem_Free(slot_code);
+                slot_bits = nb;
+                slot_code = nc;
+                size = bigger;
+                size_bits++;
+            }
+        }
+        codes[i] = (uint32_t)c;
+        counts[c]++;
+    }
+    *counts_out = counts;
+    *d_out = d;
+    counts = NULL;
+    result = 1;
+done:
+    PyMem_Free(slot_bits);
+    PyMem_Free(slot_code);
+    PyMem_Free(counts);
+    return result;
+}
+
 /* group_positions(values, start) -> (distinct, counts, positions)
  *
  * The positions start + i of a list of values grouped by value (dict equality, so the
  * caller passes values of one plain type): `distinct` the values in order of first
  * appearance, `counts` (native u32) how many positions each has, `positions` (native
  * u32) the positions of the first value, then of the second, ..., ascending within
- * each. A counting sort: one dict probe per value, no object per position. The Python
+ * each. A counting sort: one dict probe per value (for floats other than NaN and ints
+ * within int64, a probe of a table of their bit patterns), no object per position. The Python
  * loop of sowlib/index/values.py (KeyGroups.add) is the reference;
  * tests/index/test_group_positions.py checks that both group alike.
  */
@@ -263,6 +401,19 @@ group_positions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     distinct = PyList_New(0);
     if (where == NULL || distinct == NULL) {
         goto done;
+    }
+    PyObject *first = n ? PyList_GET_ITEM(values, 0) : NULL;
+    if (first != NULL && (PyFloat_CheckExact(first) || PyLong_CheckExact(first))) {
+        int got = number_codes(values, n, PyFloat_CheckExact(first), codes, distinct, &counts, &d);
+        if (got < 0) {
+            goto done;
+        }
+        if (got == 0 && PyList_SetSlice(distinct, 0, PyList_GET_SIZE(distinct), NULL) < 0) {
+            goto done;
+        }
+        if (got) {
+            goto grouped;
+        }
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         if (i >= PyList_GET_SIZE(values)) {
@@ -306,6 +457,7 @@ group_positions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         codes[i] = (uint32_t)c;
         counts[c]++;
     }
+grouped:;
     /* counts -> where each value's positions start, then the positions in place */
     uint32_t *next = PyMem_Malloc(sizeof(uint32_t) * (size_t)(d ? d : 1));
     if (next == NULL) {

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import array
 import math
+import random
 import os
 from typing import Any
 
@@ -124,3 +125,19 @@ def test_the_c_form_is_used_where_built() -> None:
         assert values_module.NATIVE_GROUP_POSITIONS is None
     else:
         assert values_module.NATIVE_GROUP_POSITIONS is movekeys.group_positions
+
+
+@pytest.mark.parametrize("kind", [float, int])
+def test_many_distinct_numbers_group_as_a_dict_groups_them(kind: type) -> None:
+    """Thousands of distinct values (the C table grows many times), repeated."""
+    rng = random.Random(7)
+    values = [kind(rng.randrange(-3000, 3000)) for _ in range(20_000)]
+    values[5] = -0.0 if kind is float else -(2**63)
+    distinct, counts, flat = movekeys.group_positions(values, 3)
+    model: dict[Any, list[int]] = {}
+    for i, value in enumerate(values):
+        model.setdefault(value, []).append(3 + i)
+    assert distinct == list(model)
+    assert all(a is b for a, b in zip(distinct, dict.fromkeys(values), strict=True))
+    assert array.array("I", counts).tolist() == [len(p) for p in model.values()]
+    assert array.array("I", flat).tolist() == [p for group in model.values() for p in group]
