@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import array
 import functools
+import itertools
 import math
 from collections.abc import Callable, Iterable, MutableSequence, Sequence
 from typing import Any, cast
@@ -274,16 +275,18 @@ def _merge(
     column.frombytes(flat)
     sizes: array.array[int] = array.array("I")
     sizes.frombytes(counts)
+    ends = list(itertools.accumulate(sizes))
+    members = map(column.__getitem__, map(slice, [0, *ends[:-1]], ends))
+    if not groups:
+        groups.update(zip(distinct, members, strict=True))
+        return
     get = groups.get
-    pos = 0
-    for value, count in zip(distinct, sizes, strict=True):
-        members = column[pos : pos + count]
-        pos += count
+    for value, part in zip(distinct, members, strict=True):
         group = get(value)
         if group is None:
-            groups[value] = members
+            groups[value] = part
         else:
-            group.extend(members)
+            group.extend(part)
 
 
 def _keys(key: Any) -> list[Any]:
