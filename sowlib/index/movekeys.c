@@ -489,11 +489,48 @@ done:
     return result;
 }
 
+/* u32_below(column, bound): True when every native u32 of the buffer `column` is below
+ * `bound` (an int >= 0); the reference is `max(column) < bound` (True when empty). */
+static PyObject *
+u32_below(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "u32_below takes 2 arguments");
+        return NULL;
+    }
+    unsigned long long bound = PyLong_AsUnsignedLongLong(args[1]);
+    if (bound == (unsigned long long)-1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (view.len % 4) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "u32_below: a column of 4-byte numbers");
+        return NULL;
+    }
+    uint32_t top = 0;
+    const unsigned char *p = view.buf;
+    for (Py_ssize_t i = 0; i < view.len / 4; i++) {
+        uint32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        top = v > top ? v : top;
+    }
+    int below = view.len == 0 || (unsigned long long)top < bound;
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(below);
+}
+
 static PyMethodDef methods[] = {
     {"move_keys", (PyCFunction)(void (*)(void))move_keys, METH_FASTCALL,
      "move_keys(mapping, keys, olds, news, old_places, new_places, absent, added, dropped): "
      "refile keys from their old values' key sets to their new ones; (entries added minus "
      "removed, indexes left for the Python path)."},
+    {"u32_below", (PyCFunction)(void (*)(void))u32_below, METH_FASTCALL,
+     "u32_below(column, bound): True when every native u32 of column is below bound."},
     {"group_positions", (PyCFunction)(void (*)(void))group_positions, METH_FASTCALL,
      "group_positions(values, start): the positions start + i grouped by values[i]; "
      "(distinct values, counts as native u32, positions as native u32)."},

@@ -26,6 +26,7 @@ from sowlib.storage.native import optional_module
 __all__ = [
     "EXACT_LIMIT",
     "KeyGroups",
+    "all_below",
     "as_path",
     "as_paths",
     "Loose",
@@ -198,6 +199,22 @@ def _load_group_positions() -> GroupPositions | None:
 NATIVE_GROUP_POSITIONS: GroupPositions | None = _load_group_positions()
 """The C form of :class:`KeyGroups`' grouping of positions (``index/movekeys.c``), or
 None (not built, or ``SOWLIB_PURE_PYTHON`` set); the Python loop is its reference."""
+
+
+def _load_u32_below() -> Callable[[array.array[int], int], bool] | None:
+    module = optional_module("sowlib.index.movekeys")
+    return None if module is None else cast("Callable[[array.array[int], int], bool]", module.u32_below)
+
+
+_U32_BELOW = _load_u32_below()
+
+
+def all_below(column: array.array[int], bound: int) -> bool:
+    """True when every position of an ``array("I")`` column is below ``bound`` (one C
+    pass where built; ``max`` is the reference)."""
+    if _U32_BELOW is not None and column.typecode == "I":
+        return _U32_BELOW(column, bound)
+    return not column or max(column) < bound
 
 # Values a bulk build groups: hashable, and equal only to values of the same type with
 # the same index keys (1 == 1.0 == True, so each type keeps its own groups).

@@ -141,3 +141,29 @@ def test_many_distinct_numbers_group_as_a_dict_groups_them(kind: type) -> None:
     assert all(a is b for a, b in zip(distinct, dict.fromkeys(values), strict=True))
     assert array.array("I", counts).tolist() == [len(p) for p in model.values()]
     assert array.array("I", flat).tolist() == [p for group in model.values() for p in group]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    column=st.lists(st.integers(0, 2**32 - 1) | st.integers(0, 50), max_size=60),
+    bound=st.integers(0, 2**33) | st.integers(0, 60),
+)
+def test_the_saved_positions_range_check_is_max(column: list[int], bound: int) -> None:
+    """A loaded index's positions are checked against the key count in one C pass."""
+    positions = array.array("I", column)
+    expected = not column or max(column) < bound
+    assert movekeys.u32_below(positions, bound) == expected
+    assert values_module.all_below(positions, bound) == expected
+    saved = values_module._U32_BELOW
+    try:
+        values_module._U32_BELOW = None
+        assert values_module.all_below(positions, bound) == expected
+    finally:
+        values_module._U32_BELOW = saved
+
+
+def test_the_range_check_refuses_other_columns() -> None:
+    with pytest.raises(ValueError, match="4-byte"):
+        movekeys.u32_below(b"12345", 3)
+    with pytest.raises(OverflowError):
+        movekeys.u32_below(b"", -1)
