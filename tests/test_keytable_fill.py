@@ -192,3 +192,26 @@ def test_kept_values_after_a_reopen_are_the_documents_values(
     finally:
         shutil.rmtree(directory, ignore_errors=True)
 
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    keys=st.lists(KEYS, max_size=40, unique=True),
+    distinct=st.lists(VALUES, min_size=1, max_size=5),
+    picks=st.lists(st.integers(0, 4), min_size=40, max_size=40),
+)
+def test_fill_from_distinct_values_and_their_codes(
+    keys: list[int], distinct: list[Any], picks: list[int]
+) -> None:
+    """The checkpoint's form of a kept column: values[i] = distinct[codes[i]]."""
+    source = _source(keys, [])
+    codes = array.array("I", [p % len(distinct) for p in picks[: len(keys)]])
+    table = keytable.KeyTable()
+    assert table.fill_from(source, list(keys), (distinct, codes)) is True
+    assert table.items() == [(k, distinct[c]) for k, c in zip(keys, codes, strict=True)]
+    if keys:
+        bad = array.array("I", [len(distinct)] * len(keys))
+        with pytest.raises(ValueError, match="past the values"):
+            keytable.KeyTable().fill_from(source, None, (distinct, bad))
+    with pytest.raises(TypeError):
+        keytable.KeyTable().fill_from(source, None, (tuple(distinct), codes))

@@ -219,8 +219,8 @@ class IndexSet:
         self,
         path: FieldPath,
         keys: Sequence[Key],
-        column: list[Any],
-        fill: Callable[[Table, Sequence[Key], list[Any]], bool] | None = None,
+        column: Sequence[Any],
+        fill: Callable[[Table, Sequence[Key], Sequence[Any]], bool] | None = None,
     ) -> None:
         """Set the kept values of ``path`` (one an index reads) for ``keys``.
 

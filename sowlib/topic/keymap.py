@@ -465,11 +465,12 @@ class KeyMap:
             return None
         return ints  # type: ignore[return-value]
 
-    def fill_table(self, table: object, keys: Sequence[Key], values: list[object]) -> bool:
+    def fill_table(self, table: object, keys: Sequence[Key], values: object) -> bool:
         """Fill an empty table made like this map's (``slots.new_table``) with
         ``keys[i] -> values[i]`` in one C call, where ``keys`` (a list) are exactly this
-        map's keys (see :func:`~sowlib.topic.slots.fill_like`); False, the table left
-        empty, when it cannot: the caller then fills it pair by pair."""
+        map's keys (``values`` as :func:`~sowlib.topic.slots.fill_like` takes them);
+        False, the table left empty, when it cannot: the caller then fills it pair by
+        pair."""
         return type(keys) is list and fill_like(table, self.slots, keys, values)
 
     def live_in_file_order(self) -> tuple[list[Key], list[int]]:

@@ -701,7 +701,9 @@ clone_keys(KeyTable *t, KeyTable *s)
 /* fill_from(source, keys, values): into an empty table, the keys of `source` (another
  * KeyTable, none of whose keys is held in its dict of other keys) in its order, keys[i]
  * set to values[i] (later ones winning); `keys` None stands for source's keys in order.
- * `values` is a list, or a column of native int64 (none negative). The same mapping as
+ * `values` is a list, a column of native int64 (none negative), or a pair (a list of
+ * distinct values, a column of native u32 codes into it: values[i] is
+ * distinct[codes[i]]; the list must not change meanwhile). The same mapping as
  * update(zip(keys, values)) into an empty table, in one pass and no probe for a key
  * found at its own position in source. True when done; False, the table left empty,
  * when it cannot be done so (the table not empty, other keys, a key not in source, a
@@ -725,6 +727,17 @@ KeyTable_fill_from(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
     }
     Py_buffer column;
     int is_list = PyList_CheckExact(values);
+    /* a pair (distinct values, column of native u32 codes): values[i] = distinct[codes[i]] */
+    PyObject *distinct = NULL;
+    if (PyTuple_CheckExact(values) && PyTuple_GET_SIZE(values) == 2) {
+        distinct = PyTuple_GET_ITEM(values, 0);
+        if (!PyList_CheckExact(distinct)) {
+            PyErr_SetString(PyExc_TypeError, "fill_from: the distinct values must be a list");
+            return NULL;
+        }
+        values = PyTuple_GET_ITEM(values, 1);
+    }
+    int width = distinct == NULL ? 8 : 4;
     Py_ssize_t count;
     if (is_list) {
         count = PyList_GET_SIZE(values);
@@ -733,12 +746,24 @@ KeyTable_fill_from(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
         if (PyObject_GetBuffer(values, &column, PyBUF_SIMPLE) < 0) {
             return NULL;
         }
-        if (column.len % 8) {
+        if (column.len % width) {
             PyBuffer_Release(&column);
-            PyErr_SetString(PyExc_ValueError, "fill_from: a column of 8-byte numbers");
+            PyErr_Format(PyExc_ValueError, "fill_from: a column of %d-byte numbers", width);
             return NULL;
         }
-        count = column.len / 8;
+        count = column.len / width;
+        if (distinct != NULL) {
+            Py_ssize_t kinds = PyList_GET_SIZE(distinct);
+            for (Py_ssize_t i = 0; i < count; i++) {
+                uint32_t code;
+                memcpy(&code, (const char *)column.buf + 4 * i, 4);
+                if ((Py_ssize_t)code >= kinds) {
+                    PyBuffer_Release(&column);
+                    PyErr_SetString(PyExc_ValueError, "fill_from: a code past the values");
+                    return NULL;
+                }
+            }
+        }
     }
     PyObject *result = NULL;
     Py_ssize_t given = keys == Py_None ? s->live : PyList_GET_SIZE(keys);
@@ -776,8 +801,16 @@ KeyTable_fill_from(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
         }
         int64_t off;
         PyObject *obj = NULL;
-        if (is_list) {
-            PyObject *value = PyList_GET_ITEM(values, i);
+        if (is_list || distinct != NULL) {
+            PyObject *value;
+            if (is_list) {
+                value = PyList_GET_ITEM(values, i);
+            }
+            else {
+                uint32_t code;
+                memcpy(&code, (const char *)column.buf + 4 * i, 4);
+                value = PyList_GET_ITEM(distinct, code);
+            }
             int bare = table_value(value, &off);
             if (bare < 0) {
                 break;
@@ -989,8 +1022,9 @@ static PyMethodDef KeyTable_methods[] = {
      "value at its position in a column of native int64 (none negative)."},
     {"fill_from", (PyCFunction)(void (*)(void))KeyTable_fill_from, METH_FASTCALL,
      "fill_from(source, keys, values, /): into an empty table, source's keys in its order "
-     "with keys[i] set to values[i] (keys None: source's keys in order); values a list or "
-     "a column of native int64. False, the table left empty, where it cannot."},
+     "with keys[i] set to values[i] (keys None: source's keys in order); values a list, "
+     "a column of native int64 or (distinct list, column of native u32 codes). False, the "
+     "table left empty, where it cannot."},
     {"sorted_values", (PyCFunction)KeyTable_sorted_values, METH_O,
      "sorted_values(keys, /): the values of keys (each an int in [0, 2**32)) as a column "
      "of native u32, ascending; KeyError for an absent key, ValueError for another value."},

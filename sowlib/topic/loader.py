@@ -20,7 +20,7 @@ from sowlib.gcpause import paused_gc, release_free_memory
 from sowlib.index import IndexSet
 from sowlib.index.indexset import is_regular_key_value
 from sowlib.index.persist import dump_indexes, load_indexes
-from sowlib.index.saved_values import dump_values, load_values
+from sowlib.index.saved_values import CodedColumn, dump_values, load_values
 from sowlib.index.types import Key
 from sowlib.index.upkeep import interned
 from sowlib.index.values import EXACT_LIMIT, KeyGroups
@@ -129,10 +129,22 @@ def _split(blob: bytes) -> tuple[bytes, bytes, bytes | None] | None:
 def _restore_values(writer: Writer, saved: bytes | None, keys: Sequence[Key] | None = None) -> None:
     """The kept values from the checkpoint's part, else read out of the live records."""
     keys = writer.keys.keys() if keys is None else keys
-    # The kept tables hold the key map's keys: filled from a copy of its index in one
-    # C call where it is built.
-    if not load_values(writer.indexes, saved, keys, writer.keys.fill_table):
+    if not load_values(writer.indexes, saved, keys, _filler(writer)):
         fill_values(writer)
+
+
+def _filler(writer: Writer) -> Callable[[Any, Sequence[Key], Sequence[Any]], bool]:
+    """What fills a kept table: it holds the key map's keys, so it is filled from a copy
+    of the key map's index in one C call where it is built (a column as the checkpoint
+    holds it, its distinct values and their codes, read as it is)."""
+    fill_table = writer.keys.fill_table
+
+    def fill(table: Any, keys: Sequence[Key], column: Sequence[Any]) -> bool:
+        if isinstance(column, CodedColumn):
+            return fill_table(table, keys, (column.distinct, column.codes))
+        return fill_table(table, keys, column)
+
+    return fill
 
 
 def fill_values(writer: Writer) -> None:
@@ -198,7 +210,7 @@ def rebuild_indexes(writer: Writer, progress: Progress | None = None) -> None:
     for path, _table in indexes.kept_tables():
         column = interned(whole[at[path]])
         whole[at[path]] = column
-        indexes.keep_path_values(path, keys, column, writer.keys.fill_table)
+        indexes.keep_path_values(path, keys, column, _filler(writer))
     del whole
     build.finish(keys)
 

@@ -166,7 +166,8 @@ def fill_like(table: object, source: object, keys: list[Key] | None, values: Any
             :func:`new_sizes`.
         source: a table made likewise (a key map's).
         keys: the keys, or None.
-        values: a list, or a column of native int64 (none negative).
+        values: a list, a column of native int64 (none negative), or a pair: a list of
+            distinct values and a column of native u32 codes into it.
     Returns:
         False, ``table`` left empty, when it cannot be done so (no C module, dicts,
         another set of keys): the caller then updates ``table`` pair by pair.
