@@ -82,9 +82,11 @@ def test_fill_from_is_the_update_of_the_pairs_in_the_sources_order(
         assert dict(table.items()) == model
         assert len(table) == len(model)
         table[U64 - 3] = 1  # still a working table: grows, finds, removes
-        assert table.pop(U64 - 3) == 1 and (not order or order[0] in table)
+        assert table.pop(U64 - 3) == 1
+        assert not order or order[0] in table
     else:
-        assert len(table) == 0 and table.keys() == []
+        assert len(table) == 0
+        assert table.keys() == []
 
 
 @settings(max_examples=100, deadline=None)
@@ -123,12 +125,13 @@ def test_fill_from_refuses_what_it_cannot_do() -> None:
     with pytest.raises(ValueError, match="8-byte"):
         keytable.KeyTable().fill_from(source, None, b"1234567")
     with pytest.raises(TypeError):
-        keytable.KeyTable().fill_from({1: 2}, None, [1])
+        keytable.KeyTable().fill_from({1: 2}, None, [1])  # type: ignore[arg-type]
     with pytest.raises(TypeError):
-        keytable.KeyTable().fill_from(source, (1, 2, 3), [1, 2, 3])
+        keytable.KeyTable().fill_from(source, (1, 2, 3), [1, 2, 3])  # type: ignore[arg-type]
     assert slots.fill_like({}, source, [1, 2, 3], [1, 2, 3]) is False  # a dict: refused
     empty = keytable.KeyTable()
-    assert empty.fill_from(keytable.KeyTable(), [], []) is True and len(empty) == 0
+    assert empty.fill_from(keytable.KeyTable(), [], []) is True
+    assert len(empty) == 0
 
 
 def _kept(topic: Any) -> dict[str, dict[Any, Any]]:
@@ -167,9 +170,7 @@ def test_kept_values_after_a_reopen_are_the_documents_values(
     directory = tempfile.mkdtemp()
     try:
         with SowStore(directory) as store:
-            topic = store.create_topic(
-                "t", keys=["/id"], hash_indexes=[["/g"]], indexes=["/v"]
-            )
+            topic = store.create_topic("t", keys=["/id"], hash_indexes=[["/g"]], indexes=["/v"])
             for i, g, v, delete in ops:
                 if delete:
                     topic.sow_delete_by_data({"id": i})
@@ -193,7 +194,6 @@ def test_kept_values_after_a_reopen_are_the_documents_values(
         shutil.rmtree(directory, ignore_errors=True)
 
 
-
 @settings(max_examples=100, deadline=None)
 @given(
     keys=st.lists(KEYS, max_size=40, unique=True),
@@ -214,4 +214,4 @@ def test_fill_from_distinct_values_and_their_codes(
         with pytest.raises(ValueError, match="past the values"):
             keytable.KeyTable().fill_from(source, None, (distinct, bad))
     with pytest.raises(TypeError):
-        keytable.KeyTable().fill_from(source, None, (tuple(distinct), codes))
+        keytable.KeyTable().fill_from(source, None, (tuple(distinct), codes))  # type: ignore[arg-type]

@@ -203,7 +203,11 @@ None (not built, or ``SOWLIB_PURE_PYTHON`` set); the Python loop is its referenc
 
 def _load_u32_below() -> Callable[[array.array[int], int], bool] | None:
     module = optional_module("sowlib.index.movekeys")
-    return None if module is None else cast("Callable[[array.array[int], int], bool]", module.u32_below)
+    return (
+        None
+        if module is None
+        else cast("Callable[[array.array[int], int], bool]", module.u32_below)
+    )
 
 
 _U32_BELOW = _load_u32_below()
@@ -215,6 +219,7 @@ def all_below(column: array.array[int], bound: int) -> bool:
     if _U32_BELOW is not None and column.typecode == "I":
         return _U32_BELOW(column, bound)
     return not column or max(column) < bound
+
 
 # Values a bulk build groups: hashable, and equal only to values of the same type with
 # the same index keys (1 == 1.0 == True, so each type keeps its own groups).
@@ -254,7 +259,7 @@ class KeyGroups:
         if len(kinds) == 1:
             kind = kinds.pop()
             if kind in _GROUPED:
-                groups = self.by_type.setdefault(kind, {})
+                same = self.by_type.setdefault(kind, {})
                 native = NATIVE_GROUP_POSITIONS
                 if (
                     native is not None
@@ -263,9 +268,9 @@ class KeyGroups:
                     and keys.step == 1
                     and type(values) is list
                 ):
-                    _merge(groups, *native(values, keys.start))
+                    _merge(same, *native(values, keys.start))
                 else:
-                    _group(groups, keys, values, new)
+                    _group(same, keys, values, new)
                 return
         by_type, others = self.by_type, self.others
         for key, value in zip(keys, values, strict=True):

@@ -414,11 +414,12 @@ class KeyMap:
         slots = new_slots(self.content)
         live_sizes = new_sizes(self.content)
         if not tombstones:
-            column = _u64_column(keys) if self.content and type(slot_of) is array.array else None
-            if column is not None and type(sizes) is array.array:
+            bare = slot_of if isinstance(slot_of, array.array) else None
+            column = _u64_column(keys) if self.content and bare is not None else None
+            if column is not None and bare is not None and type(sizes) is array.array:
                 # Both tables filled from columns, the sizes' one a copy of the slots'
                 # index (one C call each where built).
-                slots = slots_of_columns(True, column, slot_of.tobytes())
+                slots = slots_of_columns(True, column, bare.tobytes())
                 # keys None: each key once, in the slots' order (else later puts win).
                 once = None if len(slots) == count else keys
                 if not fill_like(live_sizes, slots, once, sizes):

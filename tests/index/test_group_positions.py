@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import array
 import math
-import random
 import os
+import random
 from typing import Any
 
 import pytest
@@ -77,7 +77,8 @@ def test_c_grouping_equals_the_python_grouping(columns: list[list[Any]], start: 
     assert _plain(fast) == _plain(slow)
     for by_value in fast.by_type.values():
         for members in by_value.values():
-            assert isinstance(members, array.array) and members.typecode == "I"
+            assert isinstance(members, array.array)
+            assert members.typecode == "I"
 
 
 @settings(max_examples=200, deadline=None)
@@ -100,8 +101,10 @@ def test_nan_objects_and_signed_zeros_group_as_a_dict_groups_them() -> None:
     other_nan = float("nan")
     values = [NAN, other_nan, NAN, -0.0, 0.0]
     distinct, counts, flat = movekeys.group_positions(values, 0)
-    assert distinct[0] is NAN and distinct[1] is other_nan
-    assert distinct[2] == 0.0 and len(distinct) == 3
+    assert distinct[0] is NAN
+    assert distinct[1] is other_nan
+    assert distinct[2] == 0.0
+    assert len(distinct) == 3
     assert array.array("I", counts) == array.array("I", [2, 1, 2])
     assert array.array("I", flat) == array.array("I", [0, 2, 1, 3, 4])
 
