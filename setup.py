@@ -1,6 +1,7 @@
 """The optional C modules (the checked read of the common record and the digests it uses,
 the key map's table of content keys with the one reader of records by key, top-level
-fields of flat JSON objects, the moves of index upkeep); everything else is in pyproject.toml.
+fields of flat JSON objects, the moves of index upkeep and the grouping of a rebuild);
+everything else is in pyproject.toml.
 
 The extensions are optional: where no C compiler is found, the build goes on and
 sowlib takes their Python paths (the references the C forms are tested against). They

@@ -221,8 +221,21 @@ class IndexSet:
         own tables: read them, do not change them)."""
         return [(self._paths[at], table) for at, table in self._kept_at]
 
-    def keep_path_values(self, path: FieldPath, keys: Sequence[Key], column: list[Any]) -> None:
-        """Set the kept values of ``path`` (one an index reads) for ``keys``."""
+    def keep_path_values(
+        self,
+        path: FieldPath,
+        keys: Sequence[Key],
+        column: Sequence[Any],
+        fill: Callable[[Table, Sequence[Key], Sequence[Any]], bool] | None = None,
+    ) -> None:
+        """Set the kept values of ``path`` (one an index reads) for ``keys``.
+
+        ``fill(table, keys, column)``, when given, may set them into the path's table
+        while it is empty at once, as ``table.update(zip(keys, column))`` would (True;
+        False: the pairs are set one by one)."""
+        table = self._kept.table(path)
+        if fill is not None and not len(table) and fill(table, keys, column):
+            return
         self._kept.fill(path, zip(keys, column, strict=True))
 
     def values_filled(self) -> None:

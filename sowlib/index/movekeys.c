@@ -19,6 +19,8 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stdint.h>
+#include <string.h>
 
 /* SortedMap.put / SortedMap.drop bookkeeping of a place: 0, or -1 with an error set. */
 static int
@@ -217,18 +219,329 @@ error:
     return NULL;
 }
 
+/* Where a 64-bit pattern's probe starts in a table of 1 << bits slots. */
+static size_t
+slot_at(uint64_t key, int bits)
+{
+    return (size_t)(((key ^ (key >> 29)) * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
+}
+
+/* The codes of a list of floats (none NaN) or of ints (each within int64), grouped as a
+ * dict groups them (-0.0 and 0.0 are one value), through a table of their 64-bit
+ * patterns: no hash or comparison call per value. 1 done; 0 (nothing set) when a value
+ * is not such a number; -1 with an error set. */
+static int
+number_codes(PyObject *values, Py_ssize_t n, int floats, uint32_t *codes, PyObject *distinct,
+             uint32_t **counts_out, Py_ssize_t *d_out)
+{
+    int size_bits = 10;
+    size_t size = (size_t)1 << size_bits;
+    uint64_t *slot_bits = NULL;
+    int64_t *slot_code = NULL;
+    uint32_t *counts = NULL;
+    Py_ssize_t d = 0, cap = 0;
+    int result = -1;
+    slot_bits = PyMem_Malloc(sizeof(uint64_t) * size);
+    slot_code = PyMem_Malloc(sizeof(int64_t) * size);
+    if (slot_bits == NULL || slot_code == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (size_t j = 0; j < size; j++) {
+        slot_code[j] = -1;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = PyList_GET_ITEM(values, i);
+        uint64_t key;
+        if (floats) {
+            if (!PyFloat_CheckExact(value)) {
+                result = 0;
+                goto done;
+            }
+            double x = PyFloat_AS_DOUBLE(value);
+            if (x != x) {
+                result = 0; /* NaN: equal to nothing, not even another NaN */
+                goto done;
+            }
+            if (x == 0.0) {
+                x = 0.0; /* -0.0 == 0.0 */
+            }
+            memcpy(&key, &x, sizeof key);
+        }
+        else {
+            if (!PyLong_CheckExact(value)) {
+                result = 0;
+                goto done;
+            }
+            int overflow;
+            long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+            if (v == -1 && PyErr_Occurred()) {
+                goto done;
+            }
+            if (overflow) {
+                result = 0;
+                goto done;
+            }
+            key = (uint64_t)v;
+        }
+        size_t mask = size - 1;
+        size_t at = slot_at(key, size_bits);
+        while (slot_code[at] >= 0 && slot_bits[at] != key) {
+            at = (at + 1) & mask;
+        }
+        int64_t c = slot_code[at];
+        if (c < 0) {
+            if (d == cap) {
+                Py_ssize_t grown = cap ? cap * 2 : 64;
+                uint32_t *more = PyMem_Realloc(counts, sizeof(uint32_t) * (size_t)grown);
+                if (more == NULL) {
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                counts = more;
+                cap = grown;
+            }
+            if (PyList_Append(distinct, value) < 0) {
+                goto done;
+            }
+            c = d;
+            counts[d++] = 0;
+            slot_bits[at] = key;
+            slot_code[at] = c;
+            if ((size_t)d * 2 > size) { /* grow: rehash every value seen */
+                size_t bigger = size * 2;
+                uint64_t *nb = PyMem_Malloc(sizeof(uint64_t) * bigger);
+                int64_t *nc = PyMem_Malloc(sizeof(int64_t) * bigger);
+                if (nb == NULL || nc == NULL) {
+                    PyMem_Free(nb);
+                    PyMem_Free(nc);
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                for (size_t j = 0; j < bigger; j++) {
+                    nc[j] = -1;
+                }
+                for (size_t j = 0; j < size; j++) {
+                    if (slot_code[j] < 0) {
+                        continue;
+                    }
+                    uint64_t k = slot_bits[j];
+                    size_t to = slot_at(k, size_bits + 1);
+                    while (nc[to] >= 0) {
+                        to = (to + 1) & (bigger - 1);
+                    }
+                    nb[to] = k;
+                    nc[to] = slot_code[j];
+                }
+                PyMem_Free(slot_bits);
+                PyMem_Free(slot_code);
+                slot_bits = nb;
+                slot_code = nc;
+                size = bigger;
+                size_bits++;
+            }
+        }
+        codes[i] = (uint32_t)c;
+        counts[c]++;
+    }
+    *counts_out = counts;
+    *d_out = d;
+    counts = NULL;
+    result = 1;
+done:
+    PyMem_Free(slot_bits);
+    PyMem_Free(slot_code);
+    PyMem_Free(counts);
+    return result;
+}
+
+/* group_positions(values, start) -> (distinct, counts, positions)
+ *
+ * The positions start + i of a list of values grouped by value (dict equality, so the
+ * caller passes values of one plain type): `distinct` the values in order of first
+ * appearance, `counts` (native u32) how many positions each has, `positions` (native
+ * u32) the positions of the first value, then of the second, ..., ascending within
+ * each. A counting sort: one dict probe per value (for floats other than NaN and ints
+ * within int64, a probe of a table of their bit patterns), no object per position. The Python
+ * loop of sowlib/index/values.py (KeyGroups.add) is the reference;
+ * tests/index/test_group_positions.py checks that both group alike.
+ */
+static PyObject *
+group_positions(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "group_positions takes 2 arguments");
+        return NULL;
+    }
+    PyObject *values = args[0];
+    if (!PyList_CheckExact(values)) {
+        PyErr_SetString(PyExc_TypeError, "group_positions: values must be a list");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    if (start == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    if (start < 0 || (unsigned long long)start + (unsigned long long)n > 0x100000000ULL) {
+        PyErr_SetString(PyExc_ValueError, "group_positions: positions past 2**32");
+        return NULL;
+    }
+    PyObject *result = NULL, *where = NULL, *distinct = NULL;
+    uint32_t *codes = PyMem_Malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    uint32_t *out = PyMem_Malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    uint32_t *counts = NULL;
+    Py_ssize_t d = 0, cap = 0;
+    if (codes == NULL || out == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    where = PyDict_New();
+    distinct = PyList_New(0);
+    if (where == NULL || distinct == NULL) {
+        goto done;
+    }
+    PyObject *first = n ? PyList_GET_ITEM(values, 0) : NULL;
+    if (first != NULL && (PyFloat_CheckExact(first) || PyLong_CheckExact(first))) {
+        int got = number_codes(values, n, PyFloat_CheckExact(first), codes, distinct, &counts, &d);
+        if (got < 0) {
+            goto done;
+        }
+        if (got == 0 && PyList_SetSlice(distinct, 0, PyList_GET_SIZE(distinct), NULL) < 0) {
+            goto done;
+        }
+        if (got) {
+            goto grouped;
+        }
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (i >= PyList_GET_SIZE(values)) {
+            PyErr_SetString(PyExc_RuntimeError, "group_positions: the list changed");
+            goto done;
+        }
+        PyObject *value = Py_NewRef(PyList_GET_ITEM(values, i));
+        PyObject *code = PyDict_GetItemWithError(where, value);
+        size_t c;
+        if (code != NULL) {
+            c = PyLong_AsSize_t(code);
+        }
+        else if (PyErr_Occurred()) {
+            Py_DECREF(value);
+            goto done;
+        }
+        else {
+            if (d == cap) {
+                Py_ssize_t grown = cap ? cap * 2 : 64;
+                uint32_t *more = PyMem_Realloc(counts, sizeof(uint32_t) * (size_t)grown);
+                if (more == NULL) {
+                    Py_DECREF(value);
+                    PyErr_NoMemory();
+                    goto done;
+                }
+                counts = more;
+                cap = grown;
+            }
+            c = (size_t)d;
+            PyObject *number = PyLong_FromSsize_t(d);
+            int failed = number == NULL || PyDict_SetItem(where, value, number) < 0 ||
+                         PyList_Append(distinct, value) < 0;
+            Py_XDECREF(number);
+            if (failed) {
+                Py_DECREF(value);
+                goto done;
+            }
+            counts[d++] = 0;
+        }
+        Py_DECREF(value);
+        codes[i] = (uint32_t)c;
+        counts[c]++;
+    }
+grouped:;
+    /* counts -> where each value's positions start, then the positions in place */
+    uint32_t *next = PyMem_Malloc(sizeof(uint32_t) * (size_t)(d ? d : 1));
+    if (next == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    uint32_t sum = 0;
+    for (Py_ssize_t j = 0; j < d; j++) {
+        next[j] = sum;
+        sum += counts[j];
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        out[next[codes[i]]++] = (uint32_t)(start + i);
+    }
+    PyMem_Free(next);
+    PyObject *counted = PyBytes_FromStringAndSize((const char *)counts, d * 4);
+    PyObject *positions = PyBytes_FromStringAndSize((const char *)out, n * 4);
+    if (counted != NULL && positions != NULL) {
+        result = PyTuple_Pack(3, distinct, counted, positions);
+    }
+    Py_XDECREF(counted);
+    Py_XDECREF(positions);
+done:
+    PyMem_Free(codes);
+    PyMem_Free(out);
+    PyMem_Free(counts);
+    Py_XDECREF(where);
+    Py_XDECREF(distinct);
+    return result;
+}
+
+/* u32_below(column, bound): True when every native u32 of the buffer `column` is below
+ * `bound` (an int >= 0); the reference is `max(column) < bound` (True when empty). */
+static PyObject *
+u32_below(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "u32_below takes 2 arguments");
+        return NULL;
+    }
+    unsigned long long bound = PyLong_AsUnsignedLongLong(args[1]);
+    if (bound == (unsigned long long)-1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (view.len % 4) {
+        PyBuffer_Release(&view);
+        PyErr_SetString(PyExc_ValueError, "u32_below: a column of 4-byte numbers");
+        return NULL;
+    }
+    uint32_t top = 0;
+    const unsigned char *p = view.buf;
+    for (Py_ssize_t i = 0; i < view.len / 4; i++) {
+        uint32_t v;
+        memcpy(&v, p + 4 * i, 4);
+        top = v > top ? v : top;
+    }
+    int below = view.len == 0 || (unsigned long long)top < bound;
+    PyBuffer_Release(&view);
+    return PyBool_FromLong(below);
+}
+
 static PyMethodDef methods[] = {
     {"move_keys", (PyCFunction)(void (*)(void))move_keys, METH_FASTCALL,
      "move_keys(mapping, keys, olds, news, old_places, new_places, absent, added, dropped): "
      "refile keys from their old values' key sets to their new ones; (entries added minus "
      "removed, indexes left for the Python path)."},
+    {"u32_below", (PyCFunction)(void (*)(void))u32_below, METH_FASTCALL,
+     "u32_below(column, bound): True when every native u32 of column is below bound."},
+    {"group_positions", (PyCFunction)(void (*)(void))group_positions, METH_FASTCALL,
+     "group_positions(values, start): the positions start + i grouped by values[i]; "
+     "(distinct values, counts as native u32, positions as native u32)."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module_def = {
     PyModuleDef_HEAD_INIT,
     "sowlib.index.movekeys",
-    "The optional C form of moving keys between the key sets of an index.",
+    "The optional C forms of moving keys between the key sets of an index and of "
+    "grouping positions by value.",
     -1,
     methods,
     NULL,

@@ -1,5 +1,7 @@
 from typing import Any
 
+from _typeshed import ReadableBuffer
+
 def move_keys(
     mapping: dict[Any, Any],
     keys: list[Any],
@@ -12,3 +14,5 @@ def move_keys(
     dropped: set[Any] | None,
     /,
 ) -> tuple[int, list[int]]: ...
+def group_positions(values: list[Any], start: int, /) -> tuple[list[Any], bytes, bytes]: ...
+def u32_below(column: ReadableBuffer, bound: int, /) -> bool: ...

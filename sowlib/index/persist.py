@@ -18,6 +18,7 @@ import xxhash
 from sowlib.index.indexset import IndexSet
 from sowlib.index.packed import PackedKeys
 from sowlib.index.types import Key, KeySet
+from sowlib.index.values import all_below
 
 __all__ = ["PositionFinder", "dump_indexes", "index_snapshot", "load_indexes"]
 
@@ -214,7 +215,7 @@ def _packed_sets(packed: list[bytes], keys: Sequence[Key]) -> list[PackedKeys]:
     for n in counts:
         out.append(PackedKeys(keys, flat, pos, n))
         pos += n
-    if pos != len(flat) or (flat and max(flat) >= len(keys)):
+    if pos != len(flat) or not all_below(flat, len(keys)):
         raise ValueError("positions out of range")
     return out
 

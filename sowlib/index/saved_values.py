@@ -9,17 +9,18 @@ from __future__ import annotations
 
 import array
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
 import msgpack
 
 from sowlib.document import MISSING
 from sowlib.index.indexset import IndexSet
 from sowlib.index.types import Key
-from sowlib.index.upkeep import interned
+from sowlib.index.upkeep import Table, interned
+from sowlib.index.values import all_below
 
-__all__ = ["dump_values", "load_values"]
+__all__ = ["CodedColumn", "dump_values", "load_values"]
 
 _VERSION = 1
 # A missing field (MISSING) as msgpack stores it.
@@ -39,6 +40,33 @@ def _ext(code: int, data: bytes) -> Any:
     if code == _MISSING_EXT.code and data == _MISSING_EXT.data:
         return MISSING
     raise ValueError("unknown msgpack extension")
+
+
+class CodedColumn(Sequence[Any]):
+    """A column of kept values as the checkpoint holds it: ``distinct[codes[i]]`` is the
+    value of the i-th key (each code below ``len(distinct)``); a sequence of the values,
+    never unpacked into a list of them."""
+
+    __slots__ = ("codes", "distinct")
+
+    def __init__(self, distinct: list[Any], codes: array.array[int]) -> None:
+        self.distinct = distinct
+        self.codes = codes
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @overload
+    def __getitem__(self, at: int) -> Any: ...
+    @overload
+    def __getitem__(self, at: slice) -> list[Any]: ...
+    def __getitem__(self, at: int | slice) -> Any:
+        if isinstance(at, slice):
+            return list(map(self.distinct.__getitem__, self.codes[at]))
+        return self.distinct[self.codes[at]]
+
+    def __iter__(self) -> Iterator[Any]:
+        return map(self.distinct.__getitem__, self.codes)
 
 
 def dump_values(indexes: IndexSet, keys: Sequence[Key]) -> bytes | None:
@@ -70,9 +98,16 @@ def dump_values(indexes: IndexSet, keys: Sequence[Key]) -> bytes | None:
     return blob
 
 
-def load_values(indexes: IndexSet, blob: bytes | None, keys: Sequence[Key]) -> bool:
+def load_values(
+    indexes: IndexSet,
+    blob: bytes | None,
+    keys: Sequence[Key],
+    fill: Callable[[Table, Sequence[Key], Sequence[Any]], bool] | None = None,
+) -> bool:
     """Fill ``indexes``' kept values from :func:`dump_values`'s bytes; False (the values
-    left unknown) when there are none or they do not fit these indexes and keys."""
+    left unknown) when there are none or they do not fit these indexes and keys.
+    ``fill`` is passed to :meth:`~sowlib.index.IndexSet.keep_path_values`, with each
+    column a :class:`CodedColumn`."""
     indexes.forget_values()
     if blob is None:
         return False
@@ -81,15 +116,17 @@ def load_values(indexes: IndexSet, blob: bytes | None, keys: Sequence[Key]) -> b
         kept = indexes.kept_tables()
         if version != _VERSION or count != len(keys) or len(paths) != len(kept):
             return False
-        columns: list[list[Any]] = []
+        columns: list[CodedColumn] = []
         for (text, values, codes), (path, _table) in zip(paths, kept, strict=True):
-            column = list(map(interned(values).__getitem__, _codes(codes)))
+            column = CodedColumn(interned(values), _codes(codes))
             if text != path.to_text() or len(column) != len(keys):
+                return False
+            if not all_below(column.codes, len(column.distinct)):
                 return False
             columns.append(column)
     except (ValueError, TypeError, IndexError, msgpack.UnpackException):
         return False
     for (path, _table), column in zip(kept, columns, strict=True):
-        indexes.keep_path_values(path, keys, column)
+        indexes.keep_path_values(path, keys, column, fill)
     indexes.values_filled()
     return True

@@ -2,7 +2,8 @@
 
 Both index kinds must return a *superset* of what a full scan selects, so every
 value that the comparison rules could make equal to a literal is filed under a
-key the lookup will try. Imports only ``document``, ``paths``, ``expr.runtime`` and
+key the lookup will try. Also groups keys by value for a bulk index build (in C where
+built). Imports only ``document``, ``paths``, ``expr.runtime``, ``storage.native`` and
 ``index.types``.
 """
 
@@ -10,22 +11,26 @@ from __future__ import annotations
 
 import array
 import functools
+import itertools
 import math
 from collections.abc import Callable, Iterable, MutableSequence, Sequence
-from typing import Any
+from typing import Any, cast
 
 from sowlib.document import MISSING, canonical_text
 from sowlib.expr.operators import SAFE_INT
 from sowlib.expr.runtime import parse_number
 from sowlib.index.types import Key
 from sowlib.paths import FieldPath, parse_path
+from sowlib.storage.native import optional_module
 
 __all__ = [
     "EXACT_LIMIT",
     "KeyGroups",
+    "all_below",
     "as_path",
     "as_paths",
     "Loose",
+    "NATIVE_GROUP_POSITIONS",
     "hash_texts",
     "is_null_scalar",
     "literal_texts",
@@ -180,6 +185,42 @@ def literal_texts(value: Any) -> list[str] | None:
     return None if text is None else ["s" + value, "n" + text]
 
 
+GroupPositions = Callable[[list[Any], int], tuple[list[Any], bytes, bytes]]
+"""``group_positions(values, start)``: the positions ``start + i`` grouped by
+``values[i]`` (values of one plain type): the distinct values in order of first
+appearance, each one's count and the positions, value after value, as native u32."""
+
+
+def _load_group_positions() -> GroupPositions | None:
+    module = optional_module("sowlib.index.movekeys")
+    return None if module is None else cast("GroupPositions", module.group_positions)
+
+
+NATIVE_GROUP_POSITIONS: GroupPositions | None = _load_group_positions()
+"""The C form of :class:`KeyGroups`' grouping of positions (``index/movekeys.c``), or
+None (not built, or ``SOWLIB_PURE_PYTHON`` set); the Python loop is its reference."""
+
+
+def _load_u32_below() -> Callable[[array.array[int], int], bool] | None:
+    module = optional_module("sowlib.index.movekeys")
+    return (
+        None
+        if module is None
+        else cast("Callable[[array.array[int], int], bool]", module.u32_below)
+    )
+
+
+_U32_BELOW = _load_u32_below()
+
+
+def all_below(column: array.array[int], bound: int) -> bool:
+    """True when every position of an ``array("I")`` column is below ``bound`` (one C
+    pass where built; ``max`` is the reference)."""
+    if _U32_BELOW is not None and column.typecode == "I":
+        return _U32_BELOW(column, bound)
+    return not column or max(column) < bound
+
+
 # Values a bulk build groups: hashable, and equal only to values of the same type with
 # the same index keys (1 == 1.0 == True, so each type keeps its own groups).
 _GROUPED = frozenset({str, int, float, bool, type(None)})
@@ -218,7 +259,18 @@ class KeyGroups:
         if len(kinds) == 1:
             kind = kinds.pop()
             if kind in _GROUPED:
-                _group(self.by_type.setdefault(kind, {}), keys, values, new)
+                same = self.by_type.setdefault(kind, {})
+                native = NATIVE_GROUP_POSITIONS
+                if (
+                    native is not None
+                    and new is _positions
+                    and type(keys) is range
+                    and keys.step == 1
+                    and type(values) is list
+                ):
+                    _merge(same, *native(values, keys.start))
+                else:
+                    _group(same, keys, values, new)
                 return
         by_type, others = self.by_type, self.others
         for key, value in zip(keys, values, strict=True):
@@ -234,6 +286,29 @@ class KeyGroups:
                     group.append(key)
             else:
                 others.append((key, value))
+
+
+def _merge(
+    groups: dict[Any, MutableSequence[Any]], distinct: list[Any], counts: bytes, flat: bytes
+) -> None:
+    """Add :data:`NATIVE_GROUP_POSITIONS`' groups to ``groups`` (each an ``array("I")``
+    slice of one column)."""
+    column: array.array[int] = array.array("I")
+    column.frombytes(flat)
+    sizes: array.array[int] = array.array("I")
+    sizes.frombytes(counts)
+    ends = list(itertools.accumulate(sizes))
+    members = map(column.__getitem__, map(slice, [0, *ends[:-1]], ends))
+    if not groups:
+        groups.update(zip(distinct, members, strict=True))
+        return
+    get = groups.get
+    for value, part in zip(distinct, members, strict=True):
+        group = get(value)
+        if group is None:
+            groups[value] = part
+        else:
+            group.extend(part)
 
 
 def _keys(key: Any) -> list[Any]:

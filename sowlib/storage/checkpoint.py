@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import struct
+from typing import BinaryIO
 
 import attrs
 import xxhash
@@ -103,9 +104,33 @@ def decode_checkpoint(data: bytes) -> Checkpoint | None:
     stop = CHECKPOINT_HEADER.size + blob_len
     if magic != CHECKPOINT_MAGIC or version != FORMAT_VERSION or stop + 8 != len(data):
         return None
-    if _hash(data[:stop]) != CHECKSUM.unpack_from(data, stop)[0]:
+    if _hash(memoryview(data)[:stop]) != CHECKSUM.unpack_from(data, stop)[0]:
         return None
     return Checkpoint(gen, end, records, last_seq, last_off, data[CHECKPOINT_HEADER.size : stop])
+
+
+def _read_side_file(fh: BinaryIO, length: int) -> Checkpoint | None:
+    """:func:`decode_checkpoint` of a side file of ``length`` bytes, read part by part:
+    the blob is read into its own bytes, not copied out of the whole file's."""
+    head = fh.read(CHECKPOINT_HEADER.size)
+    if len(head) != CHECKPOINT_HEADER.size:
+        return None
+    (magic, version, _r1, _r2, gen, end, records, last_seq, last_off, blob_len) = (
+        CHECKPOINT_HEADER.unpack(head)
+    )
+    if magic != CHECKPOINT_MAGIC or version != FORMAT_VERSION:
+        return None
+    if CHECKPOINT_HEADER.size + blob_len + CHECKSUM.size != length:
+        return None
+    blob = fh.read(blob_len)
+    tail = fh.read(CHECKSUM.size + 1)  # one more byte: a file grown since is refused
+    if len(blob) != blob_len or len(tail) != CHECKSUM.size:
+        return None
+    digest = xxhash.xxh3_64(head)
+    digest.update(blob)
+    if digest.intdigest() != CHECKSUM.unpack(tail)[0]:
+        return None
+    return Checkpoint(gen, end, records, last_seq, last_off, blob)
 
 
 def read_checkpoint(
@@ -129,7 +154,7 @@ def read_checkpoint(
             ``size`` bytes (see :data:`CHECKPOINT_PER_LOG_BYTE`); nothing of it is read.
     """
     name = path + ".ckpt"
-    data = b""
+    ckpt = None
     try:
         # Missing, unreadable, a planted symlink, FIFO or device: no checkpoint (the log
         # is scanned); open_regular never blocks on a FIFO nor reads from a device.
@@ -147,11 +172,10 @@ def read_checkpoint(
                 )
                 raise CorruptRecordError(name, 0, reason)
             with contextlib.suppress(OSError):
-                data = fh.read(length + 1)
+                ckpt = _read_side_file(fh, length)
     if consume:
         with os_errors(name, "remove"), contextlib.suppress(FileNotFoundError):
             fs.unlink(name)
-    ckpt = decode_checkpoint(data)
     if ckpt is None or ckpt.generation != header.generation:
         return None
     end, last = ckpt.end_offset, ckpt.last_record_offset

@@ -24,6 +24,7 @@ from sowlib.topic.slots import (
     Sizes,
     Slot,
     Slots,
+    fill_like,
     new_sizes,
     new_slots,
     sizes_of_columns,
@@ -45,6 +46,14 @@ def _column(code: str, values: Iterable[int]) -> bytes:
     if _SWAP:
         col.byteswap()
     return col.tobytes()
+
+
+def _u64_column(keys: list[Key]) -> bytes | None:
+    """``keys`` as a column of native u64, or None when one is not an int in [0, 2**64)."""
+    try:
+        return array.array("Q", cast("list[int]", keys)).tobytes()
+    except (TypeError, OverflowError):
+        return None
 
 
 def _unpack_q(data: bytes) -> array.array[int]:
@@ -405,8 +414,19 @@ class KeyMap:
         slots = new_slots(self.content)
         live_sizes = new_sizes(self.content)
         if not tombstones:
-            slots.update(zip(keys, slot_of, strict=True))
-            live_sizes.update(zip(keys, sizes, strict=True))
+            bare = slot_of if isinstance(slot_of, array.array) else None
+            column = _u64_column(keys) if self.content and bare is not None else None
+            if column is not None and bare is not None and type(sizes) is array.array:
+                # Both tables filled from columns, the sizes' one a copy of the slots'
+                # index (one C call each where built).
+                slots = slots_of_columns(True, column, bare.tobytes())
+                # keys None: each key once, in the slots' order (else later puts win).
+                once = None if len(slots) == count else keys
+                if not fill_like(live_sizes, slots, once, sizes):
+                    live_sizes.update(zip(keys, sizes, strict=True))
+            else:
+                slots.update(zip(keys, slot_of, strict=True))
+                live_sizes.update(zip(keys, sizes, strict=True))
             live = sum(sizes) if len(slots) == count else sum(live_sizes.values())
         else:
             # Runs of PUTs applied with one update each; a tombstone pops its key.
@@ -445,6 +465,14 @@ class KeyMap:
         if ints and max(ints) >= _U64:
             return None
         return ints  # type: ignore[return-value]
+
+    def fill_table(self, table: object, keys: Sequence[Key], values: object) -> bool:
+        """Fill an empty table made like this map's (``slots.new_table``) with
+        ``keys[i] -> values[i]`` in one C call, where ``keys`` (a list) are exactly this
+        map's keys (``values`` as :func:`~sowlib.topic.slots.fill_like` takes them);
+        False, the table left empty, when it cannot: the caller then fills it pair by
+        pair."""
+        return type(keys) is list and fill_like(table, self.slots, keys, values)
 
     def live_in_file_order(self) -> tuple[list[Key], list[int]]:
         """Every live key and its record's offset, ascending by offset; O(n) when the map
@@ -512,7 +540,10 @@ class KeyMap:
             if sizes is None:  # an older checkpoint: each record's size read once, here
                 header = self._log.header
                 sizes = array.array("q", [header(off).size for off in _unpack_q(offsets)])
-            table = sizes_of_columns(self.content, keys, bytes(sizes))
+            table = new_sizes(self.content)
+            # The same keys as the slots, in the same order: the slots' index copied.
+            if not fill_like(table, slots, None, sizes):
+                table = sizes_of_columns(self.content, keys, bytes(sizes))
             full_slots = [tuple(slot) for slot in full]
             slots.update(zip(full_keys, full_slots, strict=True))
             table.update(zip(full_keys, [slot[5] for slot in full_slots], strict=True))

@@ -637,6 +637,220 @@ done:
     return result;
 }
 
+/* `off` of an entry fill_from has not given a value yet (never seen outside it). */
+#define UNSET (-3)
+
+/* Empty `t` and give it the keys of `s` (live entries, in order), each UNSET; the
+ * index is copied when `s` has no dead entry, else rebuilt. 0, or -1 with an error. */
+static int
+clone_keys(KeyTable *t, KeyTable *s)
+{
+    int bits = s->bits;
+    Py_ssize_t usable = s->usable;
+    if (s->used != s->live) {
+        bits = MIN_BITS;
+        while (((Py_ssize_t)1 << bits) * 2 < s->live * 3) {
+            bits++;
+        }
+        usable = (((Py_ssize_t)1 << bits) * 2) / 3;
+    }
+    uint32_t *index = big_alloc(sizeof(uint32_t) << bits);
+    Entry *entries = big_alloc(sizeof(Entry) * (size_t)usable);
+    if (index == NULL || entries == NULL) {
+        big_free(index, sizeof(uint32_t) << bits);
+        big_free(entries, sizeof(Entry) * (size_t)usable);
+        PyErr_NoMemory();
+        return -1;
+    }
+    Py_ssize_t n = 0;
+    if (s->used == s->live) {
+        memcpy(index, s->index, sizeof(uint32_t) << bits);
+        for (; n < s->used; n++) {
+            entries[n].key = s->entries[n].key;
+            entries[n].off = UNSET;
+            entries[n].obj = NULL;
+        }
+    }
+    else {
+        memset(index, 0xFF, sizeof(uint32_t) << bits);
+        size_t mask = ((size_t)1 << bits) - 1;
+        for (Py_ssize_t j = 0; j < s->used; j++) {
+            if (s->entries[j].off == DEAD) {
+                continue;
+            }
+            size_t i = slot_of(s->entries[j].key, bits);
+            while (index[i] != EMPTY) {
+                i = (i + 1) & mask;
+            }
+            index[i] = (uint32_t)n;
+            entries[n].key = s->entries[j].key;
+            entries[n].off = UNSET;
+            entries[n].obj = NULL;
+            n++;
+        }
+    }
+    clear_all(t);
+    t->index = index;
+    t->entries = entries;
+    t->bits = bits;
+    t->usable = usable;
+    t->used = t->live = n;
+    return 0;
+}
+
+/* fill_from(source, keys, values): into an empty table, the keys of `source` (another
+ * KeyTable, none of whose keys is held in its dict of other keys) in its order, keys[i]
+ * set to values[i] (later ones winning); `keys` None stands for source's keys in order.
+ * `values` is a list, a column of native int64 (none negative), or a pair (a list of
+ * distinct values, a column of native u32 codes into it: values[i] is
+ * distinct[codes[i]]; the list must not change meanwhile). The same mapping as
+ * update(zip(keys, values)) into an empty table, in one pass and no probe for a key
+ * found at its own position in source. True when done; False, the table left empty,
+ * when it cannot be done so (the table not empty, other keys, a key not in source, a
+ * key of source given no value, a negative number): the caller then updates pair by
+ * pair. */
+static PyObject *
+KeyTable_fill_from(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("fill_from", nargs, 3, 3) < 0) {
+        return NULL;
+    }
+    if (!PyObject_TypeCheck(args[0], &KeyTableType)) {
+        PyErr_SetString(PyExc_TypeError, "fill_from: the source must be a KeyTable");
+        return NULL;
+    }
+    KeyTable *s = (KeyTable *)args[0];
+    PyObject *keys = args[1], *values = args[2];
+    if (keys != Py_None && !PyList_CheckExact(keys)) {
+        PyErr_SetString(PyExc_TypeError, "fill_from: keys must be a list or None");
+        return NULL;
+    }
+    Py_buffer column;
+    int is_list = PyList_CheckExact(values);
+    /* a pair (distinct values, column of native u32 codes): values[i] = distinct[codes[i]] */
+    PyObject *distinct = NULL;
+    if (PyTuple_CheckExact(values) && PyTuple_GET_SIZE(values) == 2) {
+        distinct = PyTuple_GET_ITEM(values, 0);
+        if (!PyList_CheckExact(distinct)) {
+            PyErr_SetString(PyExc_TypeError, "fill_from: the distinct values must be a list");
+            return NULL;
+        }
+        values = PyTuple_GET_ITEM(values, 1);
+    }
+    int width = distinct == NULL ? 8 : 4;
+    Py_ssize_t count;
+    if (is_list) {
+        count = PyList_GET_SIZE(values);
+    }
+    else {
+        if (PyObject_GetBuffer(values, &column, PyBUF_SIMPLE) < 0) {
+            return NULL;
+        }
+        if (column.len % width) {
+            PyBuffer_Release(&column);
+            PyErr_Format(PyExc_ValueError, "fill_from: a column of %d-byte numbers", width);
+            return NULL;
+        }
+        count = column.len / width;
+        if (distinct != NULL) {
+            Py_ssize_t kinds = PyList_GET_SIZE(distinct);
+            for (Py_ssize_t i = 0; i < count; i++) {
+                uint32_t code;
+                memcpy(&code, (const char *)column.buf + 4 * i, 4);
+                if ((Py_ssize_t)code >= kinds) {
+                    PyBuffer_Release(&column);
+                    PyErr_SetString(PyExc_ValueError, "fill_from: a code past the values");
+                    return NULL;
+                }
+            }
+        }
+    }
+    PyObject *result = NULL;
+    Py_ssize_t given = keys == Py_None ? s->live : PyList_GET_SIZE(keys);
+    if (count != given) {
+        PyErr_SetString(PyExc_ValueError, "fill_from: keys and values of one length");
+        goto done;
+    }
+    if (t == s || t->live || (t->others != NULL && PyDict_GET_SIZE(t->others)) ||
+        (s->others != NULL && PyDict_GET_SIZE(s->others))) {
+        result = Py_NewRef(Py_False);
+        goto done;
+    }
+    if (clone_keys(t, s) < 0) {
+        goto done;
+    }
+    Py_ssize_t n = t->live, filled = 0, i = 0;
+    int refused = 0;
+    for (; i < count; i++) {
+        Py_ssize_t ix = i;
+        if (keys != Py_None) {
+            uint64_t k;
+            int is_key = table_key(PyList_GET_ITEM(keys, i), &k);
+            if (is_key <= 0) {
+                refused = is_key == 0;
+                break;
+            }
+            if (i >= n || t->entries[i].key != k) {
+                size_t where;
+                ix = keytable_find(t, k, &where);
+                if (ix < 0) {
+                    refused = 1;
+                    break;
+                }
+            }
+        }
+        int64_t off;
+        PyObject *obj = NULL;
+        if (is_list || distinct != NULL) {
+            PyObject *value;
+            if (is_list) {
+                value = PyList_GET_ITEM(values, i);
+            }
+            else {
+                uint32_t code;
+                memcpy(&code, (const char *)column.buf + 4 * i, 4);
+                value = PyList_GET_ITEM(distinct, code);
+            }
+            int bare = table_value(value, &off);
+            if (bare < 0) {
+                break;
+            }
+            if (!bare) {
+                off = BOXED;
+                obj = Py_NewRef(value);
+            }
+        }
+        else {
+            memcpy(&off, (const char *)column.buf + 8 * i, 8);
+            if (off < 0) {
+                refused = 1;
+                break;
+            }
+        }
+        Entry *e = &t->entries[ix];
+        PyObject *old = e->obj;
+        filled += e->off == UNSET;
+        e->off = off;
+        e->obj = obj;
+        Py_XDECREF(old);
+    }
+    if (i == count && filled == n) {
+        result = Py_NewRef(Py_True);
+        goto done;
+    }
+    /* refused or failed: every value set so far dropped, the table left empty */
+    refused |= i == count;
+    clear_all(t);
+    if (rebuild(t, 0) == 0 && refused) {
+        result = Py_NewRef(Py_False);
+    }
+done:
+    if (!is_list) {
+        PyBuffer_Release(&column);
+    }
+    return result;
+}
+
 static int
 compare_u32(const void *a, const void *b)
 {
@@ -806,6 +1020,11 @@ static PyMethodDef KeyTable_methods[] = {
     {"update_columns", (PyCFunction)(void (*)(void))KeyTable_update_columns, METH_FASTCALL,
      "update_columns(keys, values, /): set each key of a column of native u64 to the "
      "value at its position in a column of native int64 (none negative)."},
+    {"fill_from", (PyCFunction)(void (*)(void))KeyTable_fill_from, METH_FASTCALL,
+     "fill_from(source, keys, values, /): into an empty table, source's keys in its order "
+     "with keys[i] set to values[i] (keys None: source's keys in order); values a list, "
+     "a column of native int64 or (distinct list, column of native u32 codes). False, the "
+     "table left empty, where it cannot."},
     {"sorted_values", (PyCFunction)KeyTable_sorted_values, METH_O,
      "sorted_values(keys, /): the values of keys (each an int in [0, 2**32)) as a column "
      "of native u32, ascending; KeyError for an absent key, ValueError for another value."},

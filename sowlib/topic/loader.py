@@ -20,8 +20,9 @@ from sowlib.gcpause import paused_gc, release_free_memory
 from sowlib.index import IndexSet
 from sowlib.index.indexset import is_regular_key_value
 from sowlib.index.persist import dump_indexes, load_indexes
-from sowlib.index.saved_values import dump_values, load_values
+from sowlib.index.saved_values import CodedColumn, dump_values, load_values
 from sowlib.index.types import Key
+from sowlib.index.upkeep import interned
 from sowlib.index.values import EXACT_LIMIT, KeyGroups
 from sowlib.topic.slots import position_finder
 from sowlib.topic.writer import Writer
@@ -127,8 +128,23 @@ def _split(blob: bytes) -> tuple[bytes, bytes, bytes | None] | None:
 
 def _restore_values(writer: Writer, saved: bytes | None, keys: Sequence[Key] | None = None) -> None:
     """The kept values from the checkpoint's part, else read out of the live records."""
-    if not load_values(writer.indexes, saved, writer.keys.keys() if keys is None else keys):
+    keys = writer.keys.keys() if keys is None else keys
+    if not load_values(writer.indexes, saved, keys, _filler(writer)):
         fill_values(writer)
+
+
+def _filler(writer: Writer) -> Callable[[Any, Sequence[Key], Sequence[Any]], bool]:
+    """What fills a kept table: it holds the key map's keys, so it is filled from a copy
+    of the key map's index in one C call where it is built (a column as the checkpoint
+    holds it, its distinct values and their codes, read as it is)."""
+    fill_table = writer.keys.fill_table
+
+    def fill(table: Any, keys: Sequence[Key], column: Sequence[Any]) -> bool:
+        if isinstance(column, CodedColumn):
+            return fill_table(table, keys, (column.distinct, column.codes))
+        return fill_table(table, keys, column)
+
+    return fill
 
 
 def fill_values(writer: Writer) -> None:
@@ -176,16 +192,26 @@ def rebuild_indexes(writer: Writer, progress: Progress | None = None) -> None:
     top = getattr(writer.views.codec, "top_columns", None)
     if None in names or not writer.views.filterable:
         top = None
+    # The values of each indexed path over every live key: grouped and kept once, at
+    # the end (the documents of a batch are freed with it).
+    whole: list[list[Any]] = [[] for _ in indexes.paths]
     for payloads in writer.log.trusted_payloads(keys, offsets, _BATCH):
         # The indexed fields read out of the bytes where the codec can (equal to the
         # decoded documents' fields), else from the documents.
         got = None if top is None else top(payloads, names)
         batch = columns(decode_many(payloads)) if got is None else got
-        build.add(keys, done, batch)
-        indexes.keep_columns(keys[done : done + len(payloads)], batch)
+        for column, values in zip(whole, batch, strict=True):
+            column.extend(values)
         done += len(payloads)
         if progress is not None:
             progress(done, total)
+    build.add(keys, 0, whole)
+    at = {path: i for i, path in enumerate(indexes.paths)}
+    for path, _table in indexes.kept_tables():
+        column = interned(whole[at[path]])
+        whole[at[path]] = column
+        indexes.keep_path_values(path, keys, column, _filler(writer))
+    del whole
     build.finish(keys)
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "Slot",
     "Slots",
     "Sizes",
+    "fill_like",
     "new_sizes",
     "new_table",
     "new_slots",
@@ -151,6 +152,32 @@ def new_table(content: bool) -> MutableMapping[Key, Any]:
 def new_sizes(content: bool) -> Sizes:
     """An empty ``key -> int`` table: a KeyTable for content keys where built, else a dict."""
     return cast("Sizes", new_slots(content))
+
+
+def fill_like(table: object, source: object, keys: list[Key] | None, values: Any) -> bool:
+    """Fill the empty ``table`` with ``keys[i] -> values[i]`` (later ones winning) in one
+    C call, when ``keys`` are exactly the keys of ``source`` (``keys`` None: its keys in
+    order, one value each) and both are KeyTables: ``source``'s index is copied and a key
+    found at its own position in ``source`` is not probed. The result is the mapping
+    ``table.update(zip(keys, values))`` makes, in ``source``'s order.
+
+    Args:
+        table: an empty table made by :func:`new_slots`, :func:`new_table` or
+            :func:`new_sizes`.
+        source: a table made likewise (a key map's).
+        keys: the keys, or None.
+        values: a list, a column of native int64 (none negative), or a pair: a list of
+            distinct values and a column of native u32 codes into it.
+    Returns:
+        False, ``table`` left empty, when it cannot be done so (no C module, dicts,
+        another set of keys): the caller then updates ``table`` pair by pair.
+    """
+    if _KEY_TABLE is None or not isinstance(table, _KEY_TABLE):
+        return False
+    if not isinstance(source, _KEY_TABLE):
+        return False
+    done: bool = table.fill_from(source, keys, values)
+    return done
 
 
 def sizes_of_columns(content: bool, keys: Iterable[Key] | bytes, sizes: bytes) -> Sizes:
