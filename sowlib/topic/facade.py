@@ -134,6 +134,9 @@ class Topic(KeyReads, Following):
             self._check_writable("publish")
             self._tick()
             writer = self._p.writer
+            plain = sow_key is None and expiration is None and correlation_id is None
+            if plain and type(data) is bytes and (done := writer.write_bytes(data)) is not None:
+                return done  # the common case (else None: the path below)
             payload, doc = self._decode(data)
             key = writer.key(doc, sow_key, data)
             return writer.write(key, payload, doc, expiration, to_corr(correlation_id))

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+import xxhash
+
 from sowlib.config import TopicConfig
 from sowlib.document import MISSING
 from sowlib.errors import ArgumentError, InvalidSowKeyError, MissingKeyFieldError
@@ -20,7 +22,7 @@ from sowlib.index.types import Key
 from sowlib.keys import ContentKeyGenerator, validate_user_key
 from sowlib.paths import FieldPath
 from sowlib.results import PublishResult, PublishResults
-from sowlib.storage import LogRecord, RecordKind
+from sowlib.storage import AppendLog, LogRecord, RecordKind
 from sowlib.subscriptions import SubscriptionManager
 from sowlib.topic.expiry import Expiry
 from sowlib.topic.keymap import KeyMap
@@ -33,6 +35,7 @@ __all__ = ["Writer"]
 _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
 # Do not compact files smaller than this: rewriting tiny files buys nothing.
 _MIN_COMPACT_BYTES = 1 << 20
+_digest64 = xxhash.xxh64_intdigest
 COUNTERS = ("inserts", "updates", "deletes", "expirations", "queries", "publishes")
 
 
@@ -63,6 +66,13 @@ class Writer:
         self.keygen = keygen
         self.content = keygen if isinstance(keygen, ContentKeyGenerator) else None
         self._key_getters = tuple(path.getter for path in key_fields)
+        # write_bytes: the key field's name and how an int value of it is hashed, when
+        # the keys are content keys of one top-level field of messages kept in a file.
+        top = self.content.top_field if self.content is not None else None
+        plain = top is not None and views.filterable and views.log.persistent
+        self._top = top if plain else None
+        self._file = cast("AppendLog", views.log.log) if plain else None
+        self._int_format = self.content.int_format if self.content is not None else b""
         self.counts = dict.fromkeys(COUNTERS, 0)
         #: The topic's state when it matched the checkpoint it was opened from (see
         #: ``loader``); a close finding the same state saves that checkpoint again.
@@ -146,6 +156,46 @@ class Writer:
             inserted = self._install_plain(key, rec.offset, size, doc)
         self.maybe_compact()
         return PublishResult(text, rec.seq, inserted)
+
+    def write_bytes(self, payload: bytes) -> PublishResult | None:
+        """:meth:`write` of message bytes published with no option (no ``sow_key``,
+        expiration or correlation id), when the topic takes the common path: content keys
+        of one top-level field, a log file, no default expiration, history or subscriber,
+        and the index values kept. None (nothing read, nothing written) otherwise: the
+        caller then takes the reference path, ``decode_input``, :meth:`key`,
+        :meth:`write`, which stores the same (``tests/test_publish_fast.py``).
+
+        Raises what the reference path raises (nothing stored).
+        """
+        top, file = self._top, self._file
+        if top is None or file is None or self.history is not None or self.config.default_ttl:
+            return None
+        indexes = self.indexes
+        indexes.ensure_values()
+        if self.subs.active or not indexes.values_known:
+            return None
+        doc = self.views.decode(payload)
+        value = doc.get(top) if type(doc) is dict else None
+        if type(value) is int:  # hashes_of_values' int form
+            key: int = _digest64(self._int_format % value)
+        else:
+            key = cast(int, self.key(doc, None, payload))
+        now = self.clock()
+        offset, size, seq = file.append_put(key, payload, now)
+        cache = self.views.cache
+        if len(cache):
+            cache.drop(key)
+        inserted = self.keys.put_offset(key, offset, size)
+        if indexes.has_field_indexes:
+            indexes.put_values(key, indexes.values(doc), inserted)
+        else:
+            indexes.on_put_keys(key, [g(doc) for g in self._key_getters], inserted)
+        counts = self.counts
+        counts["inserts" if inserted else "updates"] += 1
+        counts["publishes"] += 1
+        if self.config.auto_compact is not None:
+            self.maybe_compact()
+        return PublishResult(str(key), seq, inserted)
 
     def _install_plain(self, key: Key, offset: int, size: int, doc: Any) -> bool:
         """:meth:`_install` of a record with no header field to keep (no expiration, no
