@@ -12,3 +12,12 @@ def move_keys(
     dropped: set[Any] | None,
     /,
 ) -> tuple[int, list[int]]: ...
+def move_key(
+    mapping: dict[Any, Any],
+    key: Any,
+    old_place: Any,
+    new_place: Any,
+    added: set[Any] | None,
+    dropped: set[Any] | None,
+    /,
+) -> int | None: ...
