@@ -66,12 +66,12 @@ class Writer:
         self.keygen = keygen
         self.content = keygen if isinstance(keygen, ContentKeyGenerator) else None
         self._key_getters = tuple(path.getter for path in key_fields)
-        # write_bytes: the key field's name and how an int value of it is hashed, when
-        # the keys are content keys of one top-level field of messages kept in a file.
-        top = self.content.top_field if self.content is not None else None
-        plain = top is not None and views.filterable and views.log.persistent
-        self._top = top if plain else None
+        # put_plain: the log file, when the keys are content keys (u64) of messages kept in
+        # a file; write_bytes: the key field's name when it is one top-level field, and
+        # how an int value of it is hashed.
+        plain = self.content is not None and views.filterable and views.log.persistent
         self._file = cast("AppendLog", views.log.log) if plain else None
+        self._top = self.content.top_field if self.content is not None else None
         self._int_format = self.content.int_format if self.content is not None else b""
         self.counts = dict.fromkeys(COUNTERS, 0)
         #: The topic's state when it matched the checkpoint it was opened from (see
@@ -157,35 +157,44 @@ class Writer:
         self.maybe_compact()
         return PublishResult(text, rec.seq, inserted)
 
+    def plain(self) -> bool:
+        """True when a put with no expiration or correlation id may take :meth:`put_plain`:
+        content keys, a log file, no default expiration, history or subscriber, and the
+        index values kept."""
+        if self._file is None or self.history is not None or self.config.default_ttl:
+            return False
+        self.indexes.ensure_values()
+        return not self.subs.active and self.indexes.values_known
+
     def write_bytes(self, payload: bytes) -> PublishResult | None:
         """:meth:`write` of message bytes published with no option (no ``sow_key``,
-        expiration or correlation id), when the topic takes the common path: content keys
-        of one top-level field, a log file, no default expiration, history or subscriber,
-        and the index values kept. None (nothing read, nothing written) otherwise: the
-        caller then takes the reference path, ``decode_input``, :meth:`key`,
-        :meth:`write`, which stores the same (``tests/test_publish_fast.py``).
+        expiration or correlation id) when :meth:`plain`; None (nothing read, nothing
+        written) otherwise: the caller then takes the reference path, ``decode_input``,
+        :meth:`key`, :meth:`write`, which stores the same (``tests/test_publish_fast.py``).
 
         Raises what the reference path raises (nothing stored).
         """
-        top, file = self._top, self._file
-        if top is None or file is None or self.history is not None or self.config.default_ttl:
-            return None
-        indexes = self.indexes
-        indexes.ensure_values()
-        if self.subs.active or not indexes.values_known:
+        if not self.plain():
             return None
         doc = self.views.decode(payload)
-        value = doc.get(top) if type(doc) is dict else None
+        top = self._top
+        value = doc.get(top) if top is not None and type(doc) is dict else None
         if type(value) is int:  # hashes_of_values' int form
             key: int = _digest64(self._int_format % value)
         else:
             key = cast(int, self.key(doc, None, payload))
-        now = self.clock()
-        offset, size, seq = file.append_put(key, payload, now)
+        return self.put_plain(key, payload, doc)
+
+    def put_plain(self, key: int, payload: bytes, doc: Any) -> PublishResult:
+        """:meth:`write` of a put with no expiration or correlation id when :meth:`plain`
+        (the caller checks): no LogRecord, the old index values from the kept ones."""
+        file = cast("AppendLog", self._file)
+        offset, size, seq = file.append_put(key, payload, self.clock())
         cache = self.views.cache
         if len(cache):
             cache.drop(key)
         inserted = self.keys.put_offset(key, offset, size)
+        indexes = self.indexes
         if indexes.has_field_indexes:
             indexes.put_values(key, indexes.values(doc), inserted)
         else:
