@@ -185,3 +185,14 @@ def test_delta_common_path_equals_reference_path(
             clock.advance(0.25)
         assert _state(a) == _state(b)
         assert [r.correlation_id for r in a.sow()] == [r.correlation_id for r in b.sow()]
+
+
+@settings(max_examples=100, deadline=None)
+@given(value=st.one_of(st.integers(), st.text(min_size=1), st.floats(allow_nan=False)))
+def test_the_int_key_shortcut_hashes_as_the_generator(value: Any) -> None:
+    with SowStore() as store:
+        for name, keys in (("a", ["/id"]), ("b", ["/id", "/x"])):
+            writer = store.create_topic(name, keys=keys)._p.writer
+            doc = {"id": value, "x": 1}
+            assert writer.content is not None
+            assert writer.key(doc, None, doc) == writer.content.hashes_of((doc,))[0]

@@ -99,6 +99,11 @@ class Writer:
                     sow_key,
                     f"topic {name!r} derives its keys from the message; do not pass sow_key",
                 )
+            top = self._top
+            if top is not None and type(doc) is dict:
+                value = doc.get(top)
+                if type(value) is int:  # what hashes_of gives, in its int form
+                    return _digest64(self._int_format % value)
             try:
                 if self.content is not None:
                     return self.content.hashes_of((doc,))[0]
@@ -177,13 +182,7 @@ class Writer:
         if not self.plain():
             return None
         doc = self.views.decode(payload)
-        top = self._top
-        value = doc.get(top) if top is not None and type(doc) is dict else None
-        if type(value) is int:  # hashes_of_values' int form
-            key: int = _digest64(self._int_format % value)
-        else:
-            key = cast(int, self.key(doc, None, payload))
-        return self.put_plain(key, payload, doc)
+        return self.put_plain(cast(int, self.key(doc, None, payload)), payload, doc)
 
     def put_plain(self, key: int, payload: bytes, doc: Any) -> PublishResult:
         """:meth:`write` of a put with no expiration or correlation id when :meth:`plain`
