@@ -290,7 +290,8 @@ class AppendLog(LogReader):
         if end > self._size:
             mm = self._grow(end)
         mm[off + HEAD_BYTES : mid] = memoryview(data)[HEAD_BYTES:]
-        mm[mid:end] = tail
+        if tail:
+            mm[mid:end] = tail
         mm[off : off + HEAD_BYTES] = data[:HEAD_BYTES]
         if self._dirty < 0:
             self._dirty = off
@@ -371,8 +372,7 @@ class AppendLog(LogReader):
         mm = self._writable("append")
         data, records = frame_batch(items, self.last_seq, self._end, self._limit)
         if records:
-            last = records[-1]
-            self._commit(mm, data, last.offset, len(records), last.seq)
+            self._commit(mm, data, records[-1].offset, len(records), records[-1].seq)
         return records
 
     def append_puts(

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sowlib.errors import ReadOnlyError, RecordTooLargeError, StoreClosedError
-from sowlib.storage.format import encode_record
+from sowlib.storage.format import HEAD_BYTES, encode_record
 from sowlib.storage.framing import frame_one, frame_put_u64
 
 from .conftest import SLAB, open_log, put
@@ -85,3 +85,28 @@ def test_append_put_refuses_as_append_does(tmp_path: Path) -> None:
     reader.close()
     with pytest.raises(StoreClosedError):
         log.append_put(3, b"z", 3.0)
+
+
+def test_append_put_writes_its_first_bytes_last(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "a.sow")
+    start, mm = log.end_offset, log.mm
+    writes: list[tuple[int, int]] = []
+
+    class Recording:
+        def __init__(self, inner: object) -> None:
+            self.inner = inner
+
+        def __setitem__(self, key: slice, value: bytes) -> None:
+            writes.append((key.start, key.stop))
+            self.inner[key] = value  # type: ignore[index]
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(self.inner, name)
+
+    log.mm = Recording(mm)  # type: ignore[assignment]
+    _offset, size, _seq = log.append_put(7, b"p" * 40, 1.0)
+    end = start + size
+    # until the first bytes land, the record starts with zeros: a write in flight
+    assert writes == [(start + HEAD_BYTES, end - 8), (end - 8, end), (start, start + HEAD_BYTES)]
+    log.mm = mm
+    log.close()
