@@ -28,14 +28,11 @@ note(PyObject *place, PyObject *into, PyObject *other)
     if (into == Py_None) {
         return 0;
     }
-    int found = PySet_Contains(other, place);
+    int found = PySet_Discard(other, place); /* 1: it was there, and is not now */
     if (found < 0) {
         return -1;
     }
-    if (found) {
-        return PySet_Discard(other, place) < 0 ? -1 : 0;
-    }
-    return PySet_Add(into, place);
+    return found ? 0 : PySet_Add(into, place);
 }
 
 /* The place a key is filed under: the value, or the one item of its 1-tuple; NULL
@@ -82,30 +79,29 @@ refile(PyObject *mapping, PyObject *key, PyObject *old_place, PyObject *new_plac
         return 1;
     }
     if (gone != NULL) {
-        int fail = 0;
+        int fail = 0, emptied = 0;
         Py_INCREF(gone);
-        int had = PyDict_Contains(gone, key);
-        if (had > 0) {
-            if (PyDict_DelItem(gone, key) < 0) {
-                fail = 1;
+        if (PyDict_DelItem(gone, key) < 0) {
+            if (PyErr_ExceptionMatches(PyExc_KeyError)) {
+                PyErr_Clear(); /* the key was not filed there */
             } else {
-                *moved -= 1;
-                if (PyDict_GET_SIZE(gone) == 0
-                    && (PyDict_DelItem(mapping, old_place) < 0
-                        || note(old_place, dropped, added) < 0)) {
-                    fail = 1;
-                }
+                fail = 1;
             }
-        } else if (had < 0) {
-            fail = 1;
+        } else {
+            *moved -= 1;
+            if (PyDict_GET_SIZE(gone) == 0) {
+                emptied = 1;
+                fail = PyDict_DelItem(mapping, old_place) < 0
+                       || note(old_place, dropped, added) < 0;
+            }
+        }
+        /* the old key set may have been the new one (1 and 1.0) and gone with it (no
+         * other value of the mapping goes) */
+        if (emptied && bucket == gone) {
+            bucket = NULL;
         }
         Py_DECREF(gone);
         if (fail) {
-            return -1;
-        }
-        /* the old key set may have been the new one (1 and 1.0) and gone with it */
-        bucket = PyDict_GetItemWithError(mapping, new_place);
-        if (bucket == NULL && PyErr_Occurred()) {
             return -1;
         }
     }
