@@ -33,6 +33,9 @@ __all__ = ["JsonCodec"]
 # passes over the bytes, cheaper than a regular expression over them.
 _DIGITS_ONLY = bytes(48 if 48 <= b <= 57 else 49 for b in range(256))
 _LONG_RUN = b"0" * 19
+# The same, with "{" and "[" made "2": one translate then tells both the long runs and how
+# many brackets a message has (what _may_nest_deeply counts).
+_SHAPE = bytes(48 if 48 <= b <= 57 else 50 if b in b"{[" else 49 for b in range(256))
 
 
 def _reject_constant(name: str) -> Any:
@@ -138,6 +141,15 @@ class JsonCodec:
         Raises:
             DecodeError: not valid JSON (offset = byte position), or not an object.
         """
+        if type(data) is bytes and self.use_orjson:  # the common case, checked in one pass
+            shape = data.translate(_SHAPE)
+            if _LONG_RUN not in shape:
+                try:
+                    doc = orjson.loads(data)
+                except orjson.JSONDecodeError as exc:
+                    raise DecodeError("json", data, exc.msg, _byte_offset(data, exc.pos)) from None
+                if type(doc) is dict and shape.count(b"2") <= MAX_DEPTH:
+                    return doc
         if not isinstance(data, bytes | bytearray | memoryview):
             raise DecodeError("json", data, f"expected bytes, got {type(data).__name__}")
         if self.use_orjson and _LONG_RUN not in bytes(data).translate(_DIGITS_ONLY):

@@ -17,7 +17,7 @@ import attrs
 
 from sowlib.index.packed import PackedKeys, PendingKeys, pack_positions
 from sowlib.index.types import Key, KeySet
-from sowlib.index.upkeep import ABSENT, NATIVE_MOVE_KEYS, MoveKeys
+from sowlib.index.upkeep import ABSENT, NATIVE_MOVE_KEY, NATIVE_MOVE_KEYS, MoveKey, MoveKeys
 from sowlib.index.values import (
     KeyGroups,
     Loose,
@@ -276,11 +276,24 @@ class HashIndex:
                     else:
                         del index[entry]
 
-    def move(self, key: Key, was: Any, value: Any) -> None:
+    def move(
+        self, key: Key, was: Any, value: Any, native: MoveKey | None = NATIVE_MOVE_KEY
+    ) -> None:
         """Refile ``key`` from the field value ``was`` (``ABSENT``: not filed yet) to
         ``value``, another one (single-field indexes): :meth:`remove_entries` then
-        :meth:`add_entries`, two non-empty strings in one step."""
+        :meth:`add_entries`, two non-empty strings in one step (one C call where
+        ``native``, the C form, is built and each is filed under one text)."""
         if type(value) is str and value and (was is ABSENT or (type(was) is str and was)):
+            if native is not None:
+                new = _str_entries(value)
+                old = None if was is ABSENT else _str_entries(was)
+                if (
+                    new is not None
+                    and len(new) == 1
+                    and (was is ABSENT or (old is not None and len(old) == 1))
+                    and native(self._map, key, old and old[0], new[0], None, None) is not None
+                ):
+                    return
             self._move_string(key, was, value)
             return
         if was is not ABSENT:

@@ -107,6 +107,9 @@ class IndexSet:
     # Per live key, the values of the paths an index reads: (position in _paths, table).
     _kept: KeptValues
     _kept_at: list[tuple[int, Table]]
+    # For put_values of an update: (index, position, kept table) per index, hash indexes
+    # first; None when a hash index reads several fields.
+    _moves: list[tuple[HashIndex | MemoIndex, int, Table]] | None
     # What fills the kept values when first needed (see defer_values), or None.
     _deferred: Callable[[], None] | None
     #: Follows every write (see :meth:`attach`), or None.
@@ -175,9 +178,12 @@ class IndexSet:
         self._memo_at = [(ix, paths[path]) for path, ix in self.memos.items()]
         indexed = {i for _ix, at in self._hash_at for i in at} | {i for _ix, i in self._memo_at}
         self._kept_at = [(i, self._kept.table(self._paths[i])) for i in sorted(indexed)]
-
-    def _values(self, doc: Any) -> list[Any]:
-        return [getter(doc) for getter in self._getters]
+        tables = dict(self._kept_at)
+        moves: list[tuple[HashIndex | MemoIndex, int, Table]] = [
+            (ix, at[0], tables[at[0]]) for ix, at in self._hash_at if len(at) == 1
+        ]
+        moves += [(ix, i, tables[i]) for ix, i in self._memo_at]
+        self._moves = moves if len(moves) == len(self._hash_at) + len(self._memo_at) else None
 
     def values(self, doc: Any) -> list[Any]:
         """The value of each of :attr:`paths` in ``doc`` (what :meth:`put_values` takes)."""
@@ -269,21 +275,43 @@ class IndexSet:
 
     def put_values(self, key: Key, new: list[Any], inserted: bool) -> None:
         """:meth:`on_put` from the new document's values of :attr:`paths`, the old ones
-        taken from the kept values (:attr:`values_known` must be True); nothing read."""
-        if inserted:
-            self._live += 1
-            self._put(key, None, new)
+        taken from the kept values (:attr:`values_known` must be True); nothing read.
+
+        An update of single-field indexes refiles each index from its kept value without
+        gathering them first (equal to :meth:`on_put` with the old document:
+        ``tests/index/test_batch_upkeep.py``).
+        """
+        moves = self._moves
+        if inserted or moves is None:
+            if inserted:
+                self._live += 1
+            self._put(key, None if inserted else self.kept_values(key), new)
+            return
+        self._check_key(key, new)
+        for index, i, table in moves:
+            value = new[i]
+            was = table.get(key, ABSENT)
+            if type(was) is not type(value) or was != value:
+                index.move(key, was, value)
+        self._keep(key, new)
+
+    def _check_key(self, key: Key, new: list[Any]) -> None:
+        """Keep :attr:`irregular` up to date for ``key`` with these values of :attr:`paths`."""
+        at = self._key_at
+        if not at:
+            return
+        first = new[0]
+        if len(at) == 1 and type(first) is int and -EXACT_LIMIT < first < EXACT_LIMIT:
+            self.irregular.discard(key)  # what is_regular_key_value says of a small int
+        elif all(is_regular_key_value(new[j]) for j in at):
+            self.irregular.discard(key)
         else:
-            self._put(key, self.kept_values(key), new)
+            self.irregular.add(key)
 
     def _put(self, key: Key, old: list[Any] | None, new: list[Any]) -> None:
         for i in self._key_at:
             if old is None or type(old[i]) is not type(new[i]) or old[i] != new[i]:
-                # A key value changed (or a new record): recheck them all.
-                if all(is_regular_key_value(new[j]) for j in self._key_at):
-                    self.irregular.discard(key)
-                else:
-                    self.irregular.add(key)
+                self._check_key(key, new)  # a key value changed (or a new record)
                 break
         for index, at in self._hash_at:
             if len(at) == 1:
@@ -304,6 +332,10 @@ class IndexSet:
             was = ABSENT if old is None else old[i]
             if type(was) is not type(value) or was != value:
                 memo.move(key, was, value)
+        self._keep(key, new)
+
+    def _keep(self, key: Key, new: list[Any]) -> None:
+        """Keep ``key``'s new values and pass them to the listeners."""
         for pos, table in self._kept_at:
             value = new[pos]
             table[key] = sys.intern(value) if type(value) is str else value
@@ -470,7 +502,7 @@ class IndexSet:
             follower.delete(key)
         if not self._kept_at:
             return
-        old = self.kept_values(key) if self._kept.complete else self._values(old_doc)
+        old = self.kept_values(key) if self._kept.complete else self.values(old_doc)
         for _at, table in self._kept_at:
             table.pop(key, None)
         for index, at in self._hash_at:

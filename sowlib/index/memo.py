@@ -21,7 +21,7 @@ from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.regions import ALL, Interval, Region
 from sowlib.index.sortedmap import SortedMap
 from sowlib.index.types import Key, KeySet
-from sowlib.index.upkeep import ABSENT, NATIVE_MOVE_KEYS, MoveKeys
+from sowlib.index.upkeep import ABSENT, NATIVE_MOVE_KEY, NATIVE_MOVE_KEYS, MoveKey, MoveKeys
 from sowlib.index.values import KeyGroups, as_path, is_null_scalar, member_keys, to_number
 from sowlib.paths import FieldPath
 
@@ -311,15 +311,20 @@ class MemoIndex:
         self._entries[0] += count
         return True
 
-    def move(self, key: Key, was: Any, value: Any) -> None:
+    def move(
+        self, key: Key, was: Any, value: Any, native: MoveKey | None = NATIVE_MOVE_KEY
+    ) -> None:
         """Refile ``key`` from the field value ``was`` (``ABSENT``: not filed yet) to
         ``value``, another one: ``update(key, was, False)`` then ``update(key, value,
-        True)``, two true numbers in one step."""
+        True)``, two true numbers in one step (one C call where ``native`` is built)."""
         kind = type(value)
         if (kind is int or kind is float) and value == value:
             old = type(was)
             if was is ABSENT or ((old is int or old is float) and was == was):
-                self._entries[0] += self._move_number(key, was, value)
+                nums, place = self._nums, None if was is ABSENT else was
+                pending = nums.pending()
+                got = None if native is None else native(nums.map, key, place, value, *pending)
+                self._entries[0] += self._move_number(key, was, value) if got is None else got
                 return
         if was is not ABSENT:
             self.update(key, was, False)
@@ -370,10 +375,8 @@ class MemoIndex:
         sd = (self._nums, self._words, self._numstrs, self._numvals)[which]
         bucket = sd.bucket(place)
         if bucket is None:
-            sd.put(
-                place,
-                dict.fromkeys(members) if keys is None else pack_positions(keys, flat, members),
-            )
+            made = dict.fromkeys(members) if keys is None else pack_positions(keys, flat, members)
+            sd.put(place, made)
             self._entries[which] += len(members)
         else:
             before = len(bucket)
@@ -418,9 +421,8 @@ class MemoIndex:
 
     def restore(self, maps: Sequence[dict[Any, Any]], sets: list[set[Key]]) -> None:
         """Replace the content with what :meth:`export` returned (entry counts recomputed)."""
-        for sd, mapping in zip(
-            (self._nums, self._words, self._numstrs, self._numvals), maps, strict=True
-        ):
+        mine = (self._nums, self._words, self._numstrs, self._numvals)
+        for sd, mapping in zip(mine, maps, strict=True):
             sd.load(mapping)
         self._null, self._loose, self._arrays = sets
         self._entries[:] = [sum(map(len, m.values())) for m in maps]

@@ -13,7 +13,8 @@
  * (a packed one), is left untouched and its index returned in `later`: the caller moves
  * it through the Python path.
  *
- * Returns (entries added minus entries removed, later). The Python loops in
+ * Returns (entries added minus entries removed, later). move_key(mapping, key, old_place,
+ * new_place, added, dropped) is the same step for one key between places already known. The Python loops in
  * sowlib/index/memo.py (move_numbers) and sowlib/index/hash.py (move_strings) are the
  * reference; tests/index/test_movekeys.py checks that both leave the same index.
  */
@@ -29,14 +30,11 @@ note(PyObject *place, PyObject *into, PyObject *other)
     if (into == Py_None) {
         return 0;
     }
-    int found = PySet_Contains(other, place);
+    int found = PySet_Discard(other, place); /* 1: it was there, and is not now */
     if (found < 0) {
         return -1;
     }
-    if (found) {
-        return PySet_Discard(other, place) < 0 ? -1 : 0;
-    }
-    return PySet_Add(into, place);
+    return found ? 0 : PySet_Add(into, place);
 }
 
 /* The place a key is filed under: the value, or the one item of its 1-tuple; NULL
@@ -53,6 +51,76 @@ place_of(PyObject *places, Py_ssize_t i, PyObject *value)
     }
     PyObject *entry = PyTuple_GET_ITEM(entries, 0);
     return entry;
+}
+
+/* Move `key` from the key set under `old_place` (NULL: none, a new key) to the one under
+ * `new_place` (made as {key: None} when missing), noting places put in or removed from
+ * `mapping` in `added` / `dropped` (None: not noted); `*moved` takes the change in the
+ * entry count. 0 when done, 1 when a key set is not a plain dict (nothing changed: the
+ * caller defers to the Python path), -1 with an error set. */
+static int
+refile(PyObject *mapping, PyObject *key, PyObject *old_place, PyObject *new_place,
+       PyObject *added, PyObject *dropped, Py_ssize_t *moved)
+{
+    /* Both key sets must be plain dicts (or missing) before anything changes. */
+    PyObject *gone = NULL, *bucket;
+    if (old_place != NULL) {
+        gone = PyDict_GetItemWithError(mapping, old_place);
+        if (gone == NULL && PyErr_Occurred()) {
+            return -1;
+        }
+        if (gone != NULL && !PyDict_CheckExact(gone)) {
+            return 1;
+        }
+    }
+    bucket = PyDict_GetItemWithError(mapping, new_place);
+    if (bucket == NULL && PyErr_Occurred()) {
+        return -1;
+    }
+    if (bucket != NULL && !PyDict_CheckExact(bucket)) {
+        return 1;
+    }
+    if (gone != NULL) {
+        int fail = 0, emptied = 0;
+        Py_INCREF(gone);
+        if (PyDict_DelItem(gone, key) < 0) {
+            if (PyErr_ExceptionMatches(PyExc_KeyError)) {
+                PyErr_Clear(); /* the key was not filed there */
+            } else {
+                fail = 1;
+            }
+        } else {
+            *moved -= 1;
+            if (PyDict_GET_SIZE(gone) == 0) {
+                emptied = 1;
+                fail = PyDict_DelItem(mapping, old_place) < 0
+                       || note(old_place, dropped, added) < 0;
+            }
+        }
+        /* the old key set may have been the new one (1 and 1.0) and gone with it (no
+         * other value of the mapping goes) */
+        if (emptied && bucket == gone) {
+            bucket = NULL;
+        }
+        Py_DECREF(gone);
+        if (fail) {
+            return -1;
+        }
+    }
+    if (bucket == NULL) {
+        PyObject *made = PyDict_New();
+        int bad = made == NULL || PyDict_SetItem(made, key, Py_None) < 0
+                  || PyDict_SetItem(mapping, new_place, made) < 0
+                  || note(new_place, added, dropped) < 0;
+        Py_XDECREF(made);
+        if (bad) {
+            return -1;
+        }
+    } else if (PyDict_SetItem(bucket, key, Py_None) < 0) {
+        return -1;
+    }
+    *moved += 1;
+    return 0;
 }
 
 static PyObject *
@@ -131,69 +199,11 @@ move_keys(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             goto next;
         }
         Py_INCREF(new_place);
-        /* Both key sets must be plain dicts (or missing) before anything changes. */
-        PyObject *gone = NULL, *bucket;
-        if (old_place != NULL) {
-            gone = PyDict_GetItemWithError(mapping, old_place);
-            if (gone == NULL && PyErr_Occurred()) {
-                fail = 1;
-                goto next;
-            }
-            if (gone != NULL && !PyDict_CheckExact(gone)) {
-                defer = 1;
-                goto next;
-            }
-        }
-        bucket = PyDict_GetItemWithError(mapping, new_place);
-        if (bucket == NULL && PyErr_Occurred()) {
+        int got = refile(mapping, key, old_place, new_place, added, dropped, &moved);
+        if (got < 0) {
             fail = 1;
-            goto next;
-        }
-        if (bucket != NULL && !PyDict_CheckExact(bucket)) {
+        } else if (got > 0) {
             defer = 1;
-            goto next;
-        }
-        if (gone != NULL) {
-            Py_INCREF(gone);
-            int had = PyDict_Contains(gone, key);
-            if (had > 0) {
-                if (PyDict_DelItem(gone, key) < 0) {
-                    fail = 1;
-                } else {
-                    moved -= 1;
-                    if (PyDict_GET_SIZE(gone) == 0
-                        && (PyDict_DelItem(mapping, old_place) < 0
-                            || note(old_place, dropped, added) < 0)) {
-                        fail = 1;
-                    }
-                }
-            } else if (had < 0) {
-                fail = 1;
-            }
-            Py_DECREF(gone);
-            if (fail) {
-                goto next;
-            }
-            /* the old key set may have been the new one (1 and 1.0) and gone with it */
-            bucket = PyDict_GetItemWithError(mapping, new_place);
-            if (bucket == NULL && PyErr_Occurred()) {
-                fail = 1;
-                goto next;
-            }
-        }
-        if (bucket == NULL) {
-            PyObject *made = PyDict_New();
-            if (made == NULL || PyDict_SetItem(made, key, Py_None) < 0
-                || PyDict_SetItem(mapping, new_place, made) < 0
-                || note(new_place, added, dropped) < 0) {
-                fail = 1;
-            }
-            Py_XDECREF(made);
-        } else if (PyDict_SetItem(bucket, key, Py_None) < 0) {
-            fail = 1;
-        }
-        if (!fail) {
-            moved += 1;
         }
     next:
         Py_XDECREF(old_place);
@@ -524,6 +534,38 @@ u32_below(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyBool_FromLong(below);
 }
 
+/* move_key(mapping, key, old_place, new_place, added, dropped): one key's move (see the
+ * top of this file) between two places already known, `old_place` None for a new key; the
+ * change in the entry count, or None when a key set is not a plain dict (nothing changed:
+ * the caller takes the Python path). */
+static PyObject *
+move_key(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 6) {
+        PyErr_SetString(PyExc_TypeError,
+                        "move_key(mapping, key, old_place, new_place, added, dropped) takes "
+                        "6 arguments");
+        return NULL;
+    }
+    PyObject *mapping = args[0], *added = args[4], *dropped = args[5];
+    if (!PyDict_CheckExact(mapping) || (added == Py_None) != (dropped == Py_None)
+        || (added != Py_None && (!PySet_CheckExact(added) || !PySet_CheckExact(dropped)))) {
+        PyErr_SetString(PyExc_TypeError, "move_key: a dict, then added and dropped: sets or None");
+        return NULL;
+    }
+    Py_ssize_t moved = 0;
+    PyObject *old_place = args[2] == Py_None ? NULL : args[2];
+    int got = refile(mapping, args[1], old_place, args[3], added, dropped, &moved);
+    if (got < 0) {
+        return NULL;
+    }
+    if (got > 0) {
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromSsize_t(moved);
+}
+
 static PyMethodDef methods[] = {
     {"move_keys", (PyCFunction)(void (*)(void))move_keys, METH_FASTCALL,
      "move_keys(mapping, keys, olds, news, old_places, new_places, absent, added, dropped): "
@@ -534,6 +576,10 @@ static PyMethodDef methods[] = {
     {"group_positions", (PyCFunction)(void (*)(void))group_positions, METH_FASTCALL,
      "group_positions(values, start): the positions start + i grouped by values[i]; "
      "(distinct values, counts as native u32, positions as native u32)."},
+    {"move_key", (PyCFunction)(void (*)(void))move_key, METH_FASTCALL,
+     "move_key(mapping, key, old_place, new_place, added, dropped): refile one key from the "
+     "key set of old_place (None: a new key) to that of new_place; the change in the entry "
+     "count, or None when a key set is not a plain dict (nothing changed)."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -15,16 +15,18 @@ import sys
 from collections.abc import Callable, Iterable, MutableMapping, Sequence
 from itertools import compress, repeat
 from operator import and_, eq, is_, is_not, not_
-from typing import Any, cast
+from typing import Any
 
 from sowlib.index.types import Key
 from sowlib.storage.native import optional_module
 
 __all__ = [
     "ABSENT",
+    "NATIVE_MOVE_KEY",
     "NATIVE_MOVE_KEYS",
     "Changes",
     "KeptValues",
+    "MoveKey",
     "MoveKeys",
     "Table",
     "changes",
@@ -56,13 +58,17 @@ does; the Python loops of ``MemoIndex.move_numbers`` and ``HashIndex.move_string
 reference, ``tests/index/test_movekeys.py`` holds them together)."""
 
 
-def _load_move_keys() -> MoveKeys | None:
-    module = optional_module("sowlib.index.movekeys")
-    return None if module is None else cast("MoveKeys", module.move_keys)
+MoveKey = Callable[[dict[Any, Any], Any, Any, Any, Any, Any], int | None]
+"""``move_key(mapping, key, old_place, new_place, added, dropped)``: the C form of one key's
+move between two known places (``old_place`` None: a new key); the change in the entry
+count, or None when a key set is packed (nothing done). ``HashIndex.move`` and
+``MemoIndex.move`` with ``native=None`` are the reference (``tests/index/test_movekeys.py``)."""
 
-
-NATIVE_MOVE_KEYS: MoveKeys | None = _load_move_keys()
+_MODULE = optional_module("sowlib.index.movekeys")
+NATIVE_MOVE_KEYS: MoveKeys | None = None if _MODULE is None else _MODULE.move_keys
 """The C form of the key moves, or None (not built, or ``SOWLIB_PURE_PYTHON`` set)."""
+NATIVE_MOVE_KEY: MoveKey | None = getattr(_MODULE, "move_key", None)
+"""The C form of one key's move, or None (as :data:`NATIVE_MOVE_KEYS`)."""
 
 
 def interned(column: list[Any]) -> list[Any]:

@@ -44,6 +44,7 @@ __all__ = [
     "ScanEntry",
     "frame_batch",
     "frame_one",
+    "frame_put_u64",
     "frame_puts",
     "framed_size",
     "walk_entries",
@@ -161,6 +162,34 @@ def frame_one(
         (offset, member, seq, ts_us / 1e6, exp_us / 1e6, key, correlation_id, payload),
     )
     return data, rec
+
+
+_PUT_U64 = int(RecordKind.PUT) | FLAG_U64_KEY
+_PUT_U64_BASE = RECORD_OVERHEAD + _U64_SIZE
+_pack_u64 = HEAD_U64.pack
+_digest = xxhash.xxh3_64_digest
+
+
+def frame_put_u64(
+    key: int, payload: bytes, ts_us: int, seq: int, limit: int
+) -> tuple[bytes, bytes]:
+    """The bytes of a PUT of u64 ``key`` (below 2**64) with no expiration and no
+    correlation id, as ``(body, checksum)``: ``body + checksum`` is what :func:`frame_one`
+    frames for ``str(key)`` (``tests/storage/test_framing_fast.py``); O(len(payload)).
+
+    The per-message publish path: one pack of the header with the key, one
+    concatenation, one checksum.
+
+    Raises:
+        RecordTooLargeError: the framed record is larger than ``limit``.
+        struct.error: ``key`` is not a u64.
+    """
+    p = len(payload)
+    length = _PUT_U64_BASE + p
+    if length > limit:
+        raise RecordTooLargeError(length, limit)
+    body = _pack_u64(length, RECORD_MARKER, _PUT_U64, 8, p, seq, ts_us, key) + payload
+    return body, _digest(body)
 
 
 def frame_batch(

@@ -52,6 +52,7 @@ from sowlib.storage.framing import (
     ScanEntry,
     frame_batch,
     frame_one,
+    frame_put_u64,
     frame_puts,
     walk_records,
 )
@@ -60,8 +61,6 @@ from sowlib.storage.lock import lock_fd
 from sowlib.storage.reader import LogReader
 from sowlib.storage.recovery import (
     RecoveryReport,
-    check_records,
-    garbage_end,
     recover,
     recover_live,
 )
@@ -276,23 +275,27 @@ class AppendLog(LogReader):
         self._size = size
         return mm
 
-    def _commit(self, mm: mmap.mmap, data: bytes, last: int, count: int, seq: int) -> None:
-        """Write ``data`` at the end offset (growing once if needed) and advance the state.
+    def _commit(
+        self, mm: mmap.mmap, data: bytes, last: int, count: int, seq: int, tail: bytes = b""
+    ) -> None:
+        """Write ``data + tail`` at the end offset (growing once if needed) and advance the
+        state (``last``: the offset of the last record written).
 
         The first record's first HEAD_BYTES go in last: until then the batch starts with
         zeros, which recovery knows as a write in flight however much of it is in place.
         """
         off = self._end
-        end = off + len(data)
+        mid = off + len(data)
+        end = mid + len(tail)
         if end > self._size:
             mm = self._grow(end)
-        view = memoryview(data)
-        mm[off + HEAD_BYTES : end] = view[HEAD_BYTES:]
-        mm[off : off + HEAD_BYTES] = view[:HEAD_BYTES]
+        mm[off + HEAD_BYTES : mid] = memoryview(data)[HEAD_BYTES:]
+        if tail:
+            mm[mid:end] = tail
+        mm[off : off + HEAD_BYTES] = data[:HEAD_BYTES]
         if self._dirty < 0:
             self._dirty = off
-        self._end = end
-        self._last_off = last
+        self._end, self._last_off = end, last
         self._records += count
         self.last_seq = seq
         if self._sync:
@@ -340,20 +343,20 @@ class AppendLog(LogReader):
         data, rec = frame_one(
             kind, key, payload, timestamp, expiration, correlation_id, seq, off, self._limit
         )
-        end = off + len(data)  # _commit inlined: this is the single-publish hot path
-        if end > self._size:
-            mm = self._grow(end)
-        mm[off + HEAD_BYTES : end] = data[HEAD_BYTES:]  # the first bytes last: see _commit
-        mm[off : off + HEAD_BYTES] = data[:HEAD_BYTES]
-        if self._dirty < 0:
-            self._dirty = off
-        self._end, self._last_off = end, off
-        self._records += 1
-        self.last_seq = seq
-        if self._sync:
-            self.flush()
-        self.bell.ring()  # wake readers in other processes (sowlib.storage.bell)
+        self._commit(mm, data, off, 1, seq)
         return rec
+
+    def append_put(self, key: int, payload: bytes, timestamp: float) -> tuple[int, int, int]:
+        """:meth:`append` of a PUT of u64 ``key`` (a content key) with no expiration or
+        correlation id, as ``(offset, framed size, seq)``, no :class:`LogRecord` made: the
+        per-message publish path (same bytes as :meth:`append` of ``str(key)``)."""
+        mm = self.mm
+        if mm is None or self.readonly:
+            mm = self._writable("append")
+        seq, off = self.last_seq + 1, self._end
+        body, digest = frame_put_u64(key, payload, round(timestamp * 1e6), seq, self._limit)
+        self._commit(mm, body, off, 1, seq, digest)
+        return off, len(body) + 8, seq
 
     def append_many(self, items: Iterable[BatchItem]) -> list[LogRecord]:
         """Append a batch with one growth check, one write and one sync; O(total bytes).
@@ -370,8 +373,7 @@ class AppendLog(LogReader):
         mm = self._writable("append")
         data, records = frame_batch(items, self.last_seq, self._end, self._limit)
         if records:
-            last = records[-1]
-            self._commit(mm, data, last.offset, len(records), last.seq)
+            self._commit(mm, data, records[-1].offset, len(records), records[-1].seq)
         return records
 
     def append_puts(
@@ -523,29 +525,6 @@ class AppendLog(LogReader):
         if old_mm is not None:
             old_mm.close()
         os.close(old_fd)
-
-    def check(self) -> None:
-        """Assert every invariant: header, each record's checksum, increasing seqs, end.
-
-        O(file size); backs ``SowStore.check`` and ``sowlib verify``.
-
-        Raises:
-            CorruptRecordError: a header or record fails its checks.
-            AssertionError: an in-memory field disagrees with the file.
-        """
-        mm, path, end, size = self._live(), self.path, self._end, self._size
-        header = decode_header(mm, size, path)
-        if (header.generation, header.header_len) != (self.generation, self._header_len):
-            raise AssertionError(f"{path}: header changed under the open log")
-        count, top = check_records(mm, path, self._header_len, end)
-        if count != self._records:
-            raise AssertionError(f"{path}: {count} records, expected {self._records}")
-        if self.last_seq < max(top, header.base_seq):
-            raise AssertionError(f"{path}: last_seq {self.last_seq} below {top}")
-        if os.fstat(self._fd).st_size < size:
-            raise AssertionError(f"{path}: file shorter than its mapping")
-        if not self.readonly and garbage_end(mm, end, size) != end:
-            raise AssertionError(f"{path}: non-zero bytes after end offset {end}")
 
     # ------------------------------------------------------------------ closing
 

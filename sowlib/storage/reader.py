@@ -1,4 +1,4 @@
-"""The read side of ``AppendLog``: state, ``read``, ``scan``, ``scan_entries``, ``refresh``.
+"""The read side of ``AppendLog``: state, ``read``, ``scan``, ``scan_entries``, ``refresh``, ``adopt``, ``check``.
 
 A mixin over the attributes ``AppendLog`` maintains (its map, end offset, epoch...), kept
 apart so each module stays small. Imports only ``sowlib.errors`` and sibling storage
@@ -26,12 +26,13 @@ from sowlib.storage.format import (
     RECORD_OVERHEAD,
     LogRecord,
     decode_fields,
+    decode_header,
     decode_record,
     record_problem,
 )
 from sowlib.storage.fs import os_errors
 from sowlib.storage.native import NATIVE_READ_PUT
-from sowlib.storage.recovery import RecoveryReport
+from sowlib.storage.recovery import RecoveryReport, check_records, garbage_end
 from sowlib.storage.walk import (
     EntryList,
     PutFields,
@@ -434,6 +435,29 @@ class LogReader:
             old_mm.close()
         if old_fd >= 0:
             os.close(old_fd)
+
+    def check(self) -> None:
+        """Assert every invariant: header, each record's checksum, increasing seqs, end.
+
+        O(file size); backs ``SowStore.check`` and ``sowlib verify``.
+
+        Raises:
+            CorruptRecordError: a header or record fails its checks.
+            AssertionError: an in-memory field disagrees with the file.
+        """
+        mm, path, end, size = self._live(), self.path, self._end, self._size
+        header = decode_header(mm, size, path)
+        if (header.generation, header.header_len) != (self.generation, self._header_len):
+            raise AssertionError(f"{path}: header changed under the open log")
+        count, top = check_records(mm, path, self._header_len, end)
+        if count != self._records:
+            raise AssertionError(f"{path}: {count} records, expected {self._records}")
+        if self.last_seq < max(top, header.base_seq):
+            raise AssertionError(f"{path}: last_seq {self.last_seq} below {top}")
+        if os.fstat(self._fd).st_size < size:
+            raise AssertionError(f"{path}: file shorter than its mapping")
+        if not self.readonly and garbage_end(mm, end, size) != end:
+            raise AssertionError(f"{path}: non-zero bytes after end offset {end}")
 
     def load_checkpoint(self) -> tuple[bytes, int] | None:
         """Return ``(blob, end_offset_at_close)`` from the clean-close checkpoint, if valid.

@@ -135,6 +135,9 @@ class Topic(KeyReads, Following):
             self._check_writable("publish")
             self._tick()
             writer = self._p.writer
+            plain = sow_key is None and expiration is None and correlation_id is None
+            if plain and type(data) is bytes and (done := writer.write_bytes(data)) is not None:
+                return done  # the common case (else None: the path below)
             payload, doc = self._decode(data)
             key = writer.key(doc, sow_key, data)
             return writer.write(key, payload, doc, expiration, to_corr(correlation_id))
@@ -218,13 +221,15 @@ class Topic(KeyReads, Following):
             writer = self._p.writer
             payload, delta = self._decode(data)
             key = writer.key(delta, sow_key, data)
-            head = self._p.keys.header(key)
+            stored = self._p.views.record(key)  # None: no record for the key
             corr = to_corr(correlation_id)
             doc = delta
-            if head is not None:
-                doc = codec.merge(self._p.views.doc(key), delta)
+            if stored is not None:
+                doc = codec.merge(stored.doc, delta)
                 payload = codec.encode(doc)
-                corr = corr or head.correlation_id
+                corr = corr or stored.correlation_id
+            if expiration is None and not corr and writer.plain():
+                return writer.put_plain(cast(int, key), payload, doc)
             return writer.write(key, payload, doc, expiration, corr, delta)
 
     # ------------------------------------------------------------------ reads by key

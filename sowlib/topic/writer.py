@@ -11,6 +11,8 @@ import contextlib
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
+import xxhash
+
 from sowlib.config import TopicConfig
 from sowlib.document import MISSING
 from sowlib.errors import ArgumentError, InvalidSowKeyError, MissingKeyFieldError
@@ -21,7 +23,7 @@ from sowlib.index.types import Key
 from sowlib.keys import ContentKeyGenerator, validate_user_key
 from sowlib.paths import FieldPath
 from sowlib.results import PublishResult, PublishResults
-from sowlib.storage import EntryList, LogRecord, RecordKind
+from sowlib.storage import AppendLog, EntryList, LogRecord, RecordKind
 from sowlib.subscriptions import SubscriptionManager
 from sowlib.topic.expiry import Expiry
 from sowlib.topic.keymap import KeyMap
@@ -36,6 +38,7 @@ _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
 _FEW = 64
 # Do not compact files smaller than this: rewriting tiny files buys nothing.
 _MIN_COMPACT_BYTES = 1 << 20
+_digest64 = xxhash.xxh64_intdigest
 COUNTERS = ("inserts", "updates", "deletes", "expirations", "queries", "publishes")
 
 
@@ -69,6 +72,13 @@ class Writer:
         # A read-only topic files a refresh's writes into its indexes when a query next
         # reads them (IndexSet.defer_columns); a writer at once.
         self._put_columns = indexes.defer_columns if self.log.log.readonly else indexes.put_columns
+        # put_plain: the log file, when the keys are content keys (u64) of messages kept in
+        # a file; write_bytes: the key field's name when it is one top-level field, and
+        # how an int value of it is hashed.
+        plain = self.content is not None and views.filterable and views.log.persistent
+        self._file = cast("AppendLog", views.log.log) if plain else None
+        self._top = self.content.top_field if self.content is not None else None
+        self._int_format = self.content.int_format if self.content is not None else b""
         self.counts = dict.fromkeys(COUNTERS, 0)
         #: The topic's state when it matched the checkpoint it was opened from (see
         #: ``loader``); a close finding the same state saves that checkpoint again.
@@ -95,6 +105,11 @@ class Writer:
                     sow_key,
                     f"topic {name!r} derives its keys from the message; do not pass sow_key",
                 )
+            top = self._top
+            if top is not None and type(doc) is dict:
+                value = doc.get(top)
+                if type(value) is int:  # what hashes_of gives, in its int form
+                    return _digest64(self._int_format % value)
             try:
                 if self.content is not None:
                     return self.content.hashes_of((doc,))[0]
@@ -152,6 +167,49 @@ class Writer:
             inserted = self._install_plain(key, rec.offset, size, doc)
         self.maybe_compact()
         return PublishResult(text, rec.seq, inserted)
+
+    def plain(self) -> bool:
+        """True when a put with no expiration or correlation id may take :meth:`put_plain`:
+        content keys, a log file, no default expiration, history or subscriber, and the
+        index values kept."""
+        if self._file is None or self.history is not None or self.config.default_ttl:
+            return False
+        self.indexes.ensure_values()
+        return not self.subs.active and self.indexes.values_known
+
+    def write_bytes(self, payload: bytes) -> PublishResult | None:
+        """:meth:`write` of message bytes published with no option (no ``sow_key``,
+        expiration or correlation id) when :meth:`plain`; None (nothing read, nothing
+        written) otherwise: the caller then takes the reference path, ``decode_input``,
+        :meth:`key`, :meth:`write`, which stores the same (``tests/test_publish_fast.py``).
+
+        Raises what the reference path raises (nothing stored).
+        """
+        if not self.plain():
+            return None
+        doc = self.views.decode(payload)
+        return self.put_plain(cast(int, self.key(doc, None, payload)), payload, doc)
+
+    def put_plain(self, key: int, payload: bytes, doc: Any) -> PublishResult:
+        """:meth:`write` of a put with no expiration or correlation id when :meth:`plain`
+        (the caller checks): no LogRecord, the old index values from the kept ones."""
+        file = cast("AppendLog", self._file)
+        offset, size, seq = file.append_put(key, payload, self.clock())
+        cache = self.views.cache
+        if len(cache):
+            cache.drop(key)
+        inserted = self.keys.put_offset(key, offset, size)
+        indexes = self.indexes
+        if indexes.has_field_indexes:
+            indexes.put_values(key, indexes.values(doc), inserted)
+        else:
+            indexes.on_put_keys(key, [g(doc) for g in self._key_getters], inserted)
+        counts = self.counts
+        counts["inserts" if inserted else "updates"] += 1
+        counts["publishes"] += 1
+        if self.config.auto_compact is not None:
+            self.maybe_compact()
+        return PublishResult(str(key), seq, inserted)
 
     def _install_plain(self, key: Key, offset: int, size: int, doc: Any) -> bool:
         """:meth:`_install` of a record with no header field to keep (no expiration, no
