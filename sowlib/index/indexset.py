@@ -19,13 +19,12 @@ from sowlib.index.hash import HashIndex
 from sowlib.index.memo import MemoIndex
 from sowlib.index.pending import PendingUpkeep
 from sowlib.index.protocols import DocSource, Index, WriteListener
+from sowlib.index.regular import all_small_ints, document_columns, is_regular_key_value, same_value
 from sowlib.index.types import Key
 from sowlib.index.upkeep import ABSENT, Changes, KeptValues, Table, changes, interned
-from sowlib.index.values import EXACT_LIMIT, as_path, as_paths, number_text, to_number
+from sowlib.index.values import EXACT_LIMIT, as_path, as_paths
 from sowlib.paths import FieldPath
 
-# What a JSON-like decoder gives: values a top-level path's getter returns as they are.
-_PLAIN_VALUES = {str, int, float, bool, type(None), list, dict}
 # (key, value) pairs filed per step of an on-demand memo build.
 _BUILD_CHUNK = 4096
 # defer_columns settles once this many rows wait (or an eighth of the records).
@@ -34,36 +33,6 @@ _SETTLE_ROWS = 1 << 16
 _TRIM_MIN_KEYS = 100_000
 
 __all__ = ["DocSource", "Index", "IndexSet", "WriteListener", "is_regular_key_value"]
-
-
-def is_regular_key_value(value: Any) -> bool:
-    """True when only literals with the same canonical text can equal ``value``.
-
-    For such values the SOW key computed from a literal finds the record
-    (spec §6.3: keys use canonical text); other records (arrays, ``"05"``,
-    NaN, huge integers) are remembered apart and always re-checked.
-    """
-    if type(value) is int:
-        return -EXACT_LIMIT < value < EXACT_LIMIT
-    if value is True or value is False:
-        return True
-    if isinstance(value, int | float):
-        return number_text(value) is not None
-    if isinstance(value, str) and value:
-        num = to_number(value)
-        return num is None or number_text(num) == value
-    return False
-
-
-def _all_small_ints(values: Sequence[Any]) -> bool:
-    """True when every value is an int that :func:`is_regular_key_value` accepts."""
-    return not values or (
-        set(map(type, values)) == {int} and min(values) > -EXACT_LIMIT and max(values) < EXACT_LIMIT
-    )
-
-
-def _same(a: Any, b: Any) -> bool:
-    return type(a) is type(b) and a == b
 
 
 @attrs.define(eq=False, init=False)
@@ -322,7 +291,7 @@ class IndexSet:
                     index.move(key, was, value)
             else:
                 if old is not None:
-                    if all(_same(old[i], new[i]) for i in at):
+                    if all(same_value(old[i], new[i]) for i in at):
                         continue
                     if ABSENT not in [old[i] for i in at]:
                         index.remove_entries(key, index.entries(tuple(old[i] for i in at)))
@@ -368,22 +337,7 @@ class IndexSet:
         A top-level field of plain JSON-like dicts is read with one C-level map (the
         path's getter is the reference and is used for anything else).
         """
-        out: list[list[Any]] = []
-        plain: bool | None = None
-        for getter, item in zip(self._getters, self._items, strict=True):
-            column = None
-            if item is not None:
-                if plain is None:
-                    plain = set(map(type, docs)) <= {dict}
-                if plain:
-                    try:
-                        column = list(map(item, docs))
-                    except KeyError:
-                        column = None
-                    if column is not None and not set(map(type, column)) <= _PLAIN_VALUES:
-                        column = None
-            out.append(list(map(getter, docs)) if column is None else column)
-        return out
+        return document_columns(self._getters, self._items, docs)
 
     def on_insert_columns(self, keys: Sequence[Key], columns: Sequence[Sequence[Any]]) -> None:
         """:meth:`on_insert_many` from the values of :attr:`paths` (see :meth:`columns`)."""
@@ -469,7 +423,7 @@ class IndexSet:
         rows = zip(*(columns[i] for i in at), strict=True)
         for key, row in zip(keys, rows, strict=True):
             was = tuple(table.get(key, ABSENT) for table in tables)
-            if all(map(_same, was, row)):
+            if all(map(same_value, was, row)):
                 continue
             if ABSENT not in was:
                 remove(key, entries(was))
@@ -480,7 +434,7 @@ class IndexSet:
         if not self._key_at:
             return
         key_columns = [columns[i] for i in self._key_at]
-        if len(key_columns) == 1 and _all_small_ints(key_columns[0]):
+        if len(key_columns) == 1 and all_small_ints(key_columns[0]):
             self.irregular.difference_update(keys)  # every one is regular
             return
         regular = is_regular_key_value

@@ -1,4 +1,4 @@
-"""The read side of ``AppendLog``: state, ``read``, ``scan``, ``scan_entries``, ``refresh``, ``adopt``, ``check``.
+"""The read side of ``AppendLog``: ``read``, ``scan``, ``refresh``, ``adopt``, ``check``.
 
 A mixin over the attributes ``AppendLog`` maintains (its map, end offset, epoch...), kept
 apart so each module stays small. Imports only ``sowlib.errors`` and sibling storage
