@@ -10,7 +10,7 @@ from __future__ import annotations
 import array
 import functools
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Any, cast
 
 import attrs
@@ -422,6 +422,14 @@ class HashIndex:
         if probes is None:
             raise ValueError("literal cannot be looked up in a hash index")
         return self.lookup_probes(probes)
+
+    def probe_keys(self, probe: tuple[str, ...]) -> Collection[Key]:
+        """:meth:`lookup_probes` of one probe as a list (no set is built when no record
+        is verify-always: a bucket's keys are distinct); O(keys)."""
+        if self._loose:
+            return self.lookup_probes((probe,))
+        bucket = self._bucket(probe)
+        return list(bucket) if bucket else []
 
     def lookup_probes(self, probes: Iterable[tuple[str, ...]]) -> set[Key]:
         """Union of the buckets for ``probes`` plus the verify-always set."""

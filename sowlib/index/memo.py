@@ -491,6 +491,33 @@ class MemoIndex:
         for value, _ in itertools.groupby(keys):
             yield (a(value) or {}) | (b(value) or {})
 
+    def top_groups(self, need: int, descending: bool = False) -> list[Collection[Key]] | None:
+        """The first key sets of :meth:`groups` holding at least ``need`` keys between
+        them (all there are when fewer), or None when this index cannot promise that the
+        records of each set tie exactly in query order: only true numbers (and booleans,
+        filed as 1/0, which tie with them) are served, never a NULL, string or loose value
+        the walk would reach. O(log n + need): each value holds at least one key.
+        """
+        if not self.orderable() or len(self._numvals) or len(self._words):
+            return None
+        if self._null and descending:
+            return None  # the NULL group comes first: its values may not all tie
+        nums = self._nums
+        ordered = nums.ordered()
+        values = ordered[-need:][::-1] if descending else ordered[:need]
+        get = nums.map.get
+        out: list[Collection[Key]] = []
+        count = 0
+        for value in values:
+            got = get(value)
+            if type(got) is PackedKeys:
+                got = nums.bucket(value)
+            out.append(got)
+            count += len(got)
+            if count >= need:
+                return out
+        return None if self._null else out  # the NULL group would be reached
+
     def groups(self, descending: bool = False) -> Iterator[Collection[Key]]:
         """Key sets of equal sort value in mixed-type order (spec §13.3 [R]).
 

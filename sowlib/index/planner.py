@@ -75,9 +75,11 @@ class Plan:
     """
 
     kind: str
-    index: str | None
+    # The index name and the detail may be given as a function making the text: only
+    # ``explain`` and :meth:`describe` read them, a query does not.
+    _index: str | Callable[[], str] | None = attrs.field(alias="index")
     estimated: int
-    detail: str = ""
+    _detail: str | Callable[[], str] = attrs.field(default="", alias="detail")
     count: str = "about"
     _fetch: Callable[[], Iterable[Key]] | None = attrs.field(
         default=None, eq=False, repr=False, alias="fetch"
@@ -88,6 +90,18 @@ class Plan:
     _unsure: Callable[[], Collection[Key]] | None = attrs.field(
         default=None, eq=False, repr=False, alias="unsure"
     )
+
+    @property
+    def index(self) -> str | None:
+        """The index used (``hash(/a)``, ``memo(/b)+memo(/c)``), or None."""
+        got = self._index
+        return got() if callable(got) else got
+
+    @property
+    def detail(self) -> str:
+        """What was looked up, for :meth:`describe`."""
+        got = self._detail
+        return got() if callable(got) else got
 
     @property
     def exact(self) -> bool:
@@ -110,10 +124,11 @@ class Plan:
         candidates`` (an estimate) or ``all 50000 records tested`` (a scan).
         """
         parts = [self.kind]
-        if self.index:
-            parts.append(self.index)
-        if self.detail:
-            parts.append(f"[{self.detail}]")
+        index, detail = self.index, self.detail
+        if index:
+            parts.append(index)
+        if detail:
+            parts.append(f"[{detail}]")
         said = _SAID.get(self.count, "all {} records tested").format(self.estimated)
         parts.append(said[:-1] if self.estimated == 1 else said)
         return " ".join(parts)
@@ -188,17 +203,30 @@ def _key_plan(source: QuerySource, eqs: dict[FieldPath, list[Any]]) -> Plan | No
 
 
 def _hash_plan(
-    source: QuerySource, conj: list[Node], eqs: dict[FieldPath, list[Any]]
+    source: QuerySource,
+    conj: list[Node],
+    eqs: dict[FieldPath, list[Any]],
+    eq_of: list[tuple[FieldPath, list[Any]] | None],
 ) -> Plan | None:
+    """A hash index lookup; ``eq_of`` is :func:`equality` of each clause of ``conj``."""
     best: tuple[int, HashIndex, list[tuple[str, ...]]] | None = None
     for index in source.indexes.hashes:
-        if not all(f in eqs for f in index.fields):
-            continue
-        values = [eqs[f] for f in index.fields]
-        combos = 1
-        for v in values:
-            combos *= max(1, len(v))
-        if combos > _MAX_COMBOS:
+        fields = index.fields
+        if len(fields) == 1:  # the usual case
+            got = eqs.get(fields[0])
+            if got is None:
+                continue
+            values = [got]
+        else:
+            if not all(f in eqs for f in fields):
+                continue
+            values = [eqs[f] for f in fields]
+            combos = 1
+            for v in values:
+                combos *= max(1, len(v))
+            if combos > _MAX_COMBOS:
+                continue
+        if len(values[0]) > _MAX_COMBOS:
             continue
         probes = index.probes(values)
         if probes is None:
@@ -209,29 +237,29 @@ def _hash_plan(
     if best is None:
         return None
     est, index, probes = best
-    first = conj[0]
-    in_first = (
-        isinstance(first, InList)
-        and len(conj) > len(index.fields)
-        and (eq := equality(first)) is not None
-        and eq[0] in index.fields
-    )
-    detail = " AND ".join(_eq_text(f, eqs[f]) for f in index.fields)
-    if len(conj) > len(index.fields):
-        detail += " + residual filter"
+    fields = index.fields
+    first = eq_of[0]
+    residual = len(conj) > len(fields)
+    in_first = residual and isinstance(conj[0], InList) and first is not None and first[0] in fields
+
+    def detail() -> str:
+        said = " AND ".join(_eq_text(f, eqs[f]) for f in fields)
+        return said + " + residual filter" if residual else said
+
     # Exactly one equality/IN per indexed field and nothing else: the tagged
     # lookup returns precisely the matches, bar the verify-always records.
-    exact = len(conj) == len(index.fields) and {
-        eq[0] for c in conj if (eq := equality(c)) is not None
-    } == set(index.fields)
+    exact = not residual and {eq[0] for eq in eq_of if eq is not None} == set(fields)
+    if len(probes) == 1:  # one probe: one key set, counted exactly
+        fetch: Callable[[], Iterable[Key]] = lambda: index.probe_keys(probes[0])  # noqa: E731
+    else:  # several may share a record's keys
+        fetch = lambda: index.lookup_probes(probes)  # noqa: E731
     return Plan(
         "hash_in_first" if in_first else "hash",
-        index.name,
+        lambda: index.name,
         est,
         detail,
-        # one probe: one key set, counted exactly (several may share a record's keys)
         "exact" if len(probes) == 1 else "at_most",
-        fetch=lambda: index.lookup_probes(probes),
+        fetch=fetch,
         unsure=(lambda: index.loose) if exact else None,
     )
 
@@ -384,13 +412,13 @@ def plan(
     if flt is None:
         return Plan("scan", None, n, "no filter", "every")
     conj = conjuncts(flt.node)
+    eq_of = list(map(equality, conj))
     eqs: dict[FieldPath, list[Any]] = {}
-    for clause in conj:
-        eq = equality(clause)
+    for eq in eq_of:
         if eq is not None and eq[0] not in eqs:
             eqs[eq[0]] = eq[1]
     if eqs:
-        found = _key_plan(source, eqs) or _hash_plan(source, conj, eqs)
+        found = _key_plan(source, eqs) or _hash_plan(source, conj, eqs, eq_of)
         if found is not None:
             return found
     found = (_bytes_plan(source, flt.node, conj) if eqs else None) or _memo_plan(source, conj)

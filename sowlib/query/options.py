@@ -58,6 +58,28 @@ class QueryOptions:
         unset = order_by is None and top_n is None and skip_n is None and select is None
         if unset and type(batch_size) is int and batch_size == DEFAULT_OPTIONS.batch_size:
             return DEFAULT_OPTIONS  # the common query sets none: nothing to check
+        asked = (order_by, top_n, skip_n, select, batch_size)
+        # a repeated query takes the options made last time (exact types only: a bool
+        # must not find the options of the equal int)
+        plain = _PLAIN.issuperset(map(type, asked))
+        if plain and (made := _MADE.get(asked)) is not None:
+            return made
+        made = cls._check(*asked)
+        if plain:
+            if len(_MADE) >= _MADE_MOST:
+                _MADE.clear()
+            _MADE[asked] = made
+        return made
+
+    @classmethod
+    def _check(
+        cls,
+        order_by: str | None,
+        top_n: int | None,
+        skip_n: int | None,
+        select: str | None,
+        batch_size: int,
+    ) -> QueryOptions:
         top = _count("top_n", top_n)
         skip = _count("skip_n", skip_n)
         if skip is not None and top is None:
@@ -74,6 +96,11 @@ class QueryOptions:
             batch_size=batch_size,
         )
 
+
+#: Option values whose made options are kept, and how many are kept at most.
+_PLAIN = frozenset((str, int, type(None)))
+_MADE_MOST = 256
+_MADE: dict[tuple[object, ...], QueryOptions] = {}
 
 #: The options of a query that sets none.
 DEFAULT_OPTIONS = QueryOptions()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import operator
 from collections.abc import Collection, Iterable, Sequence
 from math import isnan
 from typing import Any, Protocol
@@ -140,6 +141,42 @@ def _walk(
         if len(out) >= need:
             break
     return out
+
+
+def _top_rows(source: QuerySource, order: OrderBy, need: int) -> list[Record] | None:
+    """The first ``need`` records of every record in ``order``, or None where this fast
+    path does not serve (:func:`_ordered` of all keys is its reference).
+
+    Serves one term that is not TEXT over a memo index whose :meth:`top_groups` promises
+    exact tie groups: only those records are read, and each group of several is put in
+    SOW key order (the tie-break). O(log n + need).
+    """
+    if len(order.keys) != 1:
+        return None
+    term = order.keys[0]
+    memo = None if term.text else source.indexes.memo(term.path)
+    groups = None if memo is None else memo.top_groups(need, term.descending)
+    if groups is None:
+        return None
+    keys = list(itertools.chain.from_iterable(groups))
+    rows = _rows(source, keys)
+    if len(rows) != len(keys):
+        return None  # a key the index holds is not live: leave it to the reference
+    if len(rows) == len(groups):
+        return rows[:need]  # no ties
+    out: list[Record] = []
+    at = 0
+    for group in groups:
+        size = len(group)
+        if size == 1:
+            out.append(rows[at])
+        else:
+            out += sorted(rows[at : at + size], key=_SOW_KEY)
+        at += size
+    return out[:need]
+
+
+_SOW_KEY = operator.itemgetter(0)  # a Record's SOW key text
 
 
 #: Rows whose documents are decoded at once to compute their sort components.
@@ -283,11 +320,15 @@ def run_query(
     ordering of m matches (O(m log k) with a page of k).
     """
     options = options or DEFAULT_OPTIONS
-    found = _plan(source, flt, sow_keys)
     top, skip = options.top_n, options.skip_n or 0
     order = options.order_by
     if top is not None and top == 0:
         return ResultSet()
+    if flt is None and sow_keys is None and order is not None and top is not None:
+        rows = _top_rows(source, order, skip + top)
+        if rows is not None:
+            return _results(source, rows[skip:], options.select)
+    found = _plan(source, flt, sow_keys)
     if order is None and not skip:
         rows = _rows(source, _candidates(source, flt, found, top))
         return _results(source, rows, options.select)
