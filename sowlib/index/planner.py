@@ -264,12 +264,18 @@ def _hash_plan(
     )
 
 
-@attrs.frozen
+@attrs.define(slots=True)
 class _Probe:
     path: FieldPath
     memo: MemoIndex
     regions: tuple[Region, ...]
     estimate: int
+
+    def listed(self) -> Collection[Key]:
+        """:meth:`keys` as the index gives them (a list where no key can repeat)."""
+        if len(self.regions) == 1:
+            return self.memo.candidate_keys(self.regions[0])
+        return self.keys()
 
     def keys(self) -> set[Key]:
         if len(self.regions) == 1:
@@ -341,18 +347,19 @@ def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
     if len(probes) > 1 and probes[1].estimate <= best.estimate * _INTERSECT_RATIO:
         use.append(probes[1])
 
-    def fetch() -> set[Key]:
+    def fetch() -> Collection[Key]:
+        if len(use) == 1:
+            return best.listed()
         keys = use[0].keys()
         for probe in use[1:]:
             keys &= probe.keys()
         return keys
 
-    names = "+".join(p.memo.name for p in use)
     exact = len(conj) == 1 and len(use) == 1 and all(r.exact for r in best.regions)
     memo = best.memo
     return Plan(
         "memo",
-        names,
+        lambda: "+".join(p.memo.name for p in use),
         best.estimate,
         "",
         fetch=fetch,
