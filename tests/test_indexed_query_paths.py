@@ -5,6 +5,8 @@
   (ties by SOW key), across mixed value kinds, writes, deletes and a reopen;
 - a memo range's keys as a list (``MemoIndex.candidate_keys``) = the set of
   ``MemoIndex.candidates``, no key twice;
+- the keys of a run of values of a sorted map, packed or not
+  (``SortedMap.keys_between``) = their key sets one after the other;
 - a hash lookup of one bucket (``HashIndex.probe_keys``) = ``lookup_probes``;
 - the rows of an indexed equality or range query = every document tested by the filter;
 - a plan's index name and detail, made only when read, say what they said before.
@@ -12,6 +14,7 @@
 
 from __future__ import annotations
 
+import array
 import math
 from pathlib import Path
 from typing import Any
@@ -23,6 +26,8 @@ from sowlib import SowStore
 from sowlib.expr import compile_filter
 from sowlib.index import HashIndex, MemoIndex
 from sowlib.index.clauses import regions
+from sowlib.index.packed import pack_positions
+from sowlib.index.sortedmap import SortedMap
 from sowlib.query import OrderBy
 from sowlib.query import pipeline as pipeline_module
 
@@ -204,3 +209,28 @@ def test_plan_descriptions_are_made_when_read(tmp_path: Path) -> None:
         memo = topic.explain("/v BETWEEN 3 AND 5")
         assert (memo.kind, memo.index, memo.detail) == ("memo", "memo(/v)", "")
         assert memo.describe() == "memo memo(/v) ~3 candidates"
+
+
+@given(
+    groups=st.lists(st.lists(st.integers(0, 30), min_size=1, max_size=4, unique=True), max_size=12),
+    packed=st.lists(st.booleans(), min_size=12, max_size=12),
+    span=st.tuples(st.integers(0, 12), st.integers(0, 12)),
+)
+def test_sorted_map_keys_between_are_the_key_sets_of_the_values(
+    groups: list[list[int]], packed: list[bool], span: tuple[int, int]
+) -> None:
+    keys = [f"k{i}" for i in range(31)]
+    flat: array.array[int] = array.array("I")
+    mapping: dict[Any, Any] = {}
+    for value, members in enumerate(groups):
+        if packed[value]:
+            mapping[value] = pack_positions(keys, flat, members)
+        else:
+            mapping[value] = dict.fromkeys(keys[m] for m in members)
+    sorted_map = SortedMap()
+    sorted_map.load(mapping)
+    lo, hi = sorted(span)
+    want = [keys[m] for members in groups[lo:hi] for m in members]
+    assert sorted_map.keys_between(lo, hi) == want
+    # read where they are: a packed set stays packed
+    assert [type(v) for v in sorted_map.map.values()] == [type(v) for v in mapping.values()]

@@ -485,17 +485,7 @@ class MemoIndex:
         lo, hi = _span(sd, iv)
         if lo >= hi:
             return out
-        values = sd.ordered()[lo:hi]
-        buckets = list(map(sd.map.__getitem__, values))
-        if set(map(type, buckets)) == {dict}:
-            out += itertools.chain.from_iterable(buckets)
-            return out
-        for value, bucket in zip(values, buckets, strict=True):
-            if type(bucket) is PackedKeys:  # read where it is saved, left packed
-                start = bucket.start
-                out += map(bucket.keys.__getitem__, bucket.positions[start : start + bucket.count])
-            else:
-                out += sd.bucket(value)
+        out += sd.keys_between(lo, hi)
         return out
 
     def orderable(self) -> bool:
