@@ -190,7 +190,8 @@ def test_one_hash_bucket_is_the_lookup() -> None:
     for i in range(10):
         index.add(i, {"s": f"S{i % 3}"})
     probes = index.probes([["S1"]])
-    assert probes is not None and len(probes) == 1
+    assert probes is not None
+    assert len(probes) == 1
     assert sorted(index.probe_keys(probes[0])) == sorted(index.lookup_probes(probes))
     assert list(index.probe_keys(("sNONE",))) == []
     index.add(99, {"s": math.nan})  # verify-always: returned by every lookup
