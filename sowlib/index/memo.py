@@ -469,8 +469,8 @@ class MemoIndex:
         """:meth:`candidates` (the reference), as a list where no key can be found twice:
         no record holds an array and ``region`` reaches one sorted map by a range. The
         keys of the values in range are gathered in C passes over their key sets, not a
-        call per value (a saved key set is read as it is, not unpacked); elsewhere the set
-        of :meth:`candidates`. O(log n + k).
+        call or set insert per value (``SortedMap.keys_between``); elsewhere the set of
+        :meth:`candidates`. O(log n + k).
         """
         parts = [(sd, iv) for sd, iv, _ in self._parts(region) if len(sd)]
         words = region.words and region.texts is None and len(self._words)

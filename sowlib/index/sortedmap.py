@@ -9,7 +9,6 @@ keys changed. Imports only ``sortedcontainers`` and ``index.packed``.
 from __future__ import annotations
 
 import itertools
-import operator
 from typing import Any
 
 from sortedcontainers import SortedList
@@ -21,20 +20,6 @@ __all__ = ["SortedMap"]
 # Applying pending changes key by key costs O(log n) each in Python; a full
 # re-sort costs O(n log n) in C. Re-sort once this many times fewer keys changed.
 _RESORT_RATIO = 16
-
-
-_START = operator.attrgetter("start")
-_POSITIONS = operator.attrgetter("positions")
-_KEYS = operator.attrgetter("keys")
-
-
-def _shared(sets: list[PackedKeys]) -> bool:
-    """True when every packed set points into the same position column and key list."""
-    flat, keys = sets[0].positions, sets[0].keys
-    same = operator.is_
-    return all(map(same, map(_POSITIONS, sets), itertools.repeat(flat))) and all(
-        map(same, map(_KEYS, sets), itertools.repeat(keys))
-    )
 
 
 class SortedMap:
@@ -97,30 +82,14 @@ class SortedMap:
     def keys_between(self, lo: int, hi: int) -> list[Any]:
         """Every member of the key sets of the values at sorted positions ``lo`` to ``hi``,
         value after value (a list: the caller knows no member is filed twice), gathered in
-        C passes, not a call per value; a saved, packed key set is read where it is and
-        left packed. O(log n + members).
+        C passes, not a call per value; saved, packed key sets among them are unpacked
+        (and kept so) first, as :meth:`bucket` does. O(log n + members).
         """
         values = self.ordered()[lo:hi]
         sets = list(map(self.map.__getitem__, values))
-        kinds = set(map(type, sets))
-        if kinds == {dict}:
-            return list(itertools.chain.from_iterable(sets))
-        if kinds == {PackedKeys} and _shared(sets):
-            # positions in one shared column: sliced, chained and looked up in C passes
-            flat, keys = sets[0].positions, sets[0].keys
-            starts = list(map(_START, sets))
-            spans = map(slice, starts, map(operator.add, starts, map(len, sets)))
-            return list(
-                map(keys.__getitem__, itertools.chain.from_iterable(map(flat.__getitem__, spans)))
-            )
-        out: list[Any] = []
-        for value, found in zip(values, sets, strict=True):
-            if type(found) is PackedKeys:
-                start = found.start
-                out += map(found.keys.__getitem__, found.positions[start : start + found.count])
-            else:
-                out += self.bucket(value)
-        return out
+        if set(map(type, sets)) != {dict}:
+            sets = list(map(self.bucket, values))
+        return list(itertools.chain.from_iterable(sets))
 
     def unpack_all(self) -> dict[Any, Any]:
         """The mapping with every packed key set unpacked."""
