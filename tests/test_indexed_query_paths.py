@@ -9,7 +9,8 @@
   (``SortedMap.keys_between``) = their key sets one after the other;
 - a hash lookup of one bucket (``HashIndex.probe_keys``) = ``lookup_probes``;
 - the rows of an indexed equality or range query = every document tested by the filter;
-- a plan's index name and detail, made only when read, say what they said before.
+- a plan's index name and detail, made only when read, say what they said before;
+- query options made again (kept by their values) = options checked afresh.
 """
 
 from __future__ import annotations
@@ -19,16 +20,18 @@ import math
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sowlib import SowStore
+from sowlib.errors import QueryOptionError
 from sowlib.expr import compile_filter
 from sowlib.index import HashIndex, MemoIndex
 from sowlib.index.clauses import regions
 from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.sortedmap import SortedMap
-from sowlib.query import OrderBy
+from sowlib.query import OrderBy, QueryOptions
 from sowlib.query import pipeline as pipeline_module
 
 # Sort values: many ties among true numbers (ints and floats equal to them, booleans),
@@ -236,3 +239,16 @@ def test_sorted_map_keys_between_are_the_key_sets_of_the_values(
     # the packed sets read are unpacked once, the others left as they are
     for value, found in sorted_map.map.items():
         assert type(found) is (dict if lo <= value < hi or not packed[value] else PackedKeys)
+
+
+def test_options_made_again_are_the_options_checked_afresh() -> None:
+    first = QueryOptions.make(order_by="/v DESC", top_n=1, skip_n=2)
+    assert QueryOptions.make(order_by="/v DESC", top_n=1, skip_n=2) == first
+    assert first.order_by == OrderBy.parse("/v DESC")
+    assert (first.top_n, first.skip_n) == (1, 2)
+    # a bool equals the int it stands for, but is not a count: never the kept options
+    with pytest.raises(QueryOptionError):
+        QueryOptions.make(order_by="/v DESC", top_n=True, skip_n=2)
+    for _ in range(2):  # a bad value is refused every time
+        with pytest.raises(QueryOptionError):
+            QueryOptions.make(order_by="/v DESC", top_n=-1)
