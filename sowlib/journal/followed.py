@@ -18,17 +18,18 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sowlib.config.queues import QueueDef
-from sowlib.errors import ConfigError, ReadOnlyError, StoreClosedError
-from sowlib.expr import Filter, compile_filter
-from sowlib.journal.bookmarks import Position, format_bookmark, parse_bookmark
+from sowlib.errors import ConfigError, ReadOnlyError
+from sowlib.expr import Filter
+from sowlib.journal.bookmarks import Position, format_bookmark
 from sowlib.journal.frames import Entry
-from sowlib.journal.subscription import JournalSubscription, compile_topic, subscription_pattern
+from sowlib.journal.reading import JournalReads
+from sowlib.journal.subscription import JournalSubscription, compile_topic
 from sowlib.journal.tail import CHUNK_ENTRIES, LogTail
 
 __all__ = ["FollowedJournal"]
 
 
-class FollowedJournal:
+class FollowedJournal(JournalReads):
     """The journal in ``directory`` (written by another process), followed read-only.
 
     Args:
@@ -77,14 +78,6 @@ class FollowedJournal:
 
     # ------------------------------------------------------------------ what it records
 
-    def covers(self, topic: str, message_type: str | None = None) -> bool:
-        """Whether ``topic`` (of ``message_type``) is recorded by the journal."""
-        mtype = message_type.lower() if message_type else None
-        return any(
-            pattern.fullmatch(topic) and (want is None or mtype is None or want == mtype)
-            for pattern, want in self._topics
-        )
-
     def watch(self, store: Any, *, restore: bool = True) -> int:
         """A reader records nothing (its writer does): watches no topic."""
         del store, restore
@@ -106,18 +99,10 @@ class FollowedJournal:
 
     # ------------------------------------------------------------------ reading
 
-    def bookmark(self, entry: Entry) -> str:
-        """The AMPS bookmark of ``entry``."""
-        return format_bookmark(self.id, entry.seq)
-
     def last_bookmark(self) -> str:
         """The bookmark of the newest entry this process has seen (``"0"``: none)."""
         seq = self._tail.after
         return format_bookmark(self.id, seq) if seq else "0"
-
-    def position(self, bookmark: str) -> Position:
-        """Parse a bookmark of this journal (``"0"``, ``"0|1|"``, ``"id|seq|"``, a time)."""
-        return parse_bookmark(bookmark, self.id)
 
     def replay(self, after: int = 0, end: int | None = None) -> Iterator[Entry]:
         """Every retained entry after sequence number ``after`` (up to ``end``; None:
@@ -159,37 +144,13 @@ class FollowedJournal:
             QueryOptionError: a malformed bookmark.
             FilterError: a bad filter.
         """
-        topic_re = subscription_pattern(topic, self.covers(topic, message_type), message_type)
-        position = bookmark if isinstance(bookmark, Position) else self.position(bookmark)
-        flt = compile_filter(filter) if filter else None
-        with self._lock:
-            self._check_open()
-            self._ids += 1
-            live = position.live_only
-            if live:
-                position = Position(after=self._tail.after)
-            sub = JournalSubscription(
-                f"j{self._ids}",
-                topic,
-                self,
-                callback,
-                topic_re,
-                flt,
-                message_type.lower() if message_type else None,
-                oof,
-                position,
-                None if live else [],
-            )
-            self._readers = (*self._readers, sub)
+        sub, position, _ = self._open_subscription(
+            callback, topic, bookmark, filter, message_type, oof, lambda: self._tail.after, True
+        )
         # Everything written now is replayed from the files (this process's own tail may
         # lag behind the writer); what the tail offers meanwhile comes after, unrepeated.
         sub.catch_up(self.replay(position.after), None, self._lock)
         return sub
-
-    def forget(self, sub: JournalSubscription) -> None:
-        """Drop ``sub`` (what its ``unsubscribe`` calls)."""
-        with self._lock:
-            self._readers = tuple(r for r in self._readers if r is not sub)
 
     def poll(self) -> bool:
         """Offer the writer's new entries to the subscriptions, in order; False once
@@ -219,10 +180,6 @@ class FollowedJournal:
 
     # ------------------------------------------------------------------ lifecycle
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError(f"journal {self.directory}")
-
     def flush(self) -> None:
         """Nothing to flush in a reader."""
 
@@ -234,10 +191,6 @@ class FollowedJournal:
                 reader.detach()
             self._readers = ()
             self._tail.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     def __repr__(self) -> str:
         return f"FollowedJournal({self.directory!r}, seen={self._tail.after})"

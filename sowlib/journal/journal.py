@@ -22,11 +22,11 @@ from sowlib.errors import (
     ConfigError,
     CorruptRecordError,
     ReadOnlyError,
-    StoreClosedError,
 )
-from sowlib.expr import Filter, compile_filter
-from sowlib.journal.bookmarks import Position, format_bookmark, parse_bookmark
+from sowlib.expr import Filter
+from sowlib.journal.bookmarks import Position, format_bookmark
 from sowlib.journal.log import Entry, JournalLog
+from sowlib.journal.reading import JournalReads
 from sowlib.journal.refill import (
     RestorableTopic,
     bring_in_line,
@@ -34,7 +34,7 @@ from sowlib.journal.refill import (
     refill,
     topic_id,
 )
-from sowlib.journal.subscription import JournalSubscription, compile_topic, subscription_pattern
+from sowlib.journal.subscription import JournalSubscription, compile_topic
 from sowlib.storage.fs import FileSystem, open_regular
 from sowlib.subscriptions import Message as Event
 from sowlib.units import parse_duration, parse_size
@@ -62,7 +62,7 @@ class _Store(Protocol):
     def topics(self) -> Sequence[RestorableTopic]: ...
 
 
-class Journal:
+class Journal(JournalReads):
     """A transaction log in ``directory`` recording the topics named in ``topics``.
 
     Records publishes (the merged record for a delta publish), deletes and
@@ -155,14 +155,6 @@ class Journal:
         return ident
 
     # ------------------------------------------------------------------ topics
-
-    def covers(self, topic: str, message_type: str | None = None) -> bool:
-        """Whether ``topic`` (of ``message_type``) is recorded by this journal."""
-        mtype = message_type.lower() if message_type else None
-        return any(
-            pattern.fullmatch(topic) and (want is None or mtype is None or want == mtype)
-            for pattern, want in self._topics
-        )
 
     def watch(self, store: _Store, *, restore: bool = True) -> int:
         """Record every covered topic of ``store`` from now on; returns how many are watched.
@@ -347,18 +339,10 @@ class Journal:
 
     # ------------------------------------------------------------------ reading
 
-    def bookmark(self, entry: Entry) -> str:
-        """The AMPS bookmark of ``entry``."""
-        return format_bookmark(self.id, entry.seq)
-
     def last_bookmark(self) -> str:
         """The bookmark of the newest entry (``"0"`` when the journal is empty)."""
         seq = self._log.last_seq
         return format_bookmark(self.id, seq) if seq else "0"
-
-    def position(self, bookmark: str) -> Position:
-        """Parse a bookmark of this journal (``"0"``, ``"0|1|"``, ``"id|seq|"``, a time)."""
-        return parse_bookmark(bookmark, self.id)
 
     def replay(self, after: int = 0) -> Iterator[Entry]:
         """Every retained entry after sequence number ``after``, oldest first."""
@@ -392,41 +376,13 @@ class Journal:
             QueryOptionError: a malformed bookmark.
             FilterError: a bad filter.
         """
-        topic_re = subscription_pattern(topic, self.covers(topic, message_type), message_type)
-        position = bookmark if isinstance(bookmark, Position) else self.position(bookmark)
-        flt = compile_filter(filter) if filter else None
-        with self._lock:
-            self._check_open()
-            self._ids += 1
-            if position.live_only:
-                position = Position(after=self._log.last_seq)
-            sub = JournalSubscription(
-                f"j{self._ids}",
-                topic,
-                self,
-                callback,
-                topic_re,
-                flt,
-                message_type.lower() if message_type else None,
-                oof,
-                position,
-                None if position.after >= self._log.last_seq else [],
-            )
-            end = self._log.last_seq
-            self._readers = (*self._readers, sub)
+        sub, position, end = self._open_subscription(
+            callback, topic, bookmark, filter, message_type, oof, lambda: self._log.last_seq, False
+        )
         sub.catch_up(self._log.read(position.after), end, self._lock)
         return sub
 
-    def forget(self, sub: JournalSubscription) -> None:
-        """Drop ``sub`` (what its ``unsubscribe`` calls)."""
-        with self._lock:
-            self._readers = tuple(r for r in self._readers if r is not sub)
-
     # ------------------------------------------------------------------ lifecycle
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise StoreClosedError(f"journal {self.directory}")
 
     def flush(self) -> None:
         """Commit and fsync the journal (survives power loss; damage before this point
@@ -457,10 +413,6 @@ class Journal:
                 reader.detach()
             self._readers = ()
             self._log.close()
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
 
     def __enter__(self) -> Journal:
         return self

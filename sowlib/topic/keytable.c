@@ -121,26 +121,53 @@ keytable_find(KeyTable *t, uint64_t key, size_t *where)
     }
 }
 
+/* The index size (log2 of its slots) that holds `need` entries at most 2/3 full. */
+static int
+bits_for(Py_ssize_t need)
+{
+    int bits = MIN_BITS;
+    while (((Py_ssize_t)1 << bits) * 2 < need * 3) {
+        bits++;
+    }
+    return bits;
+}
+
+/* How many entries an index of 1 << bits slots takes (2/3 of its slots). */
+static Py_ssize_t
+usable_of(int bits)
+{
+    return (((Py_ssize_t)1 << bits) * 2) / 3;
+}
+
+/* A new index of 1 << bits slots and an entry array of `usable`, uninitialised; 0, or -1
+ * with MemoryError (nothing allocated). */
+static int
+alloc_arrays(int bits, Py_ssize_t usable, uint32_t **index, Entry **entries)
+{
+    *index = big_alloc(sizeof(uint32_t) << bits);
+    *entries = big_alloc(sizeof(Entry) * (size_t)usable);
+    if (*index == NULL || *entries == NULL) {
+        big_free(*index, sizeof(uint32_t) << bits);
+        big_free(*entries, sizeof(Entry) * (size_t)usable);
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
 /* Rebuild with room for `need` live entries: dead entries dropped, order kept. */
 static int
 rebuild(KeyTable *t, Py_ssize_t need)
 {
-    int bits = MIN_BITS;
-    /* at most 2/3 of the slots filled once `need` entries are in */
-    while (((Py_ssize_t)1 << bits) * 2 < need * 3) {
-        bits++;
-    }
-    Py_ssize_t usable = (((Py_ssize_t)1 << bits) * 2) / 3;
+    int bits = bits_for(need);
+    Py_ssize_t usable = usable_of(bits);
     if (usable > (Py_ssize_t)MAX_ENTRIES) {
         PyErr_SetString(PyExc_MemoryError, "KeyTable: too many keys");
         return -1;
     }
-    uint32_t *index = big_alloc(sizeof(uint32_t) << bits);
-    Entry *entries = big_alloc(sizeof(Entry) * (size_t)usable);
-    if (index == NULL || entries == NULL) {
-        big_free(index, sizeof(uint32_t) << bits);
-        big_free(entries, sizeof(Entry) * (size_t)usable);
-        PyErr_NoMemory();
+    uint32_t *index;
+    Entry *entries;
+    if (alloc_arrays(bits, usable, &index, &entries) < 0) {
         return -1;
     }
     memset(index, 0xFF, sizeof(uint32_t) << bits);
@@ -648,18 +675,12 @@ clone_keys(KeyTable *t, KeyTable *s)
     int bits = s->bits;
     Py_ssize_t usable = s->usable;
     if (s->used != s->live) {
-        bits = MIN_BITS;
-        while (((Py_ssize_t)1 << bits) * 2 < s->live * 3) {
-            bits++;
-        }
-        usable = (((Py_ssize_t)1 << bits) * 2) / 3;
+        bits = bits_for(s->live);
+        usable = usable_of(bits);
     }
-    uint32_t *index = big_alloc(sizeof(uint32_t) << bits);
-    Entry *entries = big_alloc(sizeof(Entry) * (size_t)usable);
-    if (index == NULL || entries == NULL) {
-        big_free(index, sizeof(uint32_t) << bits);
-        big_free(entries, sizeof(Entry) * (size_t)usable);
-        PyErr_NoMemory();
+    uint32_t *index;
+    Entry *entries;
+    if (alloc_arrays(bits, usable, &index, &entries) < 0) {
         return -1;
     }
     Py_ssize_t n = 0;
