@@ -104,9 +104,10 @@ def test_a_queue_needs_a_transaction_log_recording_its_topic(tmp_path: Path) -> 
     with pytest.raises(ConfigError, match="not recorded"):
         SowStore.from_config(config(queue.format("other")), base_dir=tmp_path)
     with SowStore.from_config(config(queue.format("work")), base_dir=tmp_path) as store:
-        assert store.journal is not None
-        assert [q.name for q in queues_of(store.journal)] == ["q"]
-        assert find_queue(store.journal, "q", "xml") is None  # another message type
+        journal = store.journal
+        assert isinstance(journal, Journal)  # a writer's
+        assert [q.name for q in queues_of(journal)] == ["q"]
+        assert find_queue(journal, "q", "xml") is None  # another message type
 
 
 def test_python_equivalent_and_bad_calls(tmp_path: Path) -> None:
