@@ -302,28 +302,9 @@ class HashIndex:
 
     def _move_string(self, key: Key, was: Any, value: str) -> None:
         """Refile ``key`` from non-empty string ``was`` (or ``ABSENT``) to another one."""
-        index, texts = self._map, _str_entries
         if was is not ABSENT:
-            entries = texts(was)
-            if entries is None:
-                self._loose.discard(key)
-            else:
-                for entry in entries:
-                    gone = self._write_bucket(entry)
-                    if gone is not None:
-                        gone.pop(key, None)
-                        if not gone:
-                            del index[entry]
-        entries = texts(value)
-        if entries is None:
-            self._loose.add(key)
-            return
-        for entry in entries:
-            bucket = self._write_bucket(entry)
-            if bucket is None:
-                index[entry] = {key: None}
-            else:
-                bucket[key] = None
+            self.remove_entries(key, _str_entries(was))
+        self.add_entries(key, _str_entries(value))
 
     def remove_entries(self, key: Key, entries: Sequence[tuple[str, ...]] | None) -> None:
         """Undo :meth:`add_entries` for the same ``key`` and ``entries``."""

@@ -113,8 +113,9 @@ class LogTail:
         except FileNotFoundError:
             return cls(directory)
         tail = cls(directory, segments[-1][0] - 1 if segments else 0)
-        while tail.poll(CHUNK_ENTRIES):
-            pass
+        batch = tail.poll(CHUNK_ENTRIES)
+        while batch:  # read to the end: only the position is wanted, not the entries
+            batch = tail.poll(CHUNK_ENTRIES)
         return tail
 
     def poll(self, limit: int | None = None) -> list[Entry]:

@@ -278,7 +278,7 @@ class Follower:
             logger.error("%s: stopped following: %s", THREAD_NAME, exc)
             keep = False
         except SystemExit:
-            pass
+            keep = True  # a handler's exit() ended that delivery, not the following
         except Exception:
             entry.errors += 1
             logger.exception("%s: a poll raised", THREAD_NAME)

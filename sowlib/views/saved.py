@@ -12,6 +12,7 @@ so a crash leaves the old definition or the new one. Imports ``config``, ``error
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from typing import Any
@@ -71,11 +72,11 @@ def remove_definition(store_dir: str, config: TopicConfig) -> None:
         StorePathError: the directory refused the removal.
     """
     path = definition_path(store_dir, config)
-    with os_errors(path, "remove the derived topic's definition"):
-        try:
-            os.remove(path)
-        except FileNotFoundError:
-            pass
+    with (
+        os_errors(path, "remove the derived topic's definition"),
+        contextlib.suppress(FileNotFoundError),  # none kept: nothing to remove
+    ):
+        os.remove(path)
 
 
 def load_definitions(store_dir: str) -> list[TopicConfig]:
