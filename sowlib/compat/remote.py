@@ -25,6 +25,7 @@ from typing import Any
 from sowlib.errors import StoreClosedError
 from sowlib.journal import NOW, Entry, FollowedJournal, JournalSubscription, LogTail
 from sowlib.journal.bus import PubSubBus, bus_directory
+from sowlib.journal.tail import offer_each
 from sowlib.topic.follow import FOLLOWER
 
 __all__ = ["BusFeed", "RemoteFeed", "writer_bus"]
@@ -76,14 +77,7 @@ class BusFeed:
                 self._tail.close()
                 return False
             entries = self._tail.poll()
-        stop: BaseException | None = None
-        for entry in entries:
-            try:
-                self._deliver(entry)
-            except BaseException as exc:  # a handler's exit(): the later entries still go
-                stop = stop or exc
-        if stop is not None:
-            raise stop
+        offer_each(entries, (self._deliver,))
         return True
 
     @property

@@ -24,7 +24,7 @@ from sowlib.journal.bookmarks import Position, format_bookmark
 from sowlib.journal.frames import Entry
 from sowlib.journal.reading import JournalReads
 from sowlib.journal.subscription import JournalSubscription, compile_topic
-from sowlib.journal.tail import CHUNK_ENTRIES, LogTail
+from sowlib.journal.tail import CHUNK_ENTRIES, LogTail, offer_each
 
 __all__ = ["FollowedJournal"]
 
@@ -162,15 +162,7 @@ class FollowedJournal(JournalReads):
         with self._lock:
             if self._closed:
                 return False
-            stop: BaseException | None = None
-            for entry in self._tail.poll():
-                for reader in self._readers:
-                    try:
-                        reader.offer(entry)
-                    except BaseException as exc:  # a handler's exit(): the others still get it
-                        stop = stop or exc
-            if stop is not None:
-                raise stop
+            offer_each(self._tail.poll(), [reader.offer for reader in self._readers])
             return True
 
     @property

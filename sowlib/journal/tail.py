@@ -13,13 +13,14 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from collections.abc import Callable, Iterable, Sequence
 
 from sowlib.errors import CorruptRecordError
 from sowlib.journal.frames import MAGIC, SEAL, Entry, Mark, decode, incomplete
 from sowlib.journal.log import segment_version, segments_of
 from sowlib.storage.fs import open_regular
 
-__all__ = ["LogTail"]
+__all__ = ["LogTail", "offer_each"]
 
 logger = logging.getLogger(__name__)
 #: Bytes read from the segment at a time.
@@ -172,3 +173,18 @@ class LogTail:
     def close(self) -> None:
         """Release the open segment; idempotent."""
         self._close_segment()
+
+
+def offer_each(entries: Iterable[Entry], targets: Sequence[Callable[[Entry], object]]) -> None:
+    """Hand every entry to every target, in order. An exception from one target (a
+    handler's ``exit()`` included) stops nothing: the later entries and targets still
+    get theirs, and the first exception is raised once all are offered."""
+    stop: BaseException | None = None
+    for entry in entries:
+        for target in targets:
+            try:
+                target(entry)
+            except BaseException as exc:  # a handler's exit(): the others still get theirs
+                stop = stop or exc
+    if stop is not None:
+        raise stop
