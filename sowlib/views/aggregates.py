@@ -194,12 +194,14 @@ class _Moments(Aggregate):
     def total(self) -> int | float | None:
         if self.n == 0:
             return None
-        special = self._special()
-        if special is not None:
-            return special
+        if self.nan or self.pos_inf or self.neg_inf:
+            return self._special()
         if self.floats == 0:
             return self.ints
-        return _ratio(self._sum(), _ONE)
+        try:  # _ratio(self._sum(), _ONE), inline: the hot path of a watched view
+            return (self.s1 + (self.ints << _SHIFT)) / _ONE
+        except OverflowError:
+            return _ratio(self._sum(), _ONE)
 
     def mean(self) -> float | None:
         if self.n == 0:
