@@ -4,13 +4,15 @@ A view's feed holds each changed group's document and SOW key. Published one at 
 time (the reference: ``Topic.publish(doc, sow_key=)``, ``sow_delete_by_keys``), each
 would be encoded, decoded and validated again, keyed, framed, appended, installed and
 indexed alone. :meth:`DerivedWrites.write_derived` writes them together instead:
-each document encoded once and never decoded (the subscribers' messages decode their
-payload when read, as a published record's do), the puts of a run appended with one
-log call, one key-map update, index upkeep a column at a time (the indexed values
-read out of the payloads, as ``publish_many`` reads them), the replaced records read
-only for a delta subscription (the only one that looks at them). Subscribers get, in
-order, the message the reference would send for each change. ``tests/views`` checks both
-paths agree. Imports the topic's ``writer``, ``logview`` and ``parts``; never the
+each document encoded once and never decoded (a subscriber's record carries a copy of
+the document when its JSON reads back equal, :func:`own_doc`, else decodes its payload
+when read), the puts of a run appended with one log call, one key-map update, index
+upkeep a column at a time (the indexed values read out of the payloads, as
+``publish_many`` reads them), the replaced records read only for a delta subscription
+(the only one that looks at them); a few changes into a memory log without field
+indexes (a watched view's one or two groups per publish) installed one by one with no
+batch machinery. Subscribers get, in order, the message the reference would send for
+each change. ``tests/views`` checks both paths agree. Imports the topic's ``writer``, ``logview`` and ``parts``; never the
 facade (the Topic inherits :class:`DerivedWrites` through ``Following``).
 """
 
@@ -78,10 +80,9 @@ def write_groups(writer: Writer, changes: Sequence[Change]) -> bool:
         return True
     run: list[tuple[str, bytes, Any]] = []
     seen: set[str] = set()
-    for item in encoded:
-        sow_key, payload, _doc = item
+    for sow_key, payload, doc in encoded:
         if payload is not None and sow_key not in seen:
-            run.append(item)
+            run.append((sow_key, payload, doc))
             seen.add(sow_key)
             continue
         if run:
@@ -90,7 +91,7 @@ def write_groups(writer: Writer, changes: Sequence[Change]) -> bool:
         if payload is None:
             _delete(writer, sow_key)
         else:
-            run.append(item)
+            run.append((sow_key, payload, doc))
             seen.add(sow_key)
     if run:
         _put_run(writer, run)
@@ -142,8 +143,11 @@ def _write_few(writer: Writer, encoded: list[tuple[str, bytes | None, Any]]) -> 
             continue
         active = subs.active
         old = None
-        if active and any(s.delta for s in subs.subscriptions()) and key in keys:
-            old = views.record(key)  # what a delta subscription compares with
+        if active and key in keys:
+            for sub in subs.subscriptions():
+                if sub.delta:  # the only one that compares with the replaced record
+                    old = views.record(key)
+                    break
         rec = append(_PUT, sow_key, payload, timestamp=now)
         size = framed_size(sow_key, 0, len(payload), 0.0)
         drop(key)
