@@ -12,8 +12,9 @@ upkeep a column at a time (the indexed values read out of the payloads, as
 (the only one that looks at them); a few changes into a memory log without field
 indexes (a watched view's one or two groups per publish) installed one by one with no
 batch machinery. Subscribers get, in order, the message the reference would send for
-each change. ``tests/views`` checks both paths agree. Imports the topic's ``writer``, ``logview`` and ``parts``; never the
-facade (the Topic inherits :class:`DerivedWrites` through ``Following``).
+each change. ``tests/views`` checks both paths agree. Imports the topic's ``writer``,
+``logview`` and ``parts``; never the facade (the Topic inherits :class:`DerivedWrites`
+through ``Following``).
 """
 
 from __future__ import annotations
