@@ -72,7 +72,7 @@ def orders(count: int, seed: int = 7) -> list[bytes]:
 MODES = ("none", "view", "view+sow", "watched", "watched-ref")
 
 
-def _look(msg: Any) -> None:
+def look(msg: Any) -> None:
     """The watched view's subscriber: reads the message's key and data."""
     if not (msg.sow_key and msg.data):
         raise AssertionError(msg)
@@ -100,7 +100,7 @@ def publish_rate(
         if mode.startswith("watched") and view is not None:
             # a subscriber that looks at each message and keeps none (keeping every one
             # would time the garbage collector's walks over them: the subscriber's cost)
-            sub = view.subscribe(_look, oof=True)
+            sub = view.subscribe(look, oof=True)
         start = time.process_time()  # CPU time: the machine may be shared
         if batch:
             for at in range(0, len(messages), batch):
