@@ -6,6 +6,7 @@ the references side by side with these)."""
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 from typing import Any
 
 import orjson
@@ -17,6 +18,7 @@ from sowlib.codecs import get_codec
 from sowlib.document import MISSING
 from sowlib.subscriptions import Message
 from sowlib.topic.derivedwrite import own_doc
+from sowlib.views.aggregates import Avg, StddevPop, StddevSamp, Sum
 from sowlib.views.definition import ViewSpec, compile_view
 
 scalars = st.one_of(
@@ -96,3 +98,50 @@ def test_a_single_publish_into_a_watched_view_is_delivered_before_it_returns() -
         # an infinity is published as null: the sum is NULL, left out of the message
         assert got[3] == ("publish", {"g": "b"})
         assert view.stats()["publishes"] == 3
+
+
+numbers = st.one_of(
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([5e-324, -5e-324, 2.2250738585072014e-308, 1.7976931348623157e308, 0.1]),
+)
+
+
+@given(
+    added=st.lists(numbers, min_size=1, max_size=12),
+    removed=st.lists(st.integers(0, 11), max_size=8),
+)
+def test_sums_means_and_deviations_are_exact_whatever_the_scale(
+    added: list[Any], removed: list[int]
+) -> None:
+    """The scale of the exact sums follows the finest float counted; whatever was added
+    and removed, the results are the correctly rounded ones of the values left in."""
+    states = [Sum(), Avg(), StddevPop(), StddevSamp()]
+    left = list(added)
+    for v in added:
+        for state in states:
+            state.add(v)
+    for at in removed:
+        if len(left) > 1 and at < len(left):
+            v = left.pop(at)
+            for state in states:
+                state.remove(v)
+    exact = sum((Fraction(v) for v in left), Fraction(0))
+    floats = any(type(v) is float for v in left)
+    want_sum = _rounded(exact) if floats else int(exact)
+    assert states[0].value() == want_sum
+    assert type(states[0].value()) is type(want_sum)
+    assert states[1].value() == _rounded(exact / len(left))
+    mean = exact / len(left)
+    square = sum(((Fraction(v) - mean) ** 2 for v in left), Fraction(0))
+    assert states[2].value() == math.sqrt(_rounded(square / len(left)))
+    samp = None if len(left) == 1 else math.sqrt(_rounded(square / (len(left) - 1)))
+    assert states[3].value() == samp
+
+
+def _rounded(q: Fraction) -> float:
+    """``q`` correctly rounded to a float, infinity past the range (as the states give)."""
+    try:
+        return q.numerator / q.denominator
+    except OverflowError:
+        return math.inf if q > 0 else -math.inf
