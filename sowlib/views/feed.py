@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Hashable, Sequence
+from itertools import repeat
+from operator import call as _call
 from typing import Any
 
 from sowlib.expr import parse_filter
@@ -100,15 +102,16 @@ class RowReader:
         flt = self._filter
         if flt is not None and not truthy(flt(dict(zip(self._names, row, strict=True)))):
             return None
-        values = [read(row) for read in self._args]
-        group = tuple(
-            [
-                v if type(v) is str and v else distinct_value(v)
-                for v in map(row.__getitem__, self._group_at)
-            ]
-        )
-        plains = tuple([row[i] for i in self._plain_at])
-        return group, tuple(values), plains
+        values = tuple(map(_call, self._args, repeat(row)))
+        at = self._group_at
+        if len(at) == 1:  # the common grouping: one field
+            v = row[at[0]]
+            group: tuple[Any, ...] = (v if type(v) is str and v else distinct_value(v),)
+        else:
+            group = tuple(
+                [v if type(v) is str and v else distinct_value(v) for v in map(row.__getitem__, at)]
+            )
+        return group, values, tuple(map(row.__getitem__, self._plain_at))
 
 
 class ViewFeed:
