@@ -30,7 +30,6 @@ __all__ = [
 
 #: Every finite float is an integer multiple of 2**-1074 (the smallest subnormal).
 _SHIFT = 1074
-_ONE = 1 << _SHIFT
 
 
 def aggregate_number(value: Any) -> int | float | None:
