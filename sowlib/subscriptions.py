@@ -96,17 +96,20 @@ def _correlation(record: RecordLike) -> bytes:
 
 
 def _message(command: str, topic: str, record: RecordLike, reason: str | None = None) -> Message:
+    data = record.data
+    corr = getattr(record, "correlation_id", b"")
+    # positional: the attrs initializer binds keywords at several times the cost
     return Message(
-        command=command,
-        topic=topic,
-        sow_key=record.sow_key,
-        data=bytes(record.data),
-        seq=record.seq,
-        timestamp=record.timestamp,
-        expiration=record.expiration,
-        correlation_id=_correlation(record),
-        reason=reason,
-        doc=record.doc,
+        command,
+        topic,
+        record.sow_key,
+        data if type(data) is bytes else bytes(data),
+        record.seq,
+        record.timestamp,
+        record.expiration,
+        corr if type(corr) is bytes else _correlation(record),
+        reason,
+        record.doc,
     )
 
 

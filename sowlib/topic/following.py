@@ -14,13 +14,14 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from sowlib.topic.derivedwrite import DerivedWrites
 from sowlib.topic.follow import FOLLOWER
 from sowlib.topic.parts import Parts
 
 __all__ = ["Following"]
 
 
-class Following:
+class Following(DerivedWrites):
     """The following half of :class:`~sowlib.topic.facade.Topic` (its attributes are
     set by the Topic's constructor)."""
 

@@ -1,6 +1,6 @@
 """Aggregate states of views and aggregated queries: each takes ``add``/``remove`` of one value.
 
-Sums are exact (integers, and floats as integer multiples of 2**-1074), so a state
+Sums are exact (integers, and floats as integer multiples of a power of two), so a state
 maintained through any sequence of adds and removes answers exactly what a fresh
 computation over the remaining values answers. Imports only ``expr.runtime`` and
 ``sortedcontainers``.
@@ -30,7 +30,6 @@ __all__ = [
 
 #: Every finite float is an integer multiple of 2**-1074 (the smallest subnormal).
 _SHIFT = 1074
-_ONE = 1 << _SHIFT
 
 
 def aggregate_number(value: Any) -> int | float | None:
@@ -116,8 +115,10 @@ class Aggregate(abc.ABC):
 
 class _Moments(Aggregate):
     """Count, exact sum and (for the deviations) exact sum of squares, plus the
-    non-finite values seen. Integers are summed as they are, floats as exact multiples
-    of 2**-1074."""
+    non-finite values seen. Integers are summed as they are; floats as exact integer
+    multiples of ``2**-k``, ``k`` the finest binary exponent among the floats counted so
+    far (at most 1074: every finite float is a multiple of ``2**-1074``), so the sums are
+    integers no longer than the values need (prices with cents: about 100 bits)."""
 
     #: whether the sum of squares is kept (the deviations need it; SUM and AVG do not)
     squares = True
@@ -126,8 +127,9 @@ class _Moments(Aggregate):
         self.n = 0
         self.floats = 0  # how many of the values are floats (the result type of SUM)
         self.ints = 0  # the sum of the integer values
-        self.s1 = 0  # the sum of the finite float values * 2**1074
-        self.s2 = 0  # sum of squares * 2**2148
+        self.k = 0  # the scale: 2**k times a float value is an integer, for every float in
+        self.s1 = 0  # the sum of the finite float values * 2**k
+        self.s2 = 0  # the sum of the squares of every finite value * 2**(2k)
         self.nan = 0
         self.pos_inf = 0
         self.neg_inf = 0
@@ -137,15 +139,18 @@ class _Moments(Aggregate):
         if type(v) is int:
             self.ints += v
             if self.squares:
-                x = v << _SHIFT
+                x = v << self.k
                 self.s2 += x * x
             return
         self.floats += 1
         if v - v != 0.0:  # inf or NaN
             self._odd(v, 1)
             return
-        num, den = v.as_integer_ratio()  # exact_float, inline: the hot path
-        x = num << (_SHIFT + 1 - den.bit_length())
+        num, den = v.as_integer_ratio()  # den is 2**d
+        d = den.bit_length() - 1
+        if d > self.k:
+            self._rescale(d)
+        x = num << (self.k - d)
         self.s1 += x
         if self.squares:
             self.s2 += x * x
@@ -155,7 +160,7 @@ class _Moments(Aggregate):
         if type(v) is int:
             self.ints -= v
             if self.squares:
-                x = v << _SHIFT
+                x = v << self.k
                 self.s2 -= x * x
             return
         self.floats -= 1
@@ -163,10 +168,18 @@ class _Moments(Aggregate):
             self._odd(v, -1)
             return
         num, den = v.as_integer_ratio()
-        x = num << (_SHIFT + 1 - den.bit_length())
+        d = den.bit_length() - 1  # never above k: the value was added
+        x = num << (self.k - d)
         self.s1 -= x
         if self.squares:
             self.s2 -= x * x
+
+    def _rescale(self, k: int) -> None:
+        """Make the scale the finer ``k`` (the sums shifted to it, exactly)."""
+        up = k - self.k
+        self.s1 <<= up
+        self.s2 <<= 2 * up
+        self.k = k
 
     def _odd(self, v: float, sign: int) -> None:
         """Count a non-finite value in or out."""
@@ -178,8 +191,8 @@ class _Moments(Aggregate):
             self.neg_inf += sign
 
     def _sum(self) -> int:
-        """The sum of the finite values * 2**1074."""
-        return self.s1 + (self.ints << _SHIFT)
+        """The sum of the finite values * 2**k."""
+        return self.s1 + (self.ints << self.k)
 
     def _special(self) -> float | None:
         """The non-finite result, or None when every value is finite."""
@@ -194,18 +207,21 @@ class _Moments(Aggregate):
     def total(self) -> int | float | None:
         if self.n == 0:
             return None
-        special = self._special()
-        if special is not None:
-            return special
+        if self.nan or self.pos_inf or self.neg_inf:
+            return self._special()
         if self.floats == 0:
             return self.ints
-        return _ratio(self._sum(), _ONE)
+        k = self.k
+        try:  # _ratio(self._sum(), 2**k), inline: the hot path of a watched view
+            return (self.s1 + (self.ints << k)) / (1 << k)
+        except OverflowError:
+            return _ratio(self._sum(), 1 << k)
 
     def mean(self) -> float | None:
         if self.n == 0:
             return None
         special = self._special()
-        return special if special is not None else _ratio(self._sum(), _ONE * self.n)
+        return special if special is not None else _ratio(self._sum(), self.n << self.k)
 
     def stddev(self, sample: bool) -> float | None:
         n = self.n
@@ -215,9 +231,9 @@ class _Moments(Aggregate):
         if special is not None:
             return math.nan
         s1 = self._sum()
-        num = n * self.s2 - s1 * s1  # n² · variance_pop · 2**2148
+        num = n * self.s2 - s1 * s1  # n² · variance_pop · 2**(2k)
         den = n * (n - 1 if sample else n)
-        return math.sqrt(_ratio(num, den << (2 * _SHIFT)))
+        return math.sqrt(_ratio(num, den << (2 * self.k)))
 
 
 class Sum(_Moments):

@@ -156,12 +156,21 @@ class CompiledView:
         init=False, repr=False
     )
     _plain_getters: tuple[Callable[[Any], Any], ...] = attrs.field(init=False, repr=False)
+    # (target name, from an aggregate, position) of each field when all are direct
+    # and top-level (the common view), else None
+    _flat: tuple[tuple[str, bool, int], ...] | None = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         object.__setattr__(self, "_group_getters", tuple(p.getter for p in self.groups))
         readers = tuple((a.state.convert, a.argument) for a in self.aggregates)
         object.__setattr__(self, "_readers", readers)
         object.__setattr__(self, "_plain_getters", tuple(p.getter for p in self.plains))
+        flat: tuple[tuple[str, bool, int], ...] | None = tuple(
+            (f.names[0], f.direct[0] == "agg", f.direct[1])
+            for f in self.fields
+            if f.direct is not None and len(f.names) == 1
+        )
+        object.__setattr__(self, "_flat", flat if len(flat or ()) == len(self.fields) else None)
 
     def group_of(self, doc: Any) -> tuple[Any, ...]:
         """The group key of a record (missing and NULL grouping values are None)."""
@@ -177,6 +186,19 @@ class CompiledView:
 
     def render(self, results: Sequence[Any], plains: Sequence[Any]) -> dict[str, Any]:
         """The view's message for a group: NULL results are left out."""
+        flat = self._flat
+        if flat is not None:  # every field one aggregate or one plain field, at the top
+            out = {}
+            for name, agg, i in flat:
+                value = results[i] if agg else plains[i]
+                if value is not None and value is not MISSING:
+                    out[name] = value
+            return out
+        return self.render_fields(results, plains)
+
+    def render_fields(self, results: Sequence[Any], plains: Sequence[Any]) -> dict[str, Any]:
+        """:meth:`render` field by field (its reference, and the path of computed and
+        nested fields)."""
         out: dict[str, Any] = {}
         slots: dict[str, Any] | None = None
         for f in self.fields:

@@ -7,12 +7,15 @@ once). Imports only :mod:`sowlib.views.definition` and :mod:`sowlib.views.aggreg
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
+from operator import methodcaller
 from typing import Any
 
 from sowlib.views.aggregates import Aggregate
 from sowlib.views.definition import CompiledView, group_sow_key
 
 __all__ = ["Group", "GroupTable"]
+
+_value = methodcaller("value")
 
 
 class Group:
@@ -126,7 +129,7 @@ class GroupTable:
     def render(self, group: Group) -> dict[str, Any]:
         """The message of ``group`` (its non-aggregated fields from its latest record)."""
         latest = next(reversed(group.members.values()))
-        return self.view.render([s.value() for s in group.states], latest)
+        return self.view.render(list(map(_value, group.states)), latest)
 
     def load(self, records: Iterable[tuple[Hashable, Any]]) -> None:
         """``put`` every ``(key, doc)``; for a fresh table and aggregated queries."""

@@ -18,6 +18,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Hashable, Sequence
+from itertools import repeat
+from operator import call as _call
 from typing import Any
 
 from sowlib.expr import parse_filter
@@ -30,7 +32,7 @@ from sowlib.views.aggregates import distinct_value
 from sowlib.views.definition import CompiledView
 from sowlib.views.engine import Group, GroupTable
 from sowlib.views.fastrow import fast_argument
-from sowlib.views.maintain import emit
+from sowlib.views.maintain import change_of, write_change
 
 __all__ = ["RowReader", "ViewFeed"]
 
@@ -100,15 +102,16 @@ class RowReader:
         flt = self._filter
         if flt is not None and not truthy(flt(dict(zip(self._names, row, strict=True)))):
             return None
-        values = [read(row) for read in self._args]
-        group = tuple(
-            [
-                v if type(v) is str and v else distinct_value(v)
-                for v in map(row.__getitem__, self._group_at)
-            ]
-        )
-        plains = tuple([row[i] for i in self._plain_at])
-        return group, tuple(values), plains
+        values = tuple(map(_call, self._args, repeat(row)))
+        at = self._group_at
+        if len(at) == 1:  # the common grouping: one field
+            v = row[at[0]]
+            group: tuple[Any, ...] = (v if type(v) is str and v else distinct_value(v),)
+        else:
+            group = tuple(
+                [v if type(v) is str and v else distinct_value(v) for v in map(row.__getitem__, at)]
+            )
+        return group, values, tuple(map(row.__getitem__, self._plain_at))
 
 
 class ViewFeed:
@@ -127,10 +130,19 @@ class ViewFeed:
     Args:
         view: the compiled view.
         target: the view's topic (``publish(doc, sow_key=)``, ``sow_delete_by_keys``,
-            and, to be written lazily, ``defer_writes`` and ``observed``).
+            and, to be written lazily, ``defer_writes`` and ``observed``; to be written a
+            flush at a time, ``write_derived``).
+        trusted: the fast paths: a flush's changed groups written with the target's
+            ``write_derived`` (one step) where it has one, and a single put of a watched
+            view taken in and written at once (:meth:`_put_now`); False: the reference,
+            every change noted then flushed, one publish or delete per group; None:
+            :attr:`trusted_writes`.
     """
 
-    def __init__(self, view: CompiledView, target: Any) -> None:
+    #: The default of ``trusted`` (False: every feed made meanwhile takes the reference).
+    trusted_writes = True
+
+    def __init__(self, view: CompiledView, target: Any, *, trusted: bool | None = None) -> None:
         self.view = view
         self.target = target
         self.table = GroupTable(view)
@@ -147,6 +159,13 @@ class ViewFeed:
         defer = getattr(target, "defer_writes", None)
         self.lazy = defer is not None
         self._lock: Any = threading.RLock() if defer is None else defer(self.flush)
+        # The trusted write of the changed groups (a Topic's write_derived), else one
+        # publish per group (the reference; ``trusted=False``).
+        fast = self.trusted_writes if trusted is None else trusted
+        self._trusted: Callable[[list[tuple[str, Any]]], bool] | None = (
+            getattr(target, "write_derived", None) if fast else None
+        )
+        self._now = fast
 
     @property
     def name(self) -> str:
@@ -187,11 +206,39 @@ class ViewFeed:
 
     def put(self, key: Hashable, values: Sequence[Any]) -> None:
         with self._lock:
+            if self._now and not (
+                self._pending or self._dirty or self._flushing or self._deferred()
+            ):
+                self._put_now(key, values)
+                return
             pending = self._pending
             pending.pop(key, None)
             pending[key] = values
             if not self._deferred():
                 self.flush()
+
+    def _put_now(self, key: Hashable, values: Sequence[Any]) -> None:
+        """:meth:`put` then :meth:`flush` of a watched view with nothing waiting: the row
+        taken in and its one or two groups written at once (what the flush would do)."""
+        self._flushing = True  # its writes into the target call flush again
+        try:
+            got = self.reader.parts(values)
+            table = self.table
+            if got is None:
+                left = table.remove(key)
+                touched = [] if left is None else [left]
+            else:
+                touched = table.put_parts(key, *got)
+            changes = []
+            for group in touched:
+                change = change_of(table, group)
+                if change is not None:
+                    changes.append(change)
+            self._write(changes)
+        except Exception:
+            self._failed()
+        finally:
+            self._flushing = False
 
     def put_many(self, keys: Sequence[Hashable], columns: Sequence[Sequence[Any]]) -> None:
         with self._lock:
@@ -259,6 +306,7 @@ class ViewFeed:
             groups = self.table.groups
             self._flushing = True  # its writes into the target call flush again
             try:
+                changes = []
                 for group in dirty.values():
                     if not group.members:
                         again = groups.get(group.key)
@@ -268,10 +316,26 @@ class ViewFeed:
                                 again.rendered = group.rendered
                             group.rendered = None
                             if id(again) not in dirty:
-                                emit(self.table, self.target, again)
-                            continue
-                    emit(self.table, self.target, group)
+                                group = again
+                            else:
+                                continue
+                    change = change_of(self.table, group)
+                    if change is not None:
+                        changes.append(change)
+                self._write(changes)
             except Exception:
                 self._failed()
             finally:
                 self._flushing = False
+
+    def _write(self, changes: list[tuple[str, Any]]) -> None:
+        """Write the changed groups into the view's topic: in one step where it takes the
+        trusted write (``write_derived``), else (the reference) a publish or delete each."""
+        if not changes:
+            return
+        trusted = self._trusted
+        if trusted is not None and trusted(changes):
+            return
+        target = self.target
+        for change in changes:
+            write_change(target, change)

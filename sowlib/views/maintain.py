@@ -14,7 +14,7 @@ from sowlib.subscriptions import Message
 from sowlib.views.definition import CompiledView
 from sowlib.views.engine import Group, GroupTable
 
-__all__ = ["ConflationMaintainer", "ViewMaintainer", "emit"]
+__all__ = ["ConflationMaintainer", "ViewMaintainer", "change_of", "emit", "write_change"]
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -25,12 +25,25 @@ def _same(a: Any, b: Any) -> bool:
     return _has_nan(a) and _same_typed(a, b)
 
 
+_NEVER_NAN = frozenset({str, int, bool, type(None)})
+
+
 def _has_nan(a: Any) -> bool:
+    """Whether a value not equal to itself is in ``a`` (the common types checked inline)."""
     if isinstance(a, dict):
-        return any(map(_has_nan, a.values()))
-    if isinstance(a, list):
-        return any(map(_has_nan, a))
-    return bool(a != a)
+        values: Any = a.values()
+    elif isinstance(a, list):
+        values = a
+    else:
+        return bool(a != a)
+    for v in values:
+        t = type(v)
+        if t is float:
+            if v != v:
+                return True
+        elif t not in _NEVER_NAN and _has_nan(v):
+            return True
+    return False
 
 
 def _same_typed(a: Any, b: Any) -> bool:
@@ -43,19 +56,38 @@ def _same_typed(a: Any, b: Any) -> bool:
     return bool(a == b) or (a != a and b != b)
 
 
-def emit(table: GroupTable, target: Any, group: Group) -> None:
-    """Write ``group``'s change into the view's topic: its new message when it changed, a
-    delete when its last member left."""
+def change_of(table: GroupTable, group: Group) -> tuple[str, Any] | None:
+    """What writing ``group`` into the view's topic takes, noted as sent: ``(sow_key,
+    message)`` when its message changed, ``(sow_key, None)`` (a delete) when its last
+    member left, None when there is nothing to write."""
     if not group.members:
         if group.rendered is not None:
             group.rendered = None
-            target.sow_delete_by_keys(group.sow_key)
-        return
+            return group.sow_key, None
+        return None
     out = table.render(group)
     if group.rendered is not None and _same(out, group.rendered):
-        return
+        return None
     group.rendered = out
-    target.publish(out, sow_key=group.sow_key)
+    return group.sow_key, out
+
+
+def write_change(target: Any, change: tuple[str, Any]) -> None:
+    """Write one :func:`change_of` into the view's topic (the reference: one publish or
+    one delete)."""
+    sow_key, doc = change
+    if doc is None:
+        target.sow_delete_by_keys(sow_key)
+    else:
+        target.publish(doc, sow_key=sow_key)
+
+
+def emit(table: GroupTable, target: Any, group: Group) -> None:
+    """Write ``group``'s change into the view's topic: its new message when it changed, a
+    delete when its last member left."""
+    change = change_of(table, group)
+    if change is not None:
+        write_change(target, change)
 
 
 class ViewMaintainer:

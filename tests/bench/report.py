@@ -34,6 +34,7 @@ import scen_query  # noqa: E402
 import scen_read  # noqa: E402
 import scen_refresh  # noqa: E402
 import scen_store  # noqa: E402
+import scen_views  # noqa: E402
 import scen_write  # noqa: E402
 import workload  # noqa: E402
 from rows import Row, markdown  # noqa: E402
@@ -53,6 +54,7 @@ SCENARIOS: dict[str, Scenario] = {
     "compile": scen_query.compile_rows,
     "codecs": scen_codecs.codec_rows,
     "delta": scen_codecs.delta_rows,
+    "views": scen_views.view_rows,
 }
 
 
