@@ -275,6 +275,44 @@ sort_by_offset(Wanted *w, Py_ssize_t n)
 #define AHEAD 12
 #define AHEAD_BYTES 320
 
+/* The value of the exact int `key` as a u64: 1, or 0 when it is negative or needs more
+ * than 64 bits. Read off its digits where the layout is known (a content key is a
+ * 64-bit hash: the generic conversion takes its slow path for most of them). */
+static inline int
+u64_of(PyObject *key, uint64_t *out)
+{
+#if PY_VERSION_HEX < 0x030C0000 && PyLong_SHIFT == 30
+    const digit *d = ((PyLongObject *)key)->ob_digit;
+    switch (Py_SIZE(key)) {
+    case 0:
+        *out = 0;
+        return 1;
+    case 1:
+        *out = d[0];
+        return 1;
+    case 2:
+        *out = (uint64_t)d[1] << 30 | d[0];
+        return 1;
+    case 3:
+        if (d[2] >> 4) {
+            return 0;
+        }
+        *out = (uint64_t)d[2] << 60 | (uint64_t)d[1] << 30 | d[0];
+        return 1;
+    default:
+        return 0; /* negative, or past 90 bits */
+    }
+#else
+    uint64_t k = PyLong_AsUnsignedLongLong(key);
+    if (k == (uint64_t)-1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* a negative or too big int: the Python path */
+        return 0;
+    }
+    *out = k;
+    return 1;
+#endif
+}
+
 /* Step 1 of `rows`: where each key's record is. The keys left to the Python path go to
  * `found` (counted in `*pending`), the records to read to `wanted`; gives their number. */
 static Py_ssize_t
@@ -292,16 +330,13 @@ locate(KeyTable *table, PyObject *keys, PyObject **found, Wanted *wanted, Py_ssi
         int g = 0;
         for (Py_ssize_t i = lo; i < hi; i++) {
             PyObject *key = PyList_GET_ITEM(keys, i);
-            if (PyLong_CheckExact(key)) {
-                uint64_t k = PyLong_AsUnsignedLongLong(key);
-                if (!(k == (uint64_t)-1 && PyErr_Occurred())) {
-                    ks[g] = k;
-                    at[g] = i;
-                    g++;
-                    prefetch(&table->index[slot_of(k, table->bits)]);
-                    continue;
-                }
-                PyErr_Clear(); /* a negative or too big int: the Python path */
+            uint64_t k;
+            if (PyLong_CheckExact(key) && u64_of(key, &k)) {
+                ks[g] = k;
+                at[g] = i;
+                g++;
+                prefetch(&table->index[slot_of(k, table->bits)]);
+                continue;
             }
             found[i] = Py_NewRef(key);
             (*pending)++;
@@ -476,13 +511,11 @@ admitted(Reader *r)
     return ((x >> 32) & r->admit_mask) == 0;
 }
 
-/* Offer `rec` (read by key) to the cache as RecordCache.offer admits it. 0, or -1. */
+/* Put `rec` (read by key, admitted as RecordCache.offer admits: `admitted`) in the
+ * cache. 0, or -1. */
 static int
 offer(Reader *r, PyObject *key, PyObject *rec)
 {
-    if (r->cache_put == Py_None || !admitted(r)) {
-        return 0;
-    }
     PyObject *cost = PyLong_FromSsize_t(r->cost_base +
                                         PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 1)) * r->cost_factor);
     if (cost == NULL) {
@@ -533,6 +566,7 @@ by_key(Reader *r, uint64_t k)
         return rec; /* cached, or NULL: an error */
     }
     Py_DECREF(rec);
+    int offered = r->cache_put != Py_None && admitted(r);
     PyObject *locked = PyObject_CallNoArgs(r->acquire);
     if (locked == NULL) {
         Py_DECREF(key);
@@ -540,7 +574,7 @@ by_key(Reader *r, uint64_t k)
     }
     Py_DECREF(locked);
     rec = read_one(r, k);
-    if (rec != NULL && PyTuple_Check(rec) && offer(r, key, rec) < 0) {
+    if (rec != NULL && offered && PyTuple_Check(rec) && offer(r, key, rec) < 0) {
         Py_CLEAR(rec);
     }
     Py_DECREF(key);
