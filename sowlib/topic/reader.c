@@ -474,7 +474,8 @@ Reader_head(Reader *r, PyObject *arg)
         Py_RETURN_NOTIMPLEMENTED;
     }
     KeyTable *t = (KeyTable *)r->table;
-    Py_ssize_t want = n < t->live ? n : t->live;
+    Py_ssize_t every = t->live + (t->others == NULL ? 0 : PyDict_GET_SIZE(t->others));
+    Py_ssize_t want = n < every ? n : every;
     PyObject *out = PyList_New(0);
     if (out == NULL) {
         return NULL;
