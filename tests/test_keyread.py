@@ -316,7 +316,8 @@ def test_lookup_and_get_are_bound_to_the_topic_as_c_fronts(tmp_path: Path) -> No
     with SowStore(str(tmp_path)) as store:
         t = store.create_topic("t", keys=["/k"])
         publish_values(t, [1, 2, "x", 2**40])
-        assert type(t.lookup).__name__ == "ByKey" and type(t.get).__name__ == "ByKey"
+        assert type(t.lookup).__name__ == "ByKey"
+        assert type(t.get).__name__ == "ByKey"
         for value in [1, 2, 3, "x", "y", 2**40, 2**70, True, 1.5, None, ""]:
             assert t.lookup(value) == KeyReads.lookup(t, value)
             assert t.lookup(k=value) == KeyReads.lookup(t, k=value)
@@ -324,7 +325,8 @@ def test_lookup_and_get_are_bound_to_the_topic_as_c_fronts(tmp_path: Path) -> No
         for key in [text, "0", "x", "99", 5]:
             assert t.get(key) == KeyReads.get(t, key)  # type: ignore[arg-type]
         assert t[1] == t.lookup(1)
-        assert t.lookup.__name__ == "lookup" and t.get.__name__ == "get"
+        assert t.lookup.__name__ == "lookup"
+        assert t.get.__name__ == "get"
         assert "key fields hold these values" in (t.lookup.__doc__ or "")
         params = inspect.signature(t.lookup).parameters
         assert [p.kind for p in params.values()] == [
@@ -357,7 +359,8 @@ def test_a_front_held_by_the_caller_follows_reopen_lazy_writes_and_close(
     t.defer_writes(lambda: made.append(1))
     counted.clear()
     assert lookup(4).doc == {"k": 4, "v": 0}
-    assert counted == [] and made  # the Python path, after the lazy writer's changes
+    assert counted == []  # the Python path,
+    assert made  # after the lazy writer's changes
     store.close()
     with pytest.raises(StoreClosedError):
         lookup(3)

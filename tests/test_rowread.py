@@ -181,7 +181,8 @@ def test_the_head_of_a_table_of_text_keys_is_left_to_the_python_path(tmp_path: P
     table.update([(5, 0), ("x", 1), (7, 2)])
     del table[5]
     reader.set_table(table)
-    assert reader.head(0) == [] and reader.head(1) == [7]
+    assert reader.head(0) == []
+    assert reader.head(1) == [7]
     assert reader.head(2) is NotImplemented  # "x" would be reached
     assert list(table)[:2] == [7, "x"]
     with pytest.raises(ValueError):

@@ -529,7 +529,7 @@ class MemoIndex:
         ordered = nums.ordered()
         # the first values in order, read off the sorted list's iterators (C-level)
         values = list(itertools.islice(reversed(ordered) if descending else ordered, need))
-        out: list[Collection[Key]] = list(map(nums.map.get, values))
+        out: list[Collection[Key]] = [*map(nums.map.__getitem__, values)]
         if set(map(type, out)) != {dict}:
             out = list(map(nums.bucket, values))  # saved key sets, unpacked once
         sizes = list(map(len, out))

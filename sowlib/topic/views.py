@@ -251,7 +251,7 @@ class Views:
             got = reader.head(n)
             if got is not NotImplemented:
                 return got  # type: ignore[no-any-return]
-        slots = self.keys.slots
+        slots: object = self.keys.slots
         if type(slots) is dict:
             return list(islice(slots, n))
         return self.keys.keys()[:n]
