@@ -50,6 +50,22 @@
 
 static const RecordReadApi *records; /* sowlib.storage.recordread's C interface, or NULL */
 
+/* A Record `rows` made for `key` from the record at `off` of the bound map. A record is
+ * never changed where it is written, so while the map is the same, a key whose entry
+ * still holds `off` has this Record (`set_map` and `set_table` forget them all). */
+typedef struct {
+    uint64_t key;
+    int64_t off;
+    PyObject *rec; /* NULL: an empty place */
+} Kept;
+
+/* Places for kept Records (a power of two), and the most keys a read may ask for to have
+ * its Records kept: a small read (a top_n page, an equality on a rare value) is often
+ * asked again; a large one would only churn them. */
+#define KEPT_BITS 8
+#define KEPT (1 << KEPT_BITS)
+#define KEEP_MOST 64
+
 typedef struct {
     PyObject_HEAD
     PyTypeObject *record_type;
@@ -74,6 +90,7 @@ typedef struct {
     const unsigned char *hint;
     Py_ssize_t hint_len;
     char scratch[256];   /* the bytes of a key being hashed */
+    Kept kept[KEPT];     /* the Records small reads made last, by key (see `rows`) */
 } Reader;
 
 static inline void
@@ -376,6 +393,7 @@ read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize
 {
     sort_by_offset(wanted, m);
     const unsigned char *base = view->buf;
+    int keep = m <= KEEP_MOST;
     for (Py_ssize_t j = 0; j < m; j++) {
         if (j + AHEAD < m && wanted[j + AHEAD].off < view->len - AHEAD_BYTES) {
             const unsigned char *ahead = base + wanted[j + AHEAD].off;
@@ -384,6 +402,11 @@ read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize
             }
         }
         Wanted *w = &wanted[j];
+        Kept *place = &r->kept[slot_of(w->key, KEPT_BITS)];
+        if (place->rec != NULL && place->key == w->key && place->off == w->off) {
+            found[w->pos] = Py_NewRef(place->rec);
+            continue;
+        }
         CommonPut put;
         int got = records->common_put(base, w->off, view->len, &put);
         if (got < 0) {
@@ -395,6 +418,11 @@ read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize
         }
         else if ((found[w->pos] = record_of(r, w->key, &put)) == NULL) {
             return -1;
+        }
+        else if (keep) {
+            place->key = w->key;
+            place->off = w->off;
+            Py_XSETREF(place->rec, Py_NewRef(found[w->pos]));
         }
     }
     return 0;
@@ -629,9 +657,19 @@ Reader_get(Reader *r, PyObject *text)
 
 /* ------------------------------------------------------------------ the type */
 
+/* Forget every kept Record (a new table or map). */
+static void
+forget_kept(Reader *r)
+{
+    for (int i = 0; i < KEPT; i++) {
+        Py_CLEAR(r->kept[i].rec);
+    }
+}
+
 static PyObject *
 Reader_set_table(Reader *r, PyObject *table)
 {
+    forget_kept(r);
     Py_XSETREF(r->table, Py_NewRef(table));
     Py_RETURN_NONE;
 }
@@ -643,6 +681,7 @@ Reader_set_map(Reader *r, PyObject *map)
         PyErr_SetString(PyExc_TypeError, "Reader.set_map: a map (a buffer) or None");
         return NULL;
     }
+    forget_kept(r);
     Py_XSETREF(r->map, Py_NewRef(map));
     r->hint = NULL;
     r->hint_len = 0;
@@ -698,6 +737,9 @@ Reader_traverse(Reader *r, visitproc visit, void *arg)
     Py_VISIT(r->acquire);
     Py_VISIT(r->release);
     Py_VISIT(r->head);
+    for (int i = 0; i < KEPT; i++) {
+        Py_VISIT(r->kept[i].rec);
+    }
     return 0;
 }
 
@@ -717,6 +759,7 @@ Reader_clear(Reader *r)
     Py_CLEAR(r->acquire);
     Py_CLEAR(r->release);
     Py_CLEAR(r->head);
+    forget_kept(r);
     return 0;
 }
 
