@@ -193,3 +193,33 @@ def test_the_head_of_a_table_of_text_keys_is_left_to_the_python_path(tmp_path: P
             t.publish({"i": i}, sow_key=f"k{i}")
         assert views_of(t).first_keys(3) == ["k0", "k1", "k2"]
         assert [r.sow_key for r in t.sow(top_n=2)] == ["k0", "k1"]
+
+
+def test_records_kept_by_small_reads_are_given_while_their_version_is_live(
+    tmp_path: Path,
+) -> None:
+    """A small read keeps its Records (by key and offset): read again unchanged, the
+    same Records; after an update, a delete, a compaction or a large read, what the
+    Python path reads."""
+    with SowStore(str(tmp_path / "s")) as store:
+        t = store.create_topic("t", keys=["/id"])
+        t.publish_many([{"id": i, "v": 0} for i in range(300)])
+        views = views_of(t)
+        keys = [views.keys.key_of(t.key_for({"id": i})) for i in range(300)]
+        few = keys[:5]
+        first = views.records(few)
+        again = views.records(few)
+        assert all(a is b for a, b in zip(first, again, strict=True))
+        t.publish({"id": 2, "v": 1})
+        t.sow_delete_by_keys(t.key_for({"id": 4}))
+        got = views.records(few)
+        assert [r.doc for r in got] == [{"id": i, "v": 1 if i == 2 else 0} for i in (0, 1, 2, 3)]
+        assert [fields(r) for r in got] == [fields(r) for r in views.records_of_log(few)]
+        assert got[0] is first[0]
+        t.compact()
+        after = views.records(few)
+        assert [fields(r) for r in after] == [fields(r) for r in got]
+        assert all(a is not b for a, b in zip(after, got, strict=True))  # a new map
+        assert [fields(r) for r in views.records(keys)] == [
+            fields(r) for r in views.records_of_log(keys)
+        ]

@@ -23,7 +23,7 @@ from sowlib.query.resultset import ResultSet
 from sowlib.query.select import SelectList
 from sowlib.record import Record
 
-__all__ = ["WALK_RATIO", "QueryFilter", "explain", "run_query"]
+__all__ = ["WALK_RATIO", "QueryFilter", "explain", "live_rows", "run_query"]
 
 
 class QueryFilter(FilterLike, Protocol):
@@ -342,6 +342,13 @@ def run_query(
     else:
         rows = _ordered(source, keys, order, need)[skip:]
     return _results(source, rows, options.select)
+
+
+def live_rows(source: QuerySource, keys: list[Key], options: QueryOptions) -> ResultSet:
+    """What :func:`run_query` gives for ``sow_keys=keys`` with no filter and no order or
+    skip, for keys the caller knows are live (the first ``top_n`` keys it listed): their
+    records read in one batch, ``options.select`` applied; O(len(keys))."""
+    return _results(source, _rows(source, keys), options.select)
 
 
 def explain(

@@ -15,7 +15,7 @@ from typing import Any
 
 from sowlib.errors import UnsupportedOperationError
 from sowlib.expr import Filter, compile_filter, regex_budget
-from sowlib.query import QueryOptions, QuerySource, ResultSet, explain, run_query
+from sowlib.query import QueryOptions, QuerySource, ResultSet, explain, live_rows, run_query
 from sowlib.results import split_keys
 from sowlib.topic.keyreads import KeyReads
 from sowlib.topic.parts import as_of
@@ -104,7 +104,7 @@ class Queries(KeyReads):
             elif flt is None and keys is None and options.order_by is None:
                 top = options.top_n  # the first top_n records, unordered: only those are read
                 if not options.skip_n and top is not None:
-                    keys = p.views.first_keys(top)
+                    return live_rows(source, p.views.first_keys(top), options)
             if flt is None or not flt.regex:  # no regex to bound
                 return run_query(source, flt, options, keys)
             with regex_budget():
