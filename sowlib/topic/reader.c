@@ -6,7 +6,11 @@
  *   - `get(text)`: `Topic.get` of a content key's SOW key text;
  *
  * and `head(n)`, the first keys of the table (a query's `top_n` with no filter and no
- * order reads only those), and ByKey, the front a topic binds as its `lookup`/`get`.
+ * order reads only those), and ByKey, the front a topic binds as its `lookup` (the
+ * reference: the Python method it falls back to). A read of at most KEEP_MOST keys keeps
+ * its Records by key and record offset and gives them again while the key's entry holds
+ * that offset (a record is never changed where it is written); a new map or table
+ * forgets them.
  *
  * Each read finds a key in the key map's table (a KeyTable, keytable.c), reads the
  * common record at its offset in the log's map (checked by sowlib.storage.recordread's
@@ -33,7 +37,8 @@
  *
  * `rows` is called under the topic's lock; `lookup`/`get` probe the cache without it
  * (writers drop a key from the cache under the lock before changing it) and take it
- * for the table probe and the read. Keys whose record this does not read (not an int
+ * for the table probe and the read (before the probe, the key's entry is looked up and
+ * its record's first lines prefetched from the last map bound: a hint, read again). Keys whose record this does not read (not an int
  * in [0, 2**64), an entry with header fields, another record shape, a damaged record)
  * are handed back: NotImplemented for one key, left in `rows` and counted in `pending`
  * for many; the Python path (Views.records_of_log, Topic.lookup's) decides and raises.
