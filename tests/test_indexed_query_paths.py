@@ -201,6 +201,26 @@ def test_one_hash_bucket_is_the_lookup() -> None:
     assert sorted(index.probe_keys(probes[0])) == sorted(index.lookup_probes(probes))
 
 
+def test_a_saved_bucket_is_listed_off_its_positions_and_stays_packed(tmp_path: Path) -> None:
+    """After a reopen a bucket is packed: its keys are listed without building its key
+    set, as the unpacked bucket lists them; a write then a read unpack it as before."""
+    with SowStore(str(tmp_path)) as store:
+        t = store.create_topic("t", keys=["/id"], hash_indexes=[["/s"]])
+        t.publish_many([{"id": i, "s": f"S{i % 3}"} for i in range(30)])
+    with SowStore(str(tmp_path)) as store:
+        t = store.topic("t")
+        index = t.indexes.hashes[0]
+        probes = index.probes([["S1"]])
+        assert probes is not None
+        packed = index.probe_keys(probes[0])
+        assert [type(b) for b in index.saved()[1]] == [PackedKeys] * 3  # still packed
+        assert sorted(packed) == sorted(index.lookup_probes(probes))  # now unpacked
+        assert sorted(r.doc["id"] for r in t.sow("/s = 'S1'")) == list(range(1, 30, 3))
+        t.publish({"id": 1, "s": "S2"})
+        assert sorted(r.doc["id"] for r in t.sow("/s = 'S1'")) == list(range(4, 30, 3))
+        assert sorted(index.probe_keys(probes[0])) == sorted(index.lookup_probes(probes))
+
+
 def test_plan_descriptions_are_made_when_read(tmp_path: Path) -> None:
     with SowStore(str(tmp_path / "s")) as store:
         topic = store.create_topic("t", keys=["/id"], hash_indexes=[["/s"]], indexes=["/v"])

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sowlib import SowStore
-from sowlib.errors import EncodeError, StoreClosedError
+from sowlib.errors import ArgumentError, EncodeError, StoreClosedError
 from sowlib.topic import slots, views
 from sowlib.topic.facade import Topic
 
@@ -301,3 +301,108 @@ def test_get_of_a_content_key_is_read_in_c(tmp_path: Path, counted: list[str]) -
         None,
     ]
     assert counted == ["c", "c", "py", "py"]  # not the text of a content key: Python path
+
+
+# ---------------------------------------------------------------- the topic's front
+
+
+def test_lookup_is_bound_to_the_topic_as_a_c_front(tmp_path: Path) -> None:
+    """``topic.lookup`` is the C front; any call form answers as the Python method (the
+    reference), and it reads as the method does (name, signature)."""
+    import inspect
+
+    from sowlib.topic.keyreads import KeyReads
+
+    with SowStore(str(tmp_path)) as store:
+        t = store.create_topic("t", keys=["/k"])
+        publish_values(t, [1, 2, "x", 2**40])
+        assert type(t.lookup).__name__ == "ByKey"
+        for value in [1, 2, 3, "x", "y", 2**40, 2**70, True, 1.5, None, ""]:
+            assert t.lookup(value) == KeyReads.lookup(t, value)
+            assert t.lookup(k=value) == KeyReads.lookup(t, k=value)
+        text = t.key_for({"k": 1})
+        for key in [text, "0", "x", "99", 5]:
+            assert t.get(key) == KeyReads.get(t, key)  # type: ignore[arg-type]
+        assert t[1] == t.lookup(1)
+        assert t.lookup.__name__ == "lookup"
+        assert "key fields hold these values" in (t.lookup.__doc__ or "")
+        params = inspect.signature(t.lookup).parameters
+        assert [p.kind for p in params.values()] == [
+            inspect.Parameter.VAR_POSITIONAL,
+            inspect.Parameter.VAR_KEYWORD,
+        ]
+        with pytest.raises(ArgumentError):
+            t.lookup(1, 2)
+        with pytest.raises(ArgumentError):
+            t.lookup(1, k=1)
+        with pytest.raises(TypeError):
+            t.get()
+
+
+def test_a_front_held_by_the_caller_follows_reopen_lazy_writes_and_close(
+    tmp_path: Path, counted: list[str]
+) -> None:
+    """A front taken once (``lookup = topic.lookup``) keeps answering as the topic: the
+    C reader while it can, the Python path for a lazily written topic, an error once
+    the topic is closed (never a record from a cleared cache)."""
+    store = SowStore(str(tmp_path))
+    t = store.create_topic("t", keys=["/k"])
+    t.publish_many([{"k": k, "v": 0} for k in range(50)])
+    lookup, get = t.lookup, t.get
+    counted.clear()
+    assert lookup(3).doc == {"k": 3, "v": 0}
+    assert get(t.key_for({"k": 3})).doc == {"k": 3, "v": 0}
+    assert counted == ["c", "c"]
+    made: list[int] = []
+    t.defer_writes(lambda: made.append(1))
+    counted.clear()
+    assert lookup(4).doc == {"k": 4, "v": 0}
+    assert counted == []  # the Python path,
+    assert made  # after the lazy writer's changes
+    store.close()
+    with pytest.raises(StoreClosedError):
+        lookup(3)
+    with pytest.raises(StoreClosedError):
+        get(t.key_for({"k": 3}))
+
+
+def test_a_reopened_topic_keeps_its_fronts(tmp_path: Path) -> None:
+    """A read-only opener whose writer compacted continues on the new file: the fronts
+    it handed out before read the new file."""
+    with SowStore(str(tmp_path)) as store:
+        store.create_topic("t", keys=["/k"]).publish_many([{"k": k, "v": 0} for k in range(20)])
+    writer = SowStore(str(tmp_path))
+    reader = SowStore(str(tmp_path), readonly=True)
+    t = reader.topic("t")
+    lookup = t.lookup
+    assert lookup(5).doc == {"k": 5, "v": 0}
+    w = writer.topic("t")
+    w.publish_many([{"k": k, "v": 1} for k in range(20)])
+    w.compact()
+    t.refresh()
+    assert lookup(5).doc == {"k": 5, "v": 1} == t.lookup(5).doc
+    writer.close()
+    reader.close()
+
+
+def test_the_front_type_checks_its_arguments() -> None:
+    from sowlib.storage.native import optional_module
+
+    module: Any = optional_module("sowlib.topic.keytable")
+    with pytest.raises(TypeError):
+        module.ByKey(1, len)
+    with pytest.raises(TypeError):
+        module.ByKey(len)
+    front = module.ByKey(lambda *a, **k: ("fallback", a, k), lambda v: ("handed", v))
+    assert front(1) == ("fallback", (1,), {})
+    front.point(lambda v: NotImplemented if v == 2 else ("read", v))
+    assert [front(1), front(2), front(1, 2), front(v=1)] == [
+        ("read", 1),
+        ("handed", 2),
+        ("fallback", (1, 2), {}),
+        ("fallback", (), {"v": 1}),
+    ]
+    with pytest.raises(TypeError):
+        front.point(3)
+    front.point(None)
+    assert front(1) == ("fallback", (1,), {})

@@ -148,3 +148,78 @@ def test_key_ints_at_the_digit_boundaries_are_read_as_their_values(tmp_path: Pat
         assert [fields(r) for r in got] == [fields(r) for r in views.records_of_log(keys)]
         assert [r.doc for r in got] == [{"id": i} for i in range(50)]
         assert views._reader.rows(live)[1] == 0  # every live key read in C
+
+
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(ops=OPS, n=st.integers(0, 45))
+def test_the_first_keys_are_the_head_of_every_key(tmp_path: Path, ops: Any, n: int) -> None:
+    """``Views.first_keys`` (the C reader's ``head`` of the key table, deleted entries
+    skipped) is the head of the key map's listing; a query's ``top_n`` with no filter
+    and no order reads those records."""
+    with SowStore(str(tmp_path / "s"), clock=lambda: 1000.0) as store:
+        t = store.create_topic(f"t{len(store.topics())}", keys=["/id"], expiration="enabled")
+        for op, i in ops:
+            if op == "delete":
+                t.sow_delete(f"/id = {i}")
+            else:
+                t.publish({"id": i}, expiration=3600 if op == "expiring" else None)
+        views = views_of(t)
+        every = views.keys.keys()
+        assert views.first_keys(n) == every[:n]
+        assert views._reader.head(n) == every[:n]
+        assert [r.sow_key for r in t.sow(top_n=n)] == [views.keys.text_of(k) for k in every[:n]]
+
+
+def test_the_head_of_a_table_of_text_keys_is_left_to_the_python_path(tmp_path: Path) -> None:
+    """Keys the KeyTable holds apart (not u64 ints) come after the ints: ``head`` hands
+    over when it would reach them; a topic whose keys are text reads its dict's head."""
+    reader = new_reader()
+    assert reader.head(3) is NotImplemented  # no table bound
+    table = slots.new_slots(True)
+    table.update([(5, 0), ("x", 1), (7, 2)])
+    del table[5]
+    reader.set_table(table)
+    assert reader.head(0) == []
+    assert reader.head(1) == [7]
+    assert reader.head(2) is NotImplemented  # "x" would be reached
+    assert list(table)[:2] == [7, "x"]
+    with pytest.raises(ValueError):
+        reader.head(-1)
+    with SowStore(str(tmp_path / "s")) as store:
+        t = store.create_topic("t")  # publisher-supplied keys: text, held in a dict
+        for i in range(5):
+            t.publish({"i": i}, sow_key=f"k{i}")
+        assert views_of(t).first_keys(3) == ["k0", "k1", "k2"]
+        assert [r.sow_key for r in t.sow(top_n=2)] == ["k0", "k1"]
+
+
+def test_records_kept_by_small_reads_are_given_while_their_version_is_live(
+    tmp_path: Path,
+) -> None:
+    """A small read keeps its Records (by key and offset): read again unchanged, the
+    same Records; after an update, a delete, a compaction or a large read, what the
+    Python path reads."""
+    with SowStore(str(tmp_path / "s")) as store:
+        t = store.create_topic("t", keys=["/id"])
+        t.publish_many([{"id": i, "v": 0} for i in range(300)])
+        views = views_of(t)
+        keys = [views.keys.key_of(t.key_for({"id": i})) for i in range(300)]
+        few = keys[:5]
+        first = views.records(few)
+        again = views.records(few)
+        assert all(a is b for a, b in zip(first, again, strict=True))
+        t.publish({"id": 2, "v": 1})
+        t.sow_delete_by_keys(t.key_for({"id": 4}))
+        got = views.records(few)
+        assert [r.doc for r in got] == [{"id": i, "v": 1 if i == 2 else 0} for i in (0, 1, 2, 3)]
+        assert [fields(r) for r in got] == [fields(r) for r in views.records_of_log(few)]
+        assert got[0] is first[0]
+        t.compact()
+        after = views.records(few)
+        assert [fields(r) for r in after] == [fields(r) for r in got]
+        assert all(a is not b for a, b in zip(after, got, strict=True))  # a new map
+        assert [fields(r) for r in views.records(keys)] == [
+            fields(r) for r in views.records_of_log(keys)
+        ]

@@ -66,3 +66,32 @@ def test_issue16_one_query_shares_one_regex_budget(monkeypatch: pytest.MonkeyPat
     with pytest.raises(RegexBudgetError):
         topic.sow_delete("/s LIKE '(a|aa)+$'")
     assert len(topic) == 20
+
+
+def test_a_regex_replace_in_a_filter_also_runs_under_the_query_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(like, "QUERY_REGEX_BUDGET", 0.3)
+    topic = SowStore().create_topic("t", keys=["/id"])
+    topic.publish_many([{"id": i, "s": "a" * 26 + f"!{i}"} for i in range(20)])
+    with pytest.raises(RegexBudgetError):
+        topic.sow("REGEXP_REPLACE(/s, '(a|aa)+$', 'x') = 'x'")
+
+
+@pytest.mark.parametrize(
+    ("text", "regex"),
+    [
+        ("/s LIKE 'a%'", True),
+        ("/a = 1 OR NOT (/s LIKE '^x')", True),
+        ("REGEXP_REPLACE(/s, 'a', 'b') = 'b'", True),
+        ("UPPER(REGEXP_REPLACE(/s, 'a', 'b')) = 'B'", True),
+        ("/symbol = 'X'", False),
+        ("/a BETWEEN 1 AND 2 AND /s BEGINS WITH ('x')", False),
+        ("UPPER(/s) = 'LIKE'", False),
+    ],
+)
+def test_a_filter_says_whether_it_can_run_a_regex(text: str, regex: bool) -> None:
+    """Only such a filter opens a query's regex budget (the others need none)."""
+    from sowlib.expr import compile_filter
+
+    assert compile_filter(text).regex is regex

@@ -17,7 +17,7 @@ from sowlib.errors import FilterSyntaxError
 from sowlib.expr import runtime
 from sowlib.expr.context import EvalContext
 from sowlib.expr.functions import FUNCTIONS
-from sowlib.expr.nodes import Call, Field, Node, walk
+from sowlib.expr.nodes import Call, Field, Like, Node, walk
 from sowlib.expr.parser import parse
 from sowlib.expr.to_python import Compiled, compile_tree
 from sowlib.expr.to_text import to_text
@@ -44,6 +44,9 @@ CACHE_SIZE = 1024
 CACHE_BYTES = 64 * 1024 * 1024
 
 Matcher = Callable[..., bool]
+
+#: The functions that run a regex (a LIKE is the other way a filter runs one).
+_REGEX_FUNCTIONS = frozenset(("REGEXP_REPLACE",))
 
 
 def parse_filter(text: str) -> Node:
@@ -107,6 +110,16 @@ class Filter:
     node: Node = attrs.field(eq=False, repr=False)
     _fn: Compiled = attrs.field(eq=False, repr=False)
     _match: Matcher = attrs.field(eq=False, repr=False)
+    #: Whether evaluating the filter may run a regex (a LIKE, a REGEXP_REPLACE): only
+    #: such a filter needs a query's regex budget (:func:`~sowlib.expr.regex_budget`).
+    regex: bool = attrs.field(init=False, eq=False, repr=False)
+
+    @regex.default
+    def _uses_regex(self) -> bool:
+        return any(
+            isinstance(n, Like) or (isinstance(n, Call) and n.name in _REGEX_FUNCTIONS)
+            for n in walk(self.node)
+        )
 
     @classmethod
     def from_node(cls, node: Node, text: str | None = None) -> Filter:

@@ -527,19 +527,22 @@ class MemoIndex:
             return None  # the NULL group comes first: its values may not all tie
         nums = self._nums
         ordered = nums.ordered()
-        values = ordered[-need:][::-1] if descending else ordered[:need]
-        get = nums.map.get
-        out: list[Collection[Key]] = []
-        count = 0
-        for value in values:
-            got = get(value)
-            if type(got) is not dict:
-                got = nums.bucket(value)  # a saved key set, unpacked once
-            out.append(got)
-            count += len(got)
-            if count >= need:
-                return out
-        return None if self._null else out  # the NULL group would be reached
+        # the first values in order, read off the sorted list's iterators (C-level)
+        values = list(itertools.islice(reversed(ordered) if descending else ordered, need))
+        out: list[Collection[Key]] = [*map(nums.map.__getitem__, values)]
+        if set(map(type, out)) != {dict}:
+            out = list(map(nums.bucket, values))  # saved key sets, unpacked once
+        sizes = list(map(len, out))
+        total = sum(sizes)
+        if total < need:
+            return None if self._null else out  # the NULL group would be reached
+        if total > need:  # the groups up to the one that reaches ``need``
+            count = 0
+            for at, size in enumerate(sizes):
+                count += size
+                if count >= need:
+                    return out[: at + 1]
+        return out
 
     def groups(self, descending: bool = False) -> Iterator[Collection[Key]]:
         """Key sets of equal sort value in mixed-type order (spec §13.3 [R]).

@@ -8,7 +8,7 @@
 from sowlib.index.source import QuerySource
 from sowlib.query.options import DEFAULT_OPTIONS, MAX_BATCH_SIZE, QueryOptions
 from sowlib.query.order import OrderBy, OrderKey
-from sowlib.query.pipeline import QueryFilter, explain, run_query
+from sowlib.query.pipeline import QueryFilter, explain, live_rows, run_query
 from sowlib.query.resultset import ResultSet
 from sowlib.query.select import SelectList
 from sowlib.record import Record
@@ -25,5 +25,6 @@ __all__ = [
     "ResultSet",
     "SelectList",
     "explain",
+    "live_rows",
     "run_query",
 ]

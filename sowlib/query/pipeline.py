@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import heapq
 import itertools
-import operator
 from collections.abc import Collection, Iterable, Sequence
 from math import isnan
 from typing import Any, Protocol
@@ -23,7 +22,7 @@ from sowlib.query.resultset import ResultSet
 from sowlib.query.select import SelectList
 from sowlib.record import Record
 
-__all__ = ["WALK_RATIO", "QueryFilter", "explain", "run_query"]
+__all__ = ["WALK_RATIO", "QueryFilter", "explain", "live_rows", "run_query"]
 
 
 class QueryFilter(FilterLike, Protocol):
@@ -148,8 +147,9 @@ def _top_rows(source: QuerySource, order: OrderBy, need: int) -> list[Record] | 
     path does not serve (:func:`_ordered` of all keys is its reference).
 
     Serves one term that is not TEXT over a memo index whose :meth:`top_groups` promises
-    exact tie groups: only those records are read, and each group of several is put in
-    SOW key order (the tie-break). O(log n + need).
+    exact tie groups: only those records are read, and the keys of each group of several
+    are put in SOW key order (the tie-break: a key's text is ``str(key)``) before they are
+    read. O(log n + need).
     """
     if len(order.keys) != 1:
         return None
@@ -159,24 +159,14 @@ def _top_rows(source: QuerySource, order: OrderBy, need: int) -> list[Record] | 
     if groups is None:
         return None
     keys = list(itertools.chain.from_iterable(groups))
+    if len(keys) != len(groups):  # ties: each group's keys in SOW key order (their text)
+        keys = []
+        for group in groups:
+            keys += group if len(group) == 1 else sorted(group, key=str)
     rows = _rows(source, keys)
     if len(rows) != len(keys):
         return None  # a key the index holds is not live: leave it to the reference
-    if len(rows) == len(groups):
-        return rows[:need]  # no ties
-    out: list[Record] = []
-    at = 0
-    for group in groups:
-        size = len(group)
-        if size == 1:
-            out.append(rows[at])
-        else:
-            out += sorted(rows[at : at + size], key=_SOW_KEY)
-        at += size
-    return out[:need]
-
-
-_SOW_KEY = operator.itemgetter(0)  # a Record's SOW key text
+    return rows[:need]
 
 
 #: Rows whose documents are decoded at once to compute their sort components.
@@ -342,6 +332,13 @@ def run_query(
     else:
         rows = _ordered(source, keys, order, need)[skip:]
     return _results(source, rows, options.select)
+
+
+def live_rows(source: QuerySource, keys: list[Key], options: QueryOptions) -> ResultSet:
+    """What :func:`run_query` gives for ``sow_keys=keys`` with no filter and no order or
+    skip, for keys the caller knows are live (the first ``top_n`` keys it listed): their
+    records read in one batch, ``options.select`` applied; O(len(keys))."""
+    return _results(source, _rows(source, keys), options.select)
 
 
 def explain(

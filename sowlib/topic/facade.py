@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from datetime import datetime
-from itertools import islice
 from typing import Any, cast
 
 from sowlib.config import TopicConfig
 from sowlib.display import topic_html
 from sowlib.errors import EncodeError, UnsupportedOperationError
-from sowlib.expr import Filter, compile_filter, regex_budget
+from sowlib.expr import Filter, regex_budget
 from sowlib.frames import frame_messages, is_frame, plain
 from sowlib.index import IndexSet
 from sowlib.keys import validate_user_key
 from sowlib.progress import ProgressArg, callback_for, track
-from sowlib.query import QueryOptions, QuerySource, Record, ResultSet, explain, run_query
+from sowlib.query import QueryOptions, Record, run_query
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
 from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
@@ -30,9 +28,9 @@ from sowlib.topic.carryover import continue_on
 from sowlib.topic.checks import check_topic, topic_stats
 from sowlib.topic.follow import FOLLOWER, announce_reopen, apply_announced
 from sowlib.topic.following import Following
-from sowlib.topic.keyreads import KeyReads
 from sowlib.topic.loader import checkpoint_blob, load
-from sowlib.topic.parts import as_of, build_parts, int_key_format, key_head
+from sowlib.topic.parts import build_parts, int_key_format, key_head
+from sowlib.topic.queries import Queries
 
 __all__ = ["Topic"]
 
@@ -40,7 +38,7 @@ _PUT, _DELETE, _EXPIRE = RecordKind.PUT, RecordKind.DELETE, RecordKind.EXPIRE
 _CHANGE = {_PUT: "publish", _DELETE: "delete", _EXPIRE: "expire"}
 
 
-class Topic(KeyReads, Following):
+class Topic(Queries, Following):
     """A SOW topic: the latest record per SOW key, persisted in one log.
 
     Get one from :meth:`SowStore.create_topic` or :meth:`SowStore.topic`. Memory is
@@ -89,21 +87,11 @@ class Topic(KeyReads, Following):
         views, expiry = parts.views, parts.expiry
         self._read_key = views.key_reader(key_head(parts.content), expiry, self._lock)
         self._read_sow_key = views.key_reader(None, expiry, self._lock, sow_keys=True)
+        self._point_fronts()
         self._log = log
         self._tick()
 
     # ------------------------------------------------------------------ guards
-
-    def _compile(self, flt: str | Filter | None) -> Filter | None:
-        if flt is None:
-            return None
-        compiled = compile_filter(flt)
-        if not self._p.views.filterable and compiled.fields:
-            what = f"topic {self.name!r} holds {self.message_type} messages, which cannot be"
-            raise UnsupportedOperationError(
-                "a content filter", f"{what} filtered; use '1=1' or sow_keys="
-            )
-        return compiled
 
     # ------------------------------------------------------------------ writes
 
@@ -243,81 +231,7 @@ class Topic(KeyReads, Following):
             return self._p.keys.text_of(self._p.writer.key(doc, None, message))
 
     # ------------------------------------------------------------------ queries
-
-    def sow(
-        self,
-        filter: str | Filter | None = None,
-        *,
-        order_by: str | None = None,
-        top_n: int | None = None,
-        skip_n: int | None = None,
-        sow_keys: Sequence[str] | str | None = None,
-        bookmark: int | float | str | datetime | None = None,
-        select: str | None = None,
-        batch_size: int = 10,
-        project: str | None = None,
-    ) -> Any:
-        """Query the topic: records matching ``filter`` (all when None).
-
-        Args:
-            filter: an AMPS filter expression.
-            order_by: ``"/price DESC, /id"``; results are unordered without it.
-            top_n: at most this many records.
-            skip_n: skip this many records first (needs top_n).
-            sow_keys: restrict to these keys (a list or a comma-separated string).
-            bookmark: a sequence number, epoch seconds, a datetime or an AMPS
-                timestamp (``20240301T090000Z``): answer as of that point (history topics;
-                ignored without history, as in AMPS).
-            select: a select list such as ``"[-/,+/id]"``.
-            project: a JMESPath expression applied to each matching document,
-                e.g. ``"{id: orderId, px: price}"``; the result is then a list of
-                its values instead of records (:meth:`ResultSet.project`).
-        Returns:
-            A :class:`~sowlib.query.ResultSet` of :class:`Record` (a list), or the
-            projected values when ``project`` is given.
-        Raises:
-            FilterError: a bad filter.
-            RegexBudgetError: LIKE matching spent the query's regex budget.
-            QueryOptionError: a bad query option or projection.
-        """
-        options = QueryOptions.make(
-            order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
-        )
-        results = self._query(filter, options, split_keys(sow_keys), bookmark)
-        return results if project is None else results.project(project)
-
-    def _query(
-        self,
-        filter: str | Filter | None,
-        options: QueryOptions,
-        texts: list[str] | None,
-        bookmark: int | float | str | datetime | None,
-    ) -> ResultSet:
-        with self._lock:
-            self._check_open()
-            self._tick()
-            flt = self._compile(filter)
-            self._p.writer.counts["queries"] += 1
-            keys = None if texts is None else [self._p.keys.key_of(k) for k in texts]
-            source: QuerySource = self._p.source
-            if bookmark is not None and self._p.history is not None:
-                source = as_of(self._p, bookmark, self._clock())
-            elif flt is None and keys is None and options.order_by is None:
-                top = options.top_n  # the first top_n records, unordered: only those are read
-                if not options.skip_n and top is not None:
-                    keys = list(islice(self._p.keys.keys(), top))
-            if flt is None:  # no filter, no regex to bound
-                return run_query(source, flt, options, keys)
-            with regex_budget():
-                return run_query(source, flt, options, keys)
-
-    def explain(self, filter: str | Filter | None = None, *, sow_keys: Any = None) -> Any:
-        """The plan a query with this filter would use (index, candidates)."""
-        with self._lock:
-            self._check_open()
-            texts = split_keys(sow_keys)
-            keys = None if texts is None else [self._p.keys.key_of(k) for k in texts]
-            return explain(self._p.source, self._compile(filter), keys)
+    # sow, explain: sowlib.topic.queries.Queries
 
     def subscribe(
         self,
@@ -553,6 +467,7 @@ class Topic(KeyReads, Following):
                 return
             self._read_key = self._read_sow_key = None
             self._closed = True
+            self._point_fronts()
             blob = None
             try:
                 if not self._readonly and self._p.history is None:

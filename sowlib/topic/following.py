@@ -33,6 +33,7 @@ class Following(DerivedWrites):
     refresh: Callable[[], int]  # the Topic's
     _check_open: Callable[[], None]  # sowlib.topic.keyreads.KeyReads
     _tick: Callable[[], None]  # sowlib.topic.keyreads.KeyReads
+    _point_fronts: Callable[[], None]  # sowlib.topic.keyreads.KeyReads
 
     #: A topic written lazily (a view's): brings it up to date before an operation
     #: reads it (see :meth:`defer_writes`); called by ``_tick`` and ``_catch_up``.
@@ -51,6 +52,7 @@ class Following(DerivedWrites):
         """
         with self._lock:
             self._materialize = materialize
+            self._point_fronts()  # by-key reads now take the Python path
         return self._lock
 
     @property

@@ -6,6 +6,7 @@
 
 #include <Python.h>
 #include <stdint.h>
+#include <string.h>
 
 #define EMPTY UINT32_MAX
 #define DUMMY (UINT32_MAX - 1)
@@ -40,19 +41,34 @@ slot_of(uint64_t key, int bits)
     return (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
 }
 
-/* The decimal digits of `v` written to `out` (room for 20); their count. */
+/* The decimal digits of `v` written to `out` (room for 20); their count. Two digits per
+ * division, from a table of the hundred pairs. */
 static inline Py_ssize_t
 decimal_digits(uint64_t v, char *out)
 {
+    static const char pairs[201] = "00010203040506070809101112131415161718192021222324"
+                                   "25262728293031323334353637383940414243444546474849"
+                                   "50515253545556575859606162636465666768697071727374"
+                                   "75767778798081828384858687888990919293949596979899";
     char reversed[20];
-    Py_ssize_t n = 0;
-    do {
-        reversed[n++] = (char)('0' + (int)(v % 10));
-        v /= 10;
-    } while (v);
-    for (Py_ssize_t i = 0; i < n; i++) {
-        out[i] = reversed[n - 1 - i];
+    char *at = reversed + 20;
+    while (v >= 100) {
+        unsigned pair = (unsigned)(v % 100) * 2;
+        v /= 100;
+        at -= 2;
+        at[0] = pairs[pair];
+        at[1] = pairs[pair + 1];
     }
+    if (v >= 10) {
+        at -= 2;
+        at[0] = pairs[v * 2];
+        at[1] = pairs[v * 2 + 1];
+    }
+    else {
+        *--at = (char)('0' + (int)v);
+    }
+    Py_ssize_t n = (reversed + 20) - at;
+    memcpy(out, at, (size_t)n);
     return n;
 }
 

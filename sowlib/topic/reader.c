@@ -3,7 +3,14 @@
  *   - `rows(keys)`: the Records of many content keys (a query's rows, a scan's batches,
  *     the by-key read when `lookup`/`get` hand over), `(rows, pending)`;
  *   - `lookup(value)`: `Topic.lookup` of a one-field content key value;
- *   - `get(text)`: `Topic.get` of a content key's SOW key text.
+ *   - `get(text)`: `Topic.get` of a content key's SOW key text;
+ *
+ * and `head(n)`, the first keys of the table (a query's `top_n` with no filter and no
+ * order reads only those), and ByKey, the front a topic binds as its `lookup` (the
+ * reference: the Python method it falls back to). A read of at most KEEP_MOST keys keeps
+ * its Records by key and record offset and gives them again while the key's entry holds
+ * that offset (a record is never changed where it is written); a new map or table
+ * forgets them.
  *
  * Each read finds a key in the key map's table (a KeyTable, keytable.c), reads the
  * common record at its offset in the log's map (checked by sowlib.storage.recordread's
@@ -30,7 +37,8 @@
  *
  * `rows` is called under the topic's lock; `lookup`/`get` probe the cache without it
  * (writers drop a key from the cache under the lock before changing it) and take it
- * for the table probe and the read. Keys whose record this does not read (not an int
+ * for the table probe and the read (before the probe, the key's entry is looked up and
+ * its record's first lines prefetched from the last map bound: a hint, read again). Keys whose record this does not read (not an int
  * in [0, 2**64), an entry with header fields, another record shape, a damaged record)
  * are handed back: NotImplemented for one key, left in `rows` and counted in `pending`
  * for many; the Python path (Views.records_of_log, Topic.lookup's) decides and raises.
@@ -46,6 +54,22 @@
 #include "keytable.h"
 
 static const RecordReadApi *records; /* sowlib.storage.recordread's C interface, or NULL */
+
+/* A Record `rows` made for `key` from the record at `off` of the bound map. A record is
+ * never changed where it is written, so while the map is the same, a key whose entry
+ * still holds `off` has this Record (`set_map` and `set_table` forget them all). */
+typedef struct {
+    uint64_t key;
+    int64_t off;
+    PyObject *rec; /* NULL: an empty place */
+} Kept;
+
+/* Places for kept Records (a power of two), and the most keys a read may ask for to have
+ * its Records kept: a small read (a top_n page, an equality on a rare value) is often
+ * asked again; a large one would only churn them. */
+#define KEPT_BITS 8
+#define KEPT (1 << KEPT_BITS)
+#define KEEP_MOST 64
 
 typedef struct {
     PyObject_HEAD
@@ -66,8 +90,23 @@ typedef struct {
     PyObject *acquire;   /* bind: the topic lock's acquire and release */
     PyObject *release;
     PyObject *head;      /* bind: bytes, the content key's domain; NULL: no lookup */
+    /* where the bound map was when bound: only ever prefetched from (a prefetch of an
+     * address no longer mapped does nothing); every read takes the map's buffer */
+    const unsigned char *hint;
+    Py_ssize_t hint_len;
     char scratch[256];   /* the bytes of a key being hashed */
+    Kept kept[KEPT];     /* the Records small reads made last, by key (see `rows`) */
 } Reader;
+
+static inline void
+prefetch(const void *p)
+{
+#if defined(__GNUC__)
+    __builtin_prefetch(p);
+#else
+    (void)p;
+#endif
+}
 
 /* ------------------------------------------------------------------ one record */
 
@@ -258,13 +297,41 @@ sort_by_offset(Wanted *w, Py_ssize_t n)
 #define AHEAD 12
 #define AHEAD_BYTES 320
 
-static inline void
-prefetch(const void *p)
+/* The value of the exact int `key` as a u64: 1, or 0 when it is negative or needs more
+ * than 64 bits. Read off its digits where the layout is known (a content key is a
+ * 64-bit hash: the generic conversion takes its slow path for most of them). */
+static inline int
+u64_of(PyObject *key, uint64_t *out)
 {
-#if defined(__GNUC__)
-    __builtin_prefetch(p);
+#if PY_VERSION_HEX < 0x030C0000 && PyLong_SHIFT == 30
+    const digit *d = ((PyLongObject *)key)->ob_digit;
+    switch (Py_SIZE(key)) {
+    case 0:
+        *out = 0;
+        return 1;
+    case 1:
+        *out = d[0];
+        return 1;
+    case 2:
+        *out = (uint64_t)d[1] << 30 | d[0];
+        return 1;
+    case 3:
+        if (d[2] >> 4) {
+            return 0;
+        }
+        *out = (uint64_t)d[2] << 60 | (uint64_t)d[1] << 30 | d[0];
+        return 1;
+    default:
+        return 0; /* negative, or past 90 bits */
+    }
 #else
-    (void)p;
+    uint64_t k = PyLong_AsUnsignedLongLong(key);
+    if (k == (uint64_t)-1 && PyErr_Occurred()) {
+        PyErr_Clear(); /* a negative or too big int: the Python path */
+        return 0;
+    }
+    *out = k;
+    return 1;
 #endif
 }
 
@@ -285,16 +352,13 @@ locate(KeyTable *table, PyObject *keys, PyObject **found, Wanted *wanted, Py_ssi
         int g = 0;
         for (Py_ssize_t i = lo; i < hi; i++) {
             PyObject *key = PyList_GET_ITEM(keys, i);
-            if (PyLong_CheckExact(key)) {
-                uint64_t k = PyLong_AsUnsignedLongLong(key);
-                if (!(k == (uint64_t)-1 && PyErr_Occurred())) {
-                    ks[g] = k;
-                    at[g] = i;
-                    g++;
-                    prefetch(&table->index[slot_of(k, table->bits)]);
-                    continue;
-                }
-                PyErr_Clear(); /* a negative or too big int: the Python path */
+            uint64_t k;
+            if (PyLong_CheckExact(key) && u64_of(key, &k)) {
+                ks[g] = k;
+                at[g] = i;
+                g++;
+                prefetch(&table->index[slot_of(k, table->bits)]);
+                continue;
             }
             found[i] = Py_NewRef(key);
             (*pending)++;
@@ -334,6 +398,7 @@ read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize
 {
     sort_by_offset(wanted, m);
     const unsigned char *base = view->buf;
+    int keep = m <= KEEP_MOST;
     for (Py_ssize_t j = 0; j < m; j++) {
         if (j + AHEAD < m && wanted[j + AHEAD].off < view->len - AHEAD_BYTES) {
             const unsigned char *ahead = base + wanted[j + AHEAD].off;
@@ -342,6 +407,11 @@ read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize
             }
         }
         Wanted *w = &wanted[j];
+        Kept *place = &r->kept[slot_of(w->key, KEPT_BITS)];
+        if (place->rec != NULL && place->key == w->key && place->off == w->off) {
+            found[w->pos] = Py_NewRef(place->rec);
+            continue;
+        }
         CommonPut put;
         int got = records->common_put(base, w->off, view->len, &put);
         if (got < 0) {
@@ -353,6 +423,11 @@ read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize
         }
         else if ((found[w->pos] = record_of(r, w->key, &put)) == NULL) {
             return -1;
+        }
+        else if (keep) {
+            place->key = w->key;
+            place->off = w->off;
+            Py_XSETREF(place->rec, Py_NewRef(found[w->pos]));
         }
     }
     return 0;
@@ -414,6 +489,49 @@ done:
     return out;
 }
 
+/* The first `n` live keys of the bound table in its order (what `list(table)[:n]`
+ * gives), listing no more than those; NotImplemented where the table is not a KeyTable,
+ * or when other keys (held after the ints) would be reached. */
+static PyObject *
+Reader_head(Reader *r, PyObject *arg)
+{
+    Py_ssize_t n = PyLong_AsSsize_t(arg);
+    if (n == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    if (n < 0) {
+        PyErr_SetString(PyExc_ValueError, "Reader.head: n must not be negative");
+        return NULL;
+    }
+    if (r->table == NULL || !Py_IS_TYPE(r->table, &KeyTableType)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    KeyTable *t = (KeyTable *)r->table;
+    Py_ssize_t every = t->live + (t->others == NULL ? 0 : PyDict_GET_SIZE(t->others));
+    Py_ssize_t want = n < every ? n : every;
+    PyObject *out = PyList_New(0);
+    if (out == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t j = 0; j < t->used && PyList_GET_SIZE(out) < want; j++) {
+        if (t->entries[j].off == DEAD) {
+            continue;
+        }
+        PyObject *key = PyLong_FromUnsignedLongLong(t->entries[j].key);
+        if (key == NULL || PyList_Append(out, key) < 0) {
+            Py_XDECREF(key);
+            Py_DECREF(out);
+            return NULL;
+        }
+        Py_DECREF(key);
+    }
+    if (PyList_GET_SIZE(out) < want) {
+        Py_DECREF(out); /* the others' keys would follow */
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    return out;
+}
+
 /* ------------------------------------------------------------------ by key */
 
 static int
@@ -427,13 +545,11 @@ admitted(Reader *r)
     return ((x >> 32) & r->admit_mask) == 0;
 }
 
-/* Offer `rec` (read by key) to the cache as RecordCache.offer admits it. 0, or -1. */
+/* Put `rec` (read by key, admitted as RecordCache.offer admits: `admitted`) in the
+ * cache. 0, or -1. */
 static int
 offer(Reader *r, PyObject *key, PyObject *rec)
 {
-    if (r->cache_put == Py_None || !admitted(r)) {
-        return 0;
-    }
     PyObject *cost = PyLong_FromSsize_t(r->cost_base +
                                         PyBytes_GET_SIZE(PyTuple_GET_ITEM(rec, 1)) * r->cost_factor);
     if (cost == NULL) {
@@ -446,10 +562,34 @@ offer(Reader *r, PyObject *key, PyObject *rec)
     return done == NULL ? -1 : 0;
 }
 
+/* Start loading the record of `k` while the cache is probed and the lock taken: its
+ * entry is looked up (the table is only changed holding the GIL, which this holds) and
+ * the first lines of the record at its offset in the last map bound are prefetched. A
+ * hint only: what it finds is read again, under the lock, from the map's buffer. */
+static void
+foresee(Reader *r, uint64_t k)
+{
+    if (r->table == NULL || !Py_IS_TYPE(r->table, &KeyTableType) || r->hint == NULL) {
+        return;
+    }
+    KeyTable *table = (KeyTable *)r->table;
+    size_t where;
+    Py_ssize_t ix = keytable_find(table, k, &where);
+    if (ix >= 0) {
+        int64_t off = table->entries[ix].off;
+        if (off >= 0 && off < r->hint_len - 192) {
+            for (int line = 0; line < 256; line += 64) {
+                prefetch(r->hint + off + line);
+            }
+        }
+    }
+}
+
 /* The cache probe, then under the lock the read of `k` and the cache's offer. */
 static PyObject *
 by_key(Reader *r, uint64_t k)
 {
+    foresee(r, k);
     PyObject *key = PyLong_FromUnsignedLongLong(k);
     if (key == NULL) {
         return NULL;
@@ -460,6 +600,7 @@ by_key(Reader *r, uint64_t k)
         return rec; /* cached, or NULL: an error */
     }
     Py_DECREF(rec);
+    int offered = r->cache_put != Py_None && admitted(r);
     PyObject *locked = PyObject_CallNoArgs(r->acquire);
     if (locked == NULL) {
         Py_DECREF(key);
@@ -467,7 +608,7 @@ by_key(Reader *r, uint64_t k)
     }
     Py_DECREF(locked);
     rec = read_one(r, k);
-    if (rec != NULL && PyTuple_Check(rec) && offer(r, key, rec) < 0) {
+    if (rec != NULL && offered && PyTuple_Check(rec) && offer(r, key, rec) < 0) {
         Py_CLEAR(rec);
     }
     Py_DECREF(key);
@@ -521,9 +662,19 @@ Reader_get(Reader *r, PyObject *text)
 
 /* ------------------------------------------------------------------ the type */
 
+/* Forget every kept Record (a new table or map). */
+static void
+forget_kept(Reader *r)
+{
+    for (int i = 0; i < KEPT; i++) {
+        Py_CLEAR(r->kept[i].rec);
+    }
+}
+
 static PyObject *
 Reader_set_table(Reader *r, PyObject *table)
 {
+    forget_kept(r);
     Py_XSETREF(r->table, Py_NewRef(table));
     Py_RETURN_NONE;
 }
@@ -535,7 +686,21 @@ Reader_set_map(Reader *r, PyObject *map)
         PyErr_SetString(PyExc_TypeError, "Reader.set_map: a map (a buffer) or None");
         return NULL;
     }
+    forget_kept(r);
     Py_XSETREF(r->map, Py_NewRef(map));
+    r->hint = NULL;
+    r->hint_len = 0;
+    Py_buffer view;
+    if (map != Py_None) {
+        if (PyObject_GetBuffer(map, &view, PyBUF_SIMPLE) < 0) {
+            PyErr_Clear(); /* a closed map: nothing to prefetch */
+        }
+        else {
+            r->hint = view.buf;
+            r->hint_len = view.len;
+            PyBuffer_Release(&view);
+        }
+    }
     Py_RETURN_NONE;
 }
 
@@ -577,6 +742,9 @@ Reader_traverse(Reader *r, visitproc visit, void *arg)
     Py_VISIT(r->acquire);
     Py_VISIT(r->release);
     Py_VISIT(r->head);
+    for (int i = 0; i < KEPT; i++) {
+        Py_VISIT(r->kept[i].rec);
+    }
     return 0;
 }
 
@@ -596,6 +764,7 @@ Reader_clear(Reader *r)
     Py_CLEAR(r->acquire);
     Py_CLEAR(r->release);
     Py_CLEAR(r->head);
+    forget_kept(r);
     return 0;
 }
 
@@ -656,6 +825,9 @@ static PyMethodDef Reader_methods[] = {
     {"rows", (PyCFunction)Reader_rows, METH_O,
      "rows(keys, /): (rows, pending): the Records of many keys, those not read left in "
      "place and counted; NotImplemented without a KeyTable and an open map."},
+    {"head", (PyCFunction)Reader_head, METH_O,
+     "head(n, /): the first n live keys of the table in its order, listing no more; "
+     "NotImplemented without a KeyTable or when other keys would be reached."},
     {"lookup", (PyCFunction)Reader_lookup, METH_O,
      "lookup(value, /): Topic.lookup of a one-field content key value; None when absent, "
      "NotImplemented where the Python path decides."},
@@ -683,13 +855,176 @@ static PyTypeObject ReaderType = {
     .tp_methods = Reader_methods,
 };
 
+/* ------------------------------------------------------------------ the topic's front */
+
+/* ByKey(fallback, handed): what a topic binds as its `lookup` (or `get`), so that the
+ * common call is one C call from the caller's frame: one positional argument goes to the
+ * callable `point` gave (a Reader's `lookup`/`get`, or any one-argument callable
+ * answering NotImplemented where it does not decide), and on its NotImplemented to
+ * `handed` (the Python path after the C reader: the value alone); any other call
+ * (several values, keywords, nothing pointed) goes to `fallback` (the topic's Python
+ * method, the reference) as it was made. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *read;     /* one-argument callable, or NULL */
+    PyObject *fallback; /* the Python method */
+    PyObject *handed;   /* the Python path of one value the reader handed over */
+    vectorcallfunc vectorcall;
+} ByKey;
+
+static PyObject *
+ByKey_vectorcall(ByKey *f, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    PyObject *read = f->read;
+    if (read != NULL && PyVectorcall_NARGS(nargsf) == 1 && kwnames == NULL) {
+        Py_INCREF(read); /* `point` may replace it while the read waits for the lock */
+        PyObject *rec;
+        if (PyCFunction_CheckExact(read) && PyCFunction_GET_FLAGS(read) == METH_O) {
+            rec = PyCFunction_GET_FUNCTION(read)(PyCFunction_GET_SELF(read), args[0]);
+        }
+        else {
+            rec = PyObject_Vectorcall(read, args, 1, NULL);
+        }
+        Py_DECREF(read);
+        if (rec != Py_NotImplemented) {
+            return rec; /* the record, None, or NULL: an error */
+        }
+        Py_DECREF(rec);
+        return PyObject_Vectorcall(f->handed, args, 1, NULL);
+    }
+    return PyObject_Vectorcall(f->fallback, args, nargsf, kwnames);
+}
+
+static PyObject *
+ByKey_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *names[] = {"fallback", "handed", NULL};
+    PyObject *fallback, *handed;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:ByKey", names, &fallback, &handed)) {
+        return NULL;
+    }
+    if (!PyCallable_Check(fallback) || !PyCallable_Check(handed)) {
+        PyErr_SetString(PyExc_TypeError, "ByKey: fallback and handed must be callable");
+        return NULL;
+    }
+    ByKey *f = (ByKey *)type->tp_alloc(type, 0);
+    if (f == NULL) {
+        return NULL;
+    }
+    f->fallback = Py_NewRef(fallback);
+    f->handed = Py_NewRef(handed);
+    f->vectorcall = (vectorcallfunc)ByKey_vectorcall;
+    return (PyObject *)f;
+}
+
+static PyObject *
+ByKey_point(ByKey *f, PyObject *read)
+{
+    if (read != Py_None && !PyCallable_Check(read)) {
+        PyErr_SetString(PyExc_TypeError, "ByKey.point: a callable or None");
+        return NULL;
+    }
+    Py_XSETREF(f->read, read == Py_None ? NULL : Py_NewRef(read));
+    Py_RETURN_NONE;
+}
+
+/* The fallback's attributes (its name, signature through __wrapped__, docstring). */
+static PyObject *
+ByKey_getattro(ByKey *f, PyObject *name)
+{
+    PyObject *got = PyObject_GenericGetAttr((PyObject *)f, name);
+    if (got == NULL && PyErr_ExceptionMatches(PyExc_AttributeError)) {
+        PyErr_Clear();
+        got = PyObject_GetAttr(f->fallback, name);
+    }
+    return got;
+}
+
+static PyObject *
+ByKey_doc(ByKey *f, void *closure)
+{
+    (void)closure;
+    return PyObject_GetAttrString(f->fallback, "__doc__");
+}
+
+static PyObject *
+ByKey_wrapped(ByKey *f, void *closure)
+{
+    (void)closure;
+    return Py_NewRef(f->fallback);
+}
+
+static PyObject *
+ByKey_repr(ByKey *f)
+{
+    return PyUnicode_FromFormat("<by-key front of %R>", f->fallback);
+}
+
+static int
+ByKey_traverse(ByKey *f, visitproc visit, void *arg)
+{
+    Py_VISIT(f->read);
+    Py_VISIT(f->fallback);
+    Py_VISIT(f->handed);
+    return 0;
+}
+
+static int
+ByKey_clear(ByKey *f)
+{
+    Py_CLEAR(f->read);
+    Py_CLEAR(f->fallback);
+    Py_CLEAR(f->handed);
+    return 0;
+}
+
+static void
+ByKey_dealloc(ByKey *f)
+{
+    PyObject_GC_UnTrack(f);
+    ByKey_clear(f);
+    Py_TYPE(f)->tp_free((PyObject *)f);
+}
+
+static PyMethodDef ByKey_methods[] = {
+    {"point", (PyCFunction)ByKey_point, METH_O,
+     "point(read, /): the one-argument callable tried first (None: always the fallback)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef ByKey_getset[] = {
+    {"__doc__", (getter)ByKey_doc, NULL, NULL, NULL},
+    {"__wrapped__", (getter)ByKey_wrapped, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject ByKeyType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "sowlib.topic.keytable.ByKey",
+    .tp_basicsize = sizeof(ByKey),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(ByKey, vectorcall),
+    .tp_call = PyVectorcall_Call,
+    .tp_new = ByKey_new,
+    .tp_dealloc = (destructor)ByKey_dealloc,
+    .tp_traverse = (traverseproc)ByKey_traverse,
+    .tp_clear = (inquiry)ByKey_clear,
+    .tp_getattro = (getattrofunc)ByKey_getattro,
+    .tp_repr = (reprfunc)ByKey_repr,
+    .tp_methods = ByKey_methods,
+    .tp_getset = ByKey_getset,
+};
+
 int
 reader_add_type(PyObject *module)
 {
     if (records == NULL && (records = PyCapsule_Import(RECORDREAD_API, 0)) == NULL) {
         PyErr_Clear(); /* not built: every read is the Python path's */
     }
-    if (PyType_Ready(&ReaderType) < 0) {
+    if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&ByKeyType) < 0) {
+        return -1;
+    }
+    if (PyModule_AddObjectRef(module, "ByKey", (PyObject *)&ByKeyType) < 0) {
         return -1;
     }
     return PyModule_AddObjectRef(module, "Reader", (PyObject *)&ReaderType);

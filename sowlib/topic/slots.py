@@ -63,6 +63,10 @@ class Reader(Protocol):
         """``(rows, pending)``: the Records of ``keys`` in order, absent keys left out, the
         keys it could not read left in place and counted; or NotImplemented."""
 
+    def head(self, n: int, /) -> Any:
+        """The first ``n`` live keys of the table in its order, or NotImplemented (no
+        KeyTable, or its other keys would be reached)."""
+
     def lookup(self, value: Any, /) -> Any:
         """``Topic.lookup(value)`` of a one-field content key: the Record, None, or
         NotImplemented."""

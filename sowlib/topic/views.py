@@ -9,6 +9,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
+from itertools import islice
 from operator import itemgetter
 from typing import Any
 
@@ -240,6 +241,20 @@ class Views:
                     return rows  # type: ignore[no-any-return]
                 return self.records_of_log(rows)
         return self.records_of_log(keys)
+
+    def first_keys(self, n: int) -> list[Key]:
+        """The first ``n`` live keys in the key map's order (``keys()[:n]``), listing no
+        more than those: the C reader's ``head`` where the C KeyTable holds the keys
+        (reference: the slice of the whole listing)."""
+        reader = self._reader
+        if reader is not None:
+            got = reader.head(n)
+            if got is not NotImplemented:
+                return got  # type: ignore[no-any-return]
+        slots: object = self.keys.slots
+        if type(slots) is dict:
+            return list(islice(slots, n))
+        return self.keys.keys()[:n]
 
     def records_of_log(self, keys: Sequence[Key | Record]) -> list[Record]:
         """:meth:`records`, the Python path (the C reader's reference): ``keys`` may hold
