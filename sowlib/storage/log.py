@@ -58,7 +58,7 @@ from sowlib.storage.framing import (
 )
 from sowlib.storage.fs import FileSystem, Progress, open_regular, os_errors, storage_error
 from sowlib.storage.lock import lock_fd
-from sowlib.storage.reader import LogReader
+from sowlib.storage.reader import LogReader, seal_end
 from sowlib.storage.recovery import (
     RecoveryReport,
     recover,
@@ -499,10 +499,12 @@ class AppendLog(LogReader):
         new = write_log_file(self._fs, tmp, header, chunks, PAGE)
         last = next(reversed(mapping.values())) if mapping else 0
         new = NewFile(new.fd, new.end, new.size, len(mapping), last)
+        seal_end(mm, self._end)  # followers reading the old file look at the path
         try:
             install(self._fs, tmp, self.path)
         except BaseException:
             if os.fstat(new.fd).st_nlink == 0 or os.path.exists(tmp):
+                seal_end(mm, self._end, sealed=False)
                 os.close(new.fd)  # the rename did not happen: keep the old file
             else:
                 self._swap(new)
