@@ -496,7 +496,7 @@ class SowStore(DerivedTopics):
             applied = 0
             for topic in list(self._topics.values()):
                 applied += topic.refresh()  # after a compaction, on the new file
-            if self.path is not None:
+            if self.path is not None and not self._topic_files.unchanged():
                 before = len(self._topics)
                 with os_errors(self.path, "refresh the store"):
                     self._open_existing()

@@ -122,19 +122,34 @@ class TopicFiles:
         self._dirs: tuple[str, ...] = ()
         self._quiet: tuple[int, ...] | None = None  # the times of a settled walk
 
+    def unchanged(self) -> bool:
+        """Whether no directory of the last walk changed since that walk settled: one
+        ``stat`` per directory (a read-only store's refresh, many times a second).
+        Always False before a settled walk or when a directory cannot be looked at."""
+        quiet = self._quiet
+        if quiet is None:
+            return False
+        try:
+            for folder, then in zip(self._dirs, quiet, strict=True):
+                if os.stat(folder).st_mtime_ns != then:
+                    return False
+        except OSError:
+            return False
+        return True
+
     def changed(self, root: str) -> list[str] | None:
         """Every topic file under ``root`` (each directory's in name order), or None
-        when none can have come or gone since the last walk.
+        when none can have come or gone since the last walk (:meth:`unchanged`).
 
         Raises:
             StorePathError: a directory cannot be read.
         """
+        if self.unchanged():
+            return None
         try:
-            times = tuple(os.stat(d).st_mtime_ns for d in self._dirs)
+            times: tuple[int, ...] | None = tuple(os.stat(d).st_mtime_ns for d in self._dirs)
         except OSError:
             times = None
-        if times is not None and times == self._quiet:
-            return None
 
         def refuse(exc: OSError) -> None:
             raise path_error(exc, exc.filename or root, "read the store directory")

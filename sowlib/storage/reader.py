@@ -435,7 +435,7 @@ class LogReader:
 
     def refresh_reference(self) -> EntryList | None:
         """:meth:`refresh` by looking at the file first, every time (its reference)."""
-        mm = self._live()
+        self._live()
         if not self.readonly:
             return EntryList()
         with os_errors(self.path, "refresh"):

@@ -84,7 +84,8 @@ class FastVsReference(RuleBasedStateMachine):
         """A record being written at the end (without its first bytes, as a writer
         writes them last, or cut short): neither follower may take it."""
         end = self.writer.end_offset
-        record = encode_record(RecordKind.PUT, b"z", b"", b"p" * 200, self.writer.last_seq + 1, 0, 0)
+        seq = self.writer.last_seq + 1
+        record = encode_record(RecordKind.PUT, b"z", b"", b"p" * 200, seq, 0, 0)
         part = record[: len(record) * cut // 101] if head else record[HEAD_BYTES:]
         if end + len(record) > self.writer.file_size:
             return
@@ -145,7 +146,8 @@ def test_a_refresh_after_records_and_a_compaction_reports_the_new_file(tmp_path:
         reader.adopt(open_log(path, readonly=True))
         assert replay(reader.scan()) == {"k0": b"4", "k1": b"3", "after": b"1"}
         got = reader.refresh()
-        assert got is not None and len(got) == 0
+        assert got is not None
+        assert len(got) == 0
     finally:
         writer.close()
         reader.close()
@@ -165,7 +167,8 @@ def test_a_seal_left_by_a_crash_before_the_rename_is_a_torn_tail(tmp_path: Path)
     assert written_at(mapped, end, writer.file_size)
     assert mapped[end : end + len(SEAL)] == SEAL
     got = reader.refresh()
-    assert got is not None and len(got) == 0
+    assert got is not None
+    assert len(got) == 0
     writer.close()
     again = open_log(path)
     try:
@@ -198,10 +201,12 @@ def test_a_compaction_that_fails_at_the_rename_unseals(tmp_path: Path) -> None:
         assert mapped is not None
         assert not written_at(mapped, writer.end_offset, writer.file_size)
         got = reader.refresh()
-        assert got is not None and len(got) == 1
+        assert got is not None
+        assert len(got) == 1
         put(writer, "b", b"2")
         got = reader.refresh()
-        assert got is not None and [reader.read(off).key for off in got.offsets] == ["b"]
+        assert got is not None
+        assert [reader.read(off).key for off in got.offsets] == ["b"]
     finally:
         writer.close()
         reader.close()
