@@ -32,6 +32,7 @@ from sowlib.storage.format import (
     record_problem,
 )
 from sowlib.storage.fs import os_errors, storage_error
+from sowlib.storage.looks import DirectoryLooks
 from sowlib.storage.native import NATIVE_READ_PUT
 from sowlib.storage.recovery import RecoveryReport, check_records, garbage_end
 from sowlib.storage.walk import (
@@ -108,6 +109,10 @@ class LogReader:
     report: RecoveryReport
     # Called with the map each time the log maps the file anew or closes it (watch_map).
     _map_watchers: tuple[Callable[[mmap.mmap | None], None], ...] = ()
+    #: A read-only store's looks at its directories (:mod:`sowlib.storage.looks`), and
+    #: their epoch when this log last found its file at its path.
+    looks: DirectoryLooks | None = None
+    _looked: object | None = None
 
     def watch_map(self, watcher: Callable[[mmap.mmap | None], None]) -> None:
         """Call ``watcher(mm)`` with the current map now, and again each time the log
@@ -404,7 +409,8 @@ class LogReader:
         [R] No system call while the map shows new records: when the bytes at the end
         hold a record's length, the records from there are verified in the current map,
         and the file is looked at (one ``stat`` of the path: replaced? grown past the
-        map?) only when nothing new is mapped, or when something follows the last record
+        map?) only when nothing new is mapped (and the store's look at the directory,
+        :attr:`looks`, does not tell it unchanged), or when something follows the last record
         read: a record not wholly in the map, one being written, or the :data:`SEAL` a
         writer leaves before it replaces the file (then, as when the file is looked at
         first, None: the records just read are not taken). Agrees with
@@ -415,11 +421,18 @@ class LogReader:
             return EntryList()
         new = None
         state = (self._end, self._records, self._last_off, self.last_seq)
+        looks = self.looks
         if written_at(mm, self._end, self._size):
             new = self._verify_new(mm)
             if new and not written_at(mm, self._end, self._size):
                 return new
+        elif looks is not None and looks.unchanged_since(self._looked):
+            none = EntryList(mm)  # nothing mapped, and the path still names this file
+            none.end = self._end  # as verify_columns leaves it
+            return none
         try:
+            if looks is not None:
+                self._looked = looks.epoch  # read before the look it covers
             same = self._same_file()
         except OSError as exc:
             raise storage_error(exc, exc.filename or self.path, "refresh") from exc
@@ -483,6 +496,7 @@ class LogReader:
         if not (self.readonly and other.readonly) or other.path != self.path:
             raise ArgumentError("other", other, "a read-only log of the same path")
         self._end_epoch()
+        self._looked = None
         old_mm, old_fd = self.mm, self._fd
         self._fd, other._fd = other._fd, -1
         self._size, self._ino, self._ckpt = other._size, other._ino, other._ckpt
