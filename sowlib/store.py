@@ -174,7 +174,7 @@ class SowStore(DerivedTopics):
         except (ValueError, TypeError, RecursionError) as exc:
             raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from exc
         sync = config.durability == "sync" and not self.readonly
-        options = {"sync": sync, "slab_size": config.slab_size, "fs": self._fs}
+        options: dict[str, Any] = {"sync": sync, "slab_size": config.slab_size, "fs": self._fs}
         log = AppendLog(full, readonly=self.readonly, looks=self._topic_files.looks, **options)
         return config, log
 
