@@ -174,9 +174,8 @@ class SowStore(DerivedTopics):
         except (ValueError, TypeError, RecursionError) as exc:
             raise FormatVersionError(full, "unreadable topic metadata", "sowlib topic") from exc
         sync = config.durability == "sync" and not self.readonly
-        log = AppendLog(
-            full, readonly=self.readonly, sync=sync, slab_size=config.slab_size, fs=self._fs
-        )
+        options: dict[str, Any] = {"sync": sync, "slab_size": config.slab_size, "fs": self._fs}
+        log = AppendLog(full, readonly=self.readonly, looks=self._topic_files.looks, **options)
         return config, log
 
     def _open_file(self, full: str) -> Topic:
@@ -493,10 +492,10 @@ class SowStore(DerivedTopics):
         """
         with self._lock:
             self._check_open()
-            applied = 0
-            for topic in list(self._topics.values()):
-                applied += topic.refresh()  # after a compaction, on the new file
-            if self.path is not None:
+            # after a compaction, a topic continues on the new file
+            refreshes = [topic.refresh for topic in self._topics.values()]
+            applied, walk = self._topic_files.refresh_all(self.path, refreshes)
+            if walk and self.path is not None:
                 before = len(self._topics)
                 with os_errors(self.path, "refresh the store"):
                     self._open_existing()

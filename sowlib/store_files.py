@@ -2,7 +2,7 @@
 operating-system errors on store paths (and, for its callers, the bounded topic-name
 regexes of :mod:`sowlib.config.pattern`).
 
-Imports ``errors`` and ``config`` only; ``store`` composes it.
+Imports ``errors``, ``config`` and ``storage.looks`` only; ``store`` composes it.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import xxhash
@@ -18,6 +18,7 @@ import xxhash
 from sowlib.config.model import check_file_name
 from sowlib.config.pattern import MAX_TOPIC_REGEX, TOPIC_REGEX_SECONDS, TopicPattern
 from sowlib.errors import ConfigError, SowError, StorePathError
+from sowlib.storage.looks import DirectoryLooks
 
 __all__ = [
     "MAX_TOPIC_REGEX",
@@ -116,25 +117,57 @@ class TopicFiles:
     the next call walking.
     """
 
-    __slots__ = ("_dirs", "_quiet")
+    __slots__ = ("_dirs", "_quiet", "looks")
 
     def __init__(self) -> None:
         self._dirs: tuple[str, ...] = ()
         self._quiet: tuple[int, ...] | None = None  # the times of a settled walk
+        #: What the walks and :meth:`unchanged` tell the logs of the topic files.
+        self.looks = DirectoryLooks()
+
+    def unchanged(self) -> bool:
+        """Whether no directory of the last walk changed since that walk settled: one
+        ``stat`` per directory (a read-only store's refresh, many times a second).
+        Always False before a settled walk or when a directory cannot be looked at."""
+        quiet = self._quiet
+        if quiet is None:
+            return False
+        try:
+            for folder, then in zip(self._dirs, quiet, strict=True):
+                if os.stat(folder).st_mtime_ns != then:
+                    return False
+        except OSError:
+            return False
+        return True
+
+    def refresh_all(self, root: str | None, refreshes: list[Callable[[], int]]) -> tuple[int, bool]:
+        """Call each of ``refreshes`` (the topics' ``refresh``) after one look at the
+        directories (:meth:`unchanged`; ``root`` None: a store without one), telling
+        the topics' logs what it found (:attr:`looks`). Returns the records they
+        applied, and whether the directories may have changed (then walk them again:
+        :meth:`changed`)."""
+        quiet = root is not None and self.unchanged()
+        if quiet:  # no file of the store came, went or was replaced
+            self.looks.begin()
+        try:
+            applied = sum(refresh() for refresh in refreshes)
+        finally:
+            self.looks.end()
+        return applied, root is not None and not quiet
 
     def changed(self, root: str) -> list[str] | None:
         """Every topic file under ``root`` (each directory's in name order), or None
-        when none can have come or gone since the last walk.
+        when none can have come or gone since the last walk (:meth:`unchanged`).
 
         Raises:
             StorePathError: a directory cannot be read.
         """
+        if self.unchanged():
+            return None
         try:
-            times = tuple(os.stat(d).st_mtime_ns for d in self._dirs)
+            times: tuple[int, ...] | None = tuple(os.stat(d).st_mtime_ns for d in self._dirs)
         except OSError:
             times = None
-        if times is not None and times == self._quiet:
-            return None
 
         def refuse(exc: OSError) -> None:
             raise path_error(exc, exc.filename or root, "read the store directory")
@@ -149,4 +182,5 @@ class TopicFiles:
         )
         self._quiet = times if settled and tuple(dirs) == self._dirs else None
         self._dirs = tuple(dirs)
+        self.looks.settled(self._quiet is not None)
         return found

@@ -73,3 +73,40 @@ def test_refresh_finds_a_topic_created_after_the_directory_settled(tmp_path: Pat
             writer.flush()
             assert reader.refresh() == 2
             assert len(reader.topic("fills")) == 2
+
+
+def test_refresh_in_a_settled_directory_follows_writes_and_compactions(tmp_path: Path) -> None:
+    """A refresh that found the directory unchanged does not look at the topic files it
+    has nothing new from; a compaction (a rename in the directory) is still seen, and
+    the topics with new records get them."""
+    with SowStore(tmp_path) as writer:
+        topics = [writer.create_topic(name, keys=["/id"]) for name in ("a", "b", "c")]
+        for topic in topics:
+            topic.publish_many([{"id": i, "v": 0} for i in range(5)])
+        writer.flush()
+        with SowStore(tmp_path, readonly=True) as reader:
+            _age(tmp_path)
+            reader.refresh()  # the walk that finds the directory settled
+            assert reader.refresh() == 0  # every file looked at once more
+            assert reader.refresh() == 0  # none looked at: nothing mapped, nothing changed
+            topics[1].publish({"id": 9, "v": 1})
+            assert reader.refresh() == 1
+            topics[0].publish({"id": 0, "v": 2})
+            topics[0].compact()  # renames a new file over "a"
+            topics[0].publish({"id": 1, "v": 3})
+            reader.refresh()
+            for topic in topics:
+                assert sorted(r.data for r in reader.topic(topic.name).sow()) == sorted(
+                    r.data for r in topic.sow()
+                )
+            _age(tmp_path)
+            reader.refresh()
+            assert reader.refresh() == 0
+            topics[2].compact()
+            reader.refresh()
+            topics[2].publish({"id": 7, "v": 4})
+            assert reader.refresh() == 1
+            for topic in topics:
+                assert sorted(r.data for r in reader.topic(topic.name).sow()) == sorted(
+                    r.data for r in topic.sow()
+                )

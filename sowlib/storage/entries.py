@@ -163,21 +163,25 @@ def verify_columns(buf: Buf, start: int, limit: int) -> tuple[int, EntryList]:
         ``(offset after the last intact record, their entries)``.
     """
     entries = EntryList(buf)
-    off = start
     native = NATIVE_COMMON_RUN
+    if native is None:
+        off = common_run(buf, start, limit, entries)
+    else:
+        off, packed, entries.words = native(buf, start, limit)  # a new list
+        entries.offsets.frombytes(packed)
     while True:
-        if native is None:
-            off = common_run(buf, off, limit, entries)
-        else:
-            off, packed, words = native(buf, off, limit)
-            entries.offsets.frombytes(packed)
-            entries.words.extend(words)
         entry = _check_other(buf, off, limit)
         if entry is None:
             entries.end = off
             return off, entries
         entries.append(entry)
         off = entries.end
+        if native is None:
+            off = common_run(buf, off, limit, entries)
+        else:
+            off, packed, words = native(buf, off, limit)
+            entries.offsets.frombytes(packed)
+            entries.words.extend(words)
 
 
 def common_run(buf: Buf, off: int, limit: int, entries: EntryList) -> int:

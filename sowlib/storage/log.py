@@ -58,7 +58,8 @@ from sowlib.storage.framing import (
 )
 from sowlib.storage.fs import FileSystem, Progress, open_regular, os_errors, storage_error
 from sowlib.storage.lock import lock_fd
-from sowlib.storage.reader import LogReader
+from sowlib.storage.looks import DirectoryLooks
+from sowlib.storage.reader import LogReader, seal_end
 from sowlib.storage.recovery import (
     RecoveryReport,
     recover,
@@ -96,6 +97,7 @@ class AppendLog(LogReader):
         readonly: open for reading only (any number of readers may follow one writer).
         sync: flush after every append / append_many.
         fs: the durability seam (tests inject failures).
+        looks: a read-only store's looks at its directories (``LogReader.refresh``).
     Raises:
         StoreNotFoundError: the file does not exist and cannot be created (read-only, no
             meta); also a ``FileNotFoundError``.
@@ -125,6 +127,7 @@ class AppendLog(LogReader):
         readonly: bool = False,
         sync: bool = False,
         fs: FileSystem | None = None,
+        looks: DirectoryLooks | None = None,
     ) -> None:
         if slab_size < MIN_SLAB_SIZE:
             raise ConfigError("slab_size", f"{slab_size} is below the minimum {MIN_SLAB_SIZE}")
@@ -132,6 +135,7 @@ class AppendLog(LogReader):
         self.readonly = readonly
         self._sync = sync
         self._fs = fs if fs is not None else FileSystem()
+        self.looks = looks if readonly else None
         self._slab = slab_size
         self._limit = slab_size - SLAB_HEADROOM
         self.mm: mmap.mmap | None = None
@@ -499,10 +503,12 @@ class AppendLog(LogReader):
         new = write_log_file(self._fs, tmp, header, chunks, PAGE)
         last = next(reversed(mapping.values())) if mapping else 0
         new = NewFile(new.fd, new.end, new.size, len(mapping), last)
+        seal_end(mm, self._end)  # followers reading the old file look at the path
         try:
             install(self._fs, tmp, self.path)
         except BaseException:
             if os.fstat(new.fd).st_nlink == 0 or os.path.exists(tmp):
+                seal_end(mm, self._end, sealed=False)
                 os.close(new.fd)  # the rename did not happen: keep the old file
             else:
                 self._swap(new)

@@ -11,6 +11,7 @@ import itertools
 import mmap
 import os
 import re
+import struct
 import weakref
 from collections.abc import Callable, Iterator
 
@@ -30,7 +31,8 @@ from sowlib.storage.format import (
     decode_record,
     record_problem,
 )
-from sowlib.storage.fs import os_errors
+from sowlib.storage.fs import os_errors, storage_error
+from sowlib.storage.looks import DirectoryLooks
 from sowlib.storage.native import NATIVE_READ_PUT
 from sowlib.storage.recovery import RecoveryReport, check_records, garbage_end
 from sowlib.storage.walk import (
@@ -44,7 +46,29 @@ from sowlib.storage.walk import (
     walk_records,
 )
 
-__all__ = ["LogReader"]
+__all__ = ["SEAL", "LogReader", "seal_end", "written_at"]
+
+_LENGTH = struct.Struct("<I")  # a record's first field
+#: What a writer writes at the end of its records before it renames another file over
+#: its own (a compaction): a length no record has, which sends a follower reading the
+#: old file to the file system (:meth:`LogReader.refresh`). Recovery sees it as a torn
+#: tail (a crash before the rename), which the next writer zeroes.
+SEAL = _LENGTH.pack(0xFFFFFFFF)
+
+
+def written_at(mm: mmap.mmap, offset: int, size: int) -> bool:
+    """Whether a record may start at ``offset`` (the end of the records read): its
+    length field there is not zero (a writer writes a batch's first bytes last; a
+    :data:`SEAL`), or the map ends before it could be read."""
+    return offset + _LENGTH.size > size or _LENGTH.unpack_from(mm, offset)[0] != 0
+
+
+def seal_end(mm: mmap.mmap, end: int, sealed: bool = True) -> None:
+    """Write :data:`SEAL` at ``end`` (the writer's end, before replacing its file), or
+    zeros again (``sealed=False``: the file was not replaced); nothing where the file
+    ends first (a follower then looks at the file system anyway)."""
+    if end + len(SEAL) <= len(mm):
+        mm[end : end + len(SEAL)] = SEAL if sealed else bytes(len(SEAL))
 
 
 class LogReader:
@@ -85,6 +109,10 @@ class LogReader:
     report: RecoveryReport
     # Called with the map each time the log maps the file anew or closes it (watch_map).
     _map_watchers: tuple[Callable[[mmap.mmap | None], None], ...] = ()
+    #: A read-only store's looks at its directories (:mod:`sowlib.storage.looks`), and
+    #: their epoch when this log last found its file at its path.
+    looks: DirectoryLooks | None = None
+    _looked: object | None = None
 
     def watch_map(self, watcher: Callable[[mmap.mmap | None], None]) -> None:
         """Call ``watcher(mm)`` with the current map now, and again each time the log
@@ -377,22 +405,76 @@ class LogReader:
             first record that is not intact is "not written yet"); an empty list for a
             writer, which sees its own appends; None when the file was replaced
             (compaction or repair): reopen it. :meth:`read` gives a record whole.
+
+        [R] No system call while the map shows new records: when the bytes at the end
+        hold a record's length, the records from there are verified in the current map,
+        and the file is looked at (one ``stat`` of the path: replaced? grown past the
+        map?) only when nothing new is mapped (and the store's look at the directory,
+        :attr:`looks`, does not tell it unchanged), or when something follows the last record
+        read: a record not wholly in the map, one being written, or the :data:`SEAL` a
+        writer leaves before it replaces the file (then, as when the file is looked at
+        first, None: the records just read are not taken). Agrees with
+        :meth:`refresh_reference` (``tests/storage/test_refresh_fast.py``).
         """
         mm = self._live()
         if not self.readonly:
             return EntryList()
+        new = None
+        state = (self._end, self._records, self._last_off, self.last_seq)
+        looks = self.looks
+        if written_at(mm, self._end, self._size):
+            new = self._verify_new(mm)
+            if new and not written_at(mm, self._end, self._size):
+                return new
+        elif looks is not None and looks.unchanged_since(self._looked):
+            none = EntryList(mm)  # nothing mapped, and the path still names this file
+            none.end = self._end  # as verify_columns leaves it
+            return none
+        try:
+            if looks is not None:
+                self._looked = looks.epoch  # read before the look it covers
+            same = self._same_file()
+        except OSError as exc:
+            raise storage_error(exc, exc.filename or self.path, "refresh") from exc
+        if not same:  # as if the records just read were not: the topic loads the new file
+            if new:
+                self._end, self._records, self._last_off, self.last_seq = state
+            return None
+        more = self._verify_new(self._live())
+        if new:
+            new.extend(more)
+            return new
+        return more
+
+    def refresh_reference(self) -> EntryList | None:
+        """:meth:`refresh` by looking at the file first, every time (its reference)."""
+        self._live()
+        if not self.readonly:
+            return EntryList()
         with os_errors(self.path, "refresh"):
-            try:
-                st = os.stat(self.path)
-            except FileNotFoundError:
+            if not self._same_file():
                 return None
-            if (st.st_dev, st.st_ino) != self._ino:
-                return None
-            size = os.fstat(self._fd).st_size
-            if size > self._size:
-                mm = mmap.mmap(self._fd, size, access=mmap.ACCESS_READ)
-                self._set_map(mm)
-                self._size = size
+        return self._verify_new(self._live())
+
+    def _same_file(self) -> bool:
+        """Whether the path still names the mapped file; maps it anew when it grew.
+
+        Raises:
+            OSError: the path cannot be looked at (other than missing).
+        """
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            return False
+        if (st.st_dev, st.st_ino) != self._ino:
+            return False
+        if st.st_size > self._size:  # the same file: its size is the mapped file's
+            self._set_map(mmap.mmap(self._fd, st.st_size, access=mmap.ACCESS_READ))
+            self._size = st.st_size
+        return True
+
+    def _verify_new(self, mm: mmap.mmap) -> EntryList:
+        """The intact records from the end in ``mm`` (the current map), taken as read."""
         end, new = verify_columns(mm, self._end, self._size)
         if new:
             self._last_off = new.offsets[-1]
@@ -414,6 +496,7 @@ class LogReader:
         if not (self.readonly and other.readonly) or other.path != self.path:
             raise ArgumentError("other", other, "a read-only log of the same path")
         self._end_epoch()
+        self._looked = None
         old_mm, old_fd = self.mm, self._fd
         self._fd, other._fd = other._fd, -1
         self._size, self._ino, self._ckpt = other._size, other._ino, other._ckpt

@@ -479,6 +479,10 @@ class Writer:
                 self.apply(read(off))
             return
         offsets, sizes = entries.offsets, entries.sizes()
+        if len(offsets) <= _FEW and not entries.others:  # a follower's usual refresh
+            words = self.keys_of_words(entries.words)
+            self._apply_run(words, offsets.tolist(), sizes.tolist(), entries.end)
+            return
         # As in write_many: nothing allocated here is cyclic, and a full collection
         # meanwhile would walk every index set (a few records allocate too little).
         with paused_gc() if len(offsets) > _FEW else contextlib.nullcontext():

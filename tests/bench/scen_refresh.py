@@ -6,7 +6,8 @@ beside each. Each round the writer publishes k new records to both, then each op
 ``refresh()`` is timed, the two taking turns. A read-only topic files a refresh's
 records into its indexes when a query next reads them, so the indexed opener's first
 ``/symbol`` query after each refresh is timed too, and reported with the refresh (what
-catching up costs a reader that queries).
+catching up costs a reader that queries). Last, each opener's refresh() finding
+nothing new is timed: the fixed cost of a call.
 """
 
 from __future__ import annotations
@@ -101,10 +102,34 @@ def refresh_rows(sizes: Sizes, tmp: str) -> list[Row]:
                 unit="records/s",
             )
         )
+    rows += _nothing_new_rows(pairs, rounds)
     indexed = pairs["indexed"][1].topic("orders")
     assert len(indexed.sow(f"/orderId = {sizes.records}")) == 1
     for store in opened:
         store.close()
+    return rows
+
+
+def _nothing_new_rows(pairs: dict[str, tuple[Any, SowStore]], rounds: int) -> list[Row]:
+    """refresh() finding nothing new: what every call costs before its records."""
+    times: dict[str, list[float]] = {name: [] for name in pairs}
+    with settled():
+        for _ in range(rounds):
+            for name, (_topic, reader) in pairs.items():
+                times[name].append(_timed_refresh(reader, 0))
+    rows: list[Row] = []
+    for name, label in (("indexed", "indexed topic"), ("plain", "unindexed topic")):
+        stats = _stats(times[name], 1)
+        rows.append(
+            bound(
+                _G,
+                f"refresh() finding nothing new, {label}",
+                stats.median_us,
+                "µs/call",
+                None,
+                stats=stats,
+            )
+        )
     return rows
 
 
