@@ -300,8 +300,10 @@ class KeyMap:
         slots = new_slots(self.content)
         old = list(self.slots.values())
         if set(map(type, old)) <= {int}:
-            bare = cast("list[int]", old)
-            slots.update(zip(self.slots.keys(), map(mapping.__getitem__, bare), strict=True))
+            moved = list(map(mapping.__getitem__, cast("list[int]", old)))
+            # One C call copying the table's index where it can (no key probed).
+            if not fill_like(slots, self.slots, None, moved):
+                slots.update(zip(self.slots.keys(), moved, strict=True))
         else:
             slots.update(
                 (k, mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:]))
