@@ -238,10 +238,20 @@ class KeyMap:
 
     def put_bare(self, keys: list[Key], offsets: list[int], sizes: list[int]) -> list[bool]:
         """:meth:`put` of records without expiration or correlation id, in order; nothing
-        read. C-level passes (a lookup per distinct key, then two table updates, the last
+        read. C-level passes (the C tables' ``swap`` and ``assign``: one probe per key and
+        table; with dicts a lookup per distinct key, then two table updates, the last
         version of a repeated key winning as it does one put at a time); equal to
         :meth:`put_bare_each` (``tests/test_publish_batch.py``)."""
         table = self._sizes
+        swap = getattr(table, "swap", None)
+        assign = getattr(self.slots, "assign", None)
+        if swap is not None and assign is not None and type(keys) is list:
+            # The C tables: one probe per key and table, pairs set in order (a repeated
+            # key is new only at its first position, as one put at a time gives).
+            olds = swap(keys, list(sizes), None)
+            assign(keys, list(offsets))
+            self.live_bytes += sum(sizes) - sum(filter(None, olds))
+            return list(map(is_, olds, repeat(None)))
         last = dict(zip(keys, sizes, strict=True))
         olds = list(map(table.get, last))
         self.slots.update(zip(keys, offsets, strict=True))

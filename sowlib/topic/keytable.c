@@ -1018,6 +1018,124 @@ KeyTable_sorted_values(KeyTable *t, PyObject *keys)
     return result;
 }
 
+/* Set `key` to `value`; `*old` (when not NULL) gets its previous value, or `absent`
+ * (new references). 0, or -1 with an error set (the table unchanged for this key). */
+static int
+swap_one(KeyTable *t, PyObject *key, PyObject *value, PyObject *absent, PyObject **old)
+{
+    uint64_t k;
+    int is_key = table_key(key, &k);
+    if (is_key < 0) {
+        return -1;
+    }
+    if (!is_key) {
+        PyObject *was = t->others == NULL ? NULL : PyDict_GetItemWithError(t->others, key);
+        if (was == NULL && PyErr_Occurred()) {
+            return -1;
+        }
+        if (old != NULL) {
+            *old = Py_NewRef(was != NULL ? was : absent);
+        }
+        if (set_item(t, key, value) < 0) {
+            if (old != NULL) {
+                Py_CLEAR(*old);
+            }
+            return -1;
+        }
+        return 0;
+    }
+    int64_t off;
+    int bare = table_value(value, &off);
+    if (bare < 0) {
+        return -1;
+    }
+    size_t where;
+    Py_ssize_t ix = keytable_find(t, k, &where);
+    if (ix >= 0) {
+        Entry *e = &t->entries[ix];
+        if (old != NULL && (*old = value_of(e)) == NULL) {
+            return -1;
+        }
+        PyObject *prev = e->obj;
+        e->off = bare ? off : BOXED;
+        e->obj = bare ? NULL : Py_NewRef(value);
+        Py_XDECREF(prev);
+        return 0;
+    }
+    if (old != NULL) {
+        *old = Py_NewRef(absent);
+    }
+    if (put(t, k, bare ? off : BOXED, bare ? NULL : Py_NewRef(value)) < 0) {
+        if (old != NULL) {
+            Py_CLEAR(*old);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* swap(keys, values, absent) and assign(keys, values): set keys[i] to values[i] in
+ * order (two lists of one length); swap gives the list of the values they replaced
+ * (`absent` for a key that had none), what `d.get(k, absent)` then `d[k] = v` for
+ * each pair in turn gives of a dict. One probe per key, index slots prefetched a
+ * window at a time. On an error the pairs before it are set. */
+static PyObject *
+swap_many(KeyTable *t, PyObject *keys, PyObject *values, PyObject *absent)
+{
+    if (!PyList_CheckExact(keys) || !PyList_CheckExact(values)) {
+        PyErr_SetString(PyExc_TypeError, "swap/assign: keys and values must be lists");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    if (PyList_GET_SIZE(values) != n) {
+        PyErr_SetString(PyExc_ValueError, "swap/assign: keys and values of one length");
+        return NULL;
+    }
+    PyObject *olds = NULL;
+    if (absent != NULL && (olds = PyList_New(n)) == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* keys and values are not changed meanwhile (no Python code runs: the values
+         * replaced are released only after their slot is set) */
+        if (i % BATCH == 0) {
+            Py_ssize_t left = n - i;
+            prefetch_batch(t, &PyList_GET_ITEM(keys, i), (int)(left < BATCH ? left : BATCH));
+        }
+        PyObject *old = NULL;
+        if (swap_one(t, PyList_GET_ITEM(keys, i), PyList_GET_ITEM(values, i), absent,
+                     olds == NULL ? NULL : &old) < 0) {
+            if (olds != NULL) {
+                /* the slots not yet set hold NULL: a list tolerates them on release */
+                Py_DECREF(olds);
+            }
+            return NULL;
+        }
+        if (olds != NULL) {
+            PyList_SET_ITEM(olds, i, old);
+        }
+    }
+    return olds == NULL ? Py_NewRef(Py_None) : olds;
+}
+
+static PyObject *
+KeyTable_swap(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("swap", nargs, 3, 3) < 0) {
+        return NULL;
+    }
+    return swap_many(t, args[0], args[1], args[2]);
+}
+
+static PyObject *
+KeyTable_assign(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("assign", nargs, 2, 2) < 0) {
+        return NULL;
+    }
+    return swap_many(t, args[0], args[1], NULL);
+}
+
 static PyObject *
 KeyTable_sizeof(KeyTable *t, PyObject *Py_UNUSED(ignored))
 {
@@ -1049,6 +1167,11 @@ static PyMethodDef KeyTable_methods[] = {
     {"sorted_values", (PyCFunction)KeyTable_sorted_values, METH_O,
      "sorted_values(keys, /): the values of keys (each an int in [0, 2**32)) as a column "
      "of native u32, ascending; KeyError for an absent key, ValueError for another value."},
+    {"swap", (PyCFunction)(void (*)(void))KeyTable_swap, METH_FASTCALL,
+     "swap(keys, values, absent, /): set keys[i] to values[i] in order (two lists); the "
+     "list of the values replaced (absent where a key had none)."},
+    {"assign", (PyCFunction)(void (*)(void))KeyTable_assign, METH_FASTCALL,
+     "assign(keys, values, /): set keys[i] to values[i] in order (two lists)."},
     {"__sizeof__", (PyCFunction)KeyTable_sizeof, METH_NOARGS, "Bytes held."},
     {NULL, NULL, 0, NULL},
 };
