@@ -125,7 +125,9 @@ class TableMatchesDict(RuleBasedStateMachine):
             self.model[key] = value
         got = self.table.swap([k for k, _ in pairs], [v for _, v in pairs], absent)
         assert len(got) == len(expected)
-        assert all(g is absent if e is absent else g == e for g, e in zip(got, expected, strict=True))
+        assert all(
+            g is absent if e is absent else g == e for g, e in zip(got, expected, strict=True)
+        )
 
     @rule(pairs=st.lists(st.tuples(any_keys, values), max_size=20))
     def assign(self, pairs: list[tuple[Any, Any]]) -> None:
