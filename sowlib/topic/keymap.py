@@ -62,6 +62,13 @@ def _unpack_q(data: bytes) -> array.array[int]:
     return col
 
 
+def _list_q(data: bytes) -> list[int]:
+    """A column of native int64 as a list."""
+    col = array.array("q")
+    col.frombytes(data)
+    return col.tolist()
+
+
 def _uncolumn(code: str, data: bytes) -> list[int]:
     col = array.array(code)
     col.frombytes(data)
@@ -303,6 +310,28 @@ class KeyMap:
         return [
             (s[3], s[1], k) for k, s in self.slots.items() if not isinstance(s, int) and s[3] > 0
         ]
+
+    def sorted_offsets(self) -> list[int] | None:
+        """The offset of every live record, ascending, in one C pass; None when the
+        table is not the C one or an entry is not a bare offset (then compaction takes
+        :meth:`live_offsets` and :meth:`remap`)."""
+        column = getattr(self.slots, "sorted_offsets", lambda: None)()
+        return None if column is None else _list_q(column)
+
+    def remap_sorted(self, olds: list[int], news: list[int]) -> None:
+        """:meth:`remap` of ``{olds[i]: news[i]}`` (``olds`` as :meth:`sorted_offsets`
+        gave them, ``news`` as ``AppendLog.compact_sorted`` gave them) in C passes (each
+        offset found by bisection, the table's index copied); equal to :meth:`remap` of
+        that mapping (``tests/test_keytable_fill.py``)."""
+        slots = new_slots(self.content)
+        remapped = getattr(self.slots, "remapped_offsets", None)
+        column = None
+        if remapped is not None:
+            column = remapped(array.array("q", olds), array.array("q", news))
+        if column is None or not fill_like(slots, self.slots, None, column):
+            self.remap(dict(zip(olds, news, strict=True)))
+            return
+        self._install(slots)
 
     def remap(self, mapping: dict[int, int]) -> None:
         """Apply compaction's ``{old offset: new offset}`` (C-level passes when every entry

@@ -1136,6 +1136,121 @@ KeyTable_assign(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
     return swap_many(t, args[0], args[1], NULL);
 }
 
+static int
+compare_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The unboxed values of the live entries in order, as a new array of `t->live` int64;
+ * NULL with no error when an entry is boxed or a key sits in `others`, NULL with an
+ * error on failure. */
+static int64_t *
+bare_values(KeyTable *t)
+{
+    if (t->others != NULL && PyDict_GET_SIZE(t->others)) {
+        return NULL;
+    }
+    int64_t *out = PyMem_Malloc((size_t)(t->live ? t->live : 1) * sizeof *out);
+    if (out == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_ssize_t n = 0;
+    for (Py_ssize_t j = 0; j < t->used && n < t->live; j++) {
+        int64_t off = t->entries[j].off;
+        if (off == DEAD) {
+            continue;
+        }
+        if (off == BOXED) {
+            PyMem_Free(out);
+            return NULL;
+        }
+        out[n++] = off;
+    }
+    return out;
+}
+
+/* sorted_offsets(): the values, every one unboxed, as a column of native int64 in
+ * ascending order; None when one is boxed (or a key is not a u64 int). */
+static PyObject *
+KeyTable_sorted_offsets(KeyTable *t, PyObject *Py_UNUSED(ignored))
+{
+    int64_t *values = bare_values(t);
+    if (values == NULL) {
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    qsort(values, (size_t)t->live, sizeof *values, compare_i64);
+    PyObject *out = PyBytes_FromStringAndSize((const char *)values,
+                                              t->live * (Py_ssize_t)sizeof *values);
+    PyMem_Free(values);
+    return out;
+}
+
+/* remapped_offsets(olds, news): each value, every one unboxed, replaced by news[i]
+ * where olds[i] is that value (olds ascending, both columns of native int64 of one
+ * length), as a column of native int64 in the table's order; None when a value is
+ * boxed or not in olds (a key in `others`: likewise). */
+static PyObject *
+KeyTable_remapped_offsets(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("remapped_offsets", nargs, 2, 2) < 0) {
+        return NULL;
+    }
+    Py_buffer olds, news;
+    if (PyObject_GetBuffer(args[0], &olds, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[1], &news, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&olds);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int64_t *values = NULL;
+    if (olds.len % 8 || news.len != olds.len) {
+        PyErr_SetString(PyExc_ValueError,
+                        "remapped_offsets takes two columns of 8-byte numbers of one length");
+        goto done;
+    }
+    Py_ssize_t count = olds.len / 8;
+    const int64_t *from = olds.buf, *to = news.buf;
+    for (Py_ssize_t i = 1; i < count; i++) {
+        if (from[i - 1] >= from[i]) {
+            PyErr_SetString(PyExc_ValueError, "remapped_offsets: olds must ascend");
+            goto done;
+        }
+    }
+    values = bare_values(t);
+    if (values == NULL) {
+        result = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < t->live; j++) {
+        Py_ssize_t lo = 0, hi = count;
+        while (lo < hi) {
+            Py_ssize_t mid = lo + (hi - lo) / 2;
+            if (from[mid] < values[j]) {
+                lo = mid + 1;
+            }
+            else {
+                hi = mid;
+            }
+        }
+        if (lo == count || from[lo] != values[j]) {
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        values[j] = to[lo];
+    }
+    result = PyBytes_FromStringAndSize((const char *)values, t->live * (Py_ssize_t)sizeof *values);
+done:
+    PyMem_Free(values);
+    PyBuffer_Release(&olds);
+    PyBuffer_Release(&news);
+    return result;
+}
+
 static PyObject *
 KeyTable_sizeof(KeyTable *t, PyObject *Py_UNUSED(ignored))
 {
@@ -1172,6 +1287,13 @@ static PyMethodDef KeyTable_methods[] = {
      "list of the values replaced (absent where a key had none)."},
     {"assign", (PyCFunction)(void (*)(void))KeyTable_assign, METH_FASTCALL,
      "assign(keys, values, /): set keys[i] to values[i] in order (two lists)."},
+    {"sorted_offsets", (PyCFunction)KeyTable_sorted_offsets, METH_NOARGS,
+     "sorted_offsets(): the values (every one an unboxed int) as a column of native int64, "
+     "ascending; None when one is not."},
+    {"remapped_offsets", (PyCFunction)(void (*)(void))KeyTable_remapped_offsets, METH_FASTCALL,
+     "remapped_offsets(olds, news, /): each value replaced by news[i] where olds[i] (an "
+     "ascending column of native int64) holds it, as a column in the table's order; None "
+     "when a value is boxed or not in olds."},
     {"__sizeof__", (PyCFunction)KeyTable_sizeof, METH_NOARGS, "Bytes held."},
     {NULL, NULL, 0, NULL},
 };
