@@ -268,3 +268,19 @@ def test_remapped_offsets_refuses_what_it_cannot_map() -> None:
     table[3] = (1, 2)
     assert table.sorted_offsets() is None
     assert table.remapped_offsets(col, array.array("q", [5, 6])) is None
+
+
+@pytest.mark.parametrize("top", [2**11, 2**33, 2**62])
+def test_sorted_and_remapped_offsets_of_a_large_table(top: int) -> None:
+    # Many entries (the sort's passes over every digit), offsets repeated included.
+    rng = random.Random(top)
+    table = keytable.KeyTable()
+    pairs = [(rng.randrange(U64), rng.randrange(top)) for _ in range(20_000)]
+    table.update(pairs)
+    values = table.values()
+    olds = sorted(set(values))
+    assert array.array("q", table.sorted_offsets()).tolist() == sorted(values)
+    news = [rng.randrange(2**40) for _ in olds]
+    mapping = dict(zip(olds, news, strict=True))
+    got = table.remapped_offsets(array.array("q", olds), array.array("q", news))
+    assert array.array("q", got).tolist() == [mapping[v] for v in values]

@@ -1136,11 +1136,64 @@ KeyTable_assign(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
     return swap_many(t, args[0], args[1], NULL);
 }
 
+/* Sort `n` values (none negative) ascending, carrying `idx` (may be NULL) along: an LSD
+ * radix sort, 11 bits a pass over the bits the largest value has. 0, or -1 with an
+ * error set. */
 static int
-compare_i64(const void *a, const void *b)
+radix_sort(int64_t *values, uint32_t *idx, Py_ssize_t n)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x > y) - (x < y);
+    enum { BITS = 11, BUCKETS = 1 << BITS };
+    uint64_t top = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        top |= (uint64_t)values[i];
+    }
+    int64_t *vtmp = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *vtmp);
+    uint32_t *itmp = idx == NULL ? NULL : PyMem_Malloc((size_t)(n ? n : 1) * sizeof *itmp);
+    Py_ssize_t *count = PyMem_Malloc(BUCKETS * sizeof *count);
+    if (vtmp == NULL || (idx != NULL && itmp == NULL) || count == NULL) {
+        PyMem_Free(vtmp);
+        PyMem_Free(itmp);
+        PyMem_Free(count);
+        PyErr_NoMemory();
+        return -1;
+    }
+    int64_t *vs = values, *vd = vtmp;
+    uint32_t *is = idx, *id = itmp;
+    for (int shift = 0; shift < 64 && (top >> shift) != 0; shift += BITS) {
+        memset(count, 0, BUCKETS * sizeof *count);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            count[((uint64_t)vs[i] >> shift) & (BUCKETS - 1)]++;
+        }
+        Py_ssize_t at = 0;
+        for (int b = 0; b < BUCKETS; b++) {
+            Py_ssize_t c = count[b];
+            count[b] = at;
+            at += c;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t to = count[((uint64_t)vs[i] >> shift) & (BUCKETS - 1)]++;
+            vd[to] = vs[i];
+            if (is != NULL) {
+                id[to] = is[i];
+            }
+        }
+        int64_t *vt = vs;
+        vs = vd;
+        vd = vt;
+        uint32_t *it = is;
+        is = id;
+        id = it;
+    }
+    if (vs != values) {
+        memcpy(values, vs, (size_t)n * sizeof *values);
+        if (idx != NULL) {
+            memcpy(idx, is, (size_t)n * sizeof *idx);
+        }
+    }
+    PyMem_Free(vtmp);
+    PyMem_Free(itmp);
+    PyMem_Free(count);
+    return 0;
 }
 
 /* The unboxed values of the live entries in order, as a new array of `t->live` int64;
@@ -1181,9 +1234,11 @@ KeyTable_sorted_offsets(KeyTable *t, PyObject *Py_UNUSED(ignored))
     if (values == NULL) {
         return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
     }
-    qsort(values, (size_t)t->live, sizeof *values, compare_i64);
-    PyObject *out = PyBytes_FromStringAndSize((const char *)values,
-                                              t->live * (Py_ssize_t)sizeof *values);
+    PyObject *out = NULL;
+    if (radix_sort(values, NULL, t->live) == 0) {
+        out = PyBytes_FromStringAndSize((const char *)values,
+                                        t->live * (Py_ssize_t)sizeof *values);
+    }
     PyMem_Free(values);
     return out;
 }
@@ -1191,7 +1246,9 @@ KeyTable_sorted_offsets(KeyTable *t, PyObject *Py_UNUSED(ignored))
 /* remapped_offsets(olds, news): each value, every one unboxed, replaced by news[i]
  * where olds[i] is that value (olds ascending, both columns of native int64 of one
  * length), as a column of native int64 in the table's order; None when a value is
- * boxed or not in olds (a key in `others`: likewise). */
+ * boxed or not in olds (a key in `others`: likewise). The values are sorted with their
+ * positions and walked beside olds: O(n) passes, no search. Two entries may share a
+ * value (a table the key map did not fill); each gets that value's new offset. */
 static PyObject *
 KeyTable_remapped_offsets(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1208,6 +1265,7 @@ KeyTable_remapped_offsets(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
     }
     PyObject *result = NULL;
     int64_t *values = NULL;
+    uint32_t *order = NULL;
     if (olds.len % 8 || news.len != olds.len) {
         PyErr_SetString(PyExc_ValueError,
                         "remapped_offsets takes two columns of 8-byte numbers of one length");
@@ -1226,25 +1284,39 @@ KeyTable_remapped_offsets(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
         result = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
         goto done;
     }
-    for (Py_ssize_t j = 0; j < t->live; j++) {
-        Py_ssize_t lo = 0, hi = count;
-        while (lo < hi) {
-            Py_ssize_t mid = lo + (hi - lo) / 2;
-            if (from[mid] < values[j]) {
-                lo = mid + 1;
-            }
-            else {
-                hi = mid;
-            }
+    Py_ssize_t n = t->live;
+    if (n > (Py_ssize_t)UINT32_MAX || (order = PyMem_Malloc((size_t)(n ? n : 1) * 4)) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        order[j] = (uint32_t)j;
+    }
+    /* the values in ascending order with their positions: the k-th is found in olds at
+     * or after where the (k-1)-th was (olds ascend), one pass */
+    if (radix_sort(values, order, n) < 0) {
+        goto done;
+    }
+    PyObject *column = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (column == NULL) {
+        goto done;
+    }
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(column);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        while (at < count && from[at] < values[k]) {
+            at++;
         }
-        if (lo == count || from[lo] != values[j]) {
+        if (at == count || from[at] != values[k]) {
+            Py_DECREF(column);
             result = Py_NewRef(Py_None);
             goto done;
         }
-        values[j] = to[lo];
+        out[order[k]] = to[at];
     }
-    result = PyBytes_FromStringAndSize((const char *)values, t->live * (Py_ssize_t)sizeof *values);
+    result = column;
 done:
+    PyMem_Free(order);
     PyMem_Free(values);
     PyBuffer_Release(&olds);
     PyBuffer_Release(&news);
