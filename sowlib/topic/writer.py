@@ -552,10 +552,11 @@ class Writer:
 
             mapping: dict[int, int] = log.compact(keep, progress=progress)
         else:
-            olds = self.keys.sorted_offsets()
-            if olds is not None and isinstance(log, AppendLog):  # C passes, no dict made
-                self.keys.remap_sorted(olds, log.compact_sorted(olds, progress=progress))
-                return
+            if isinstance(log, AppendLog):  # a file: C passes where the table allows
+                olds = self.keys.sorted_offsets()
+                if olds is not None:
+                    self.keys.remap_sorted(olds, log.compact_sorted(olds, progress=progress))
+                    return
             mapping = log.compact(self.keys.live_offsets(), progress=progress)
         self.keys.remap(mapping)
         if history is not None:
