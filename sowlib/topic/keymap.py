@@ -320,8 +320,9 @@ class KeyMap:
 
     def remap_sorted(self, olds: list[int], news: list[int]) -> None:
         """:meth:`remap` of ``{olds[i]: news[i]}`` (``olds`` as :meth:`sorted_offsets`
-        gave them, ``news`` as ``AppendLog.compact_sorted`` gave them) in C passes (each
-        offset found by bisection, the table's index copied); equal to :meth:`remap` of
+        gave them, ``news`` as ``AppendLog.compact_sorted`` gave them) in C passes (the
+        offsets sorted with their positions and walked beside ``olds``, the table's
+        index copied); equal to :meth:`remap` of
         that mapping (``tests/test_keytable_fill.py``)."""
         slots = new_slots(self.content)
         remapped = getattr(self.slots, "remapped_offsets", None)
