@@ -19,6 +19,12 @@ setup(
             optional=True,
         ),
         Extension(
+            "sowlib.storage.framepack",
+            sources=["sowlib/storage/framepack.c"],
+            depends=["sowlib/storage/digest.h"],
+            optional=True,
+        ),
+        Extension(
             "sowlib.topic.keytable",
             sources=["sowlib/topic/keytable.c", "sowlib/topic/keyread.c", "sowlib/topic/reader.c"],
             depends=[

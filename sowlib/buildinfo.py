@@ -25,6 +25,7 @@ VERSION = "0.1.0"
 #: The optional C modules; each has a pure-Python fallback.
 COMPILED_MODULES = (
     "sowlib.storage.recordread",
+    "sowlib.storage.framepack",
     "sowlib.topic.keytable",
     "sowlib.codecs.jsonfields",
     "sowlib.index.movekeys",

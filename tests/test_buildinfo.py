@@ -13,13 +13,14 @@ import sowlib
 from sowlib.cli import main
 
 
-def test_build_info_names_the_four_compiled_modules() -> None:
+def test_build_info_names_the_five_compiled_modules() -> None:
     info = sowlib.build_info()
     assert info["version"] == sowlib.__version__
     compiled = info["compiled"]
     assert isinstance(compiled, dict)
     assert set(compiled) == {
         "sowlib.storage.recordread",
+        "sowlib.storage.framepack",
         "sowlib.topic.keytable",
         "sowlib.codecs.jsonfields",
         "sowlib.index.movekeys",

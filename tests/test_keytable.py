@@ -114,6 +114,26 @@ class TableMatchesDict(RuleBasedStateMachine):
         self.table.update_columns(keys, offsets)
         self.model.update(pairs)
 
+    @rule(pairs=st.lists(st.tuples(any_keys, values), max_size=20))
+    def swap(self, pairs: list[tuple[Any, Any]]) -> None:
+        # The batch put of the key map and the kept index values: the values replaced,
+        # in order (a key repeated in the batch sees its earlier value).
+        absent = object()
+        expected = []
+        for key, value in pairs:
+            expected.append(self.model.get(key, absent))
+            self.model[key] = value
+        got = self.table.swap([k for k, _ in pairs], [v for _, v in pairs], absent)
+        assert len(got) == len(expected)
+        assert all(
+            g is absent if e is absent else g == e for g, e in zip(got, expected, strict=True)
+        )
+
+    @rule(pairs=st.lists(st.tuples(any_keys, values), max_size=20))
+    def assign(self, pairs: list[tuple[Any, Any]]) -> None:
+        assert self.table.assign([k for k, _ in pairs], [v for _, v in pairs]) is None
+        self.model.update(pairs)
+
     @rule()
     def clear(self) -> None:
         self.table.clear()
@@ -156,6 +176,17 @@ def test_update_columns_refuses_bad_columns() -> None:
         table.update([(1, 2, 3)])  # type: ignore[list-item]
     with pytest.raises(TypeError):
         keytable.KeyTable(1)  # type: ignore[call-arg]
+    assert len(table) == 0
+
+
+def test_swap_and_assign_refuse_what_is_not_two_lists_of_one_length() -> None:
+    table = keytable.KeyTable()
+    with pytest.raises(TypeError):
+        table.swap((1, 2), [3, 4], None)
+    with pytest.raises(ValueError):
+        table.assign([1, 2], [3])
+    with pytest.raises(TypeError):
+        table.swap([1], [2])
     assert len(table) == 0
 
 

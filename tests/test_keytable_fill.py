@@ -215,3 +215,72 @@ def test_fill_from_distinct_values_and_their_codes(
             keytable.KeyTable().fill_from(source, None, (distinct, bad))
     with pytest.raises(TypeError):
         keytable.KeyTable().fill_from(source, None, (tuple(distinct), codes))  # type: ignore[arg-type]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    entries=st.dictionaries(KEYS, st.integers(0, 2**40) | st.just((7, 1, 1.0, 2.0, b"c", 9))),
+    removed=st.lists(KEYS, max_size=5),
+    content=st.booleans(),
+)
+def test_compaction_remap_in_c_equals_the_remap_of_the_mapping(
+    entries: dict[int, Any], removed: list[int], content: bool
+) -> None:
+    # Compaction of a file: sorted_offsets then remap_sorted (C passes, no dict) against
+    # sorted(live_offsets()) then remap of the {old: new} dict.
+    from sowlib.storage import MemoryLog
+    from sowlib.topic.keymap import KeyMap
+    from sowlib.topic.logview import LogView
+
+    view = LogView(MemoryLog())
+    fast, reference = KeyMap(view, content=content), KeyMap(view, content=content)
+    for keymap in (fast, reference):
+        for key, slot in entries.items():
+            keymap.slots[key] = slot
+        for key in removed:
+            keymap.slots.pop(key, None)
+    olds = fast.sorted_offsets()
+    live = sorted(reference.live_offsets())
+    if olds is None:  # only the C table of bare offsets gives them
+        bare = all(type(s) is int for s in reference.slots.values())
+        assert not (content and slots.NATIVE_SLOTS and bare)
+        return
+    assert olds == live
+    news = [7 + 3 * i for i in range(len(olds))]
+    mapping = dict(zip(live, news, strict=True))
+    fast.remap_sorted(olds, news)
+    reference.remap(mapping)
+    assert fast.keys() == reference.keys()
+    assert fast.offsets() == reference.offsets()
+    assert type(fast.slots) is type(reference.slots)
+
+
+def test_remapped_offsets_refuses_what_it_cannot_map() -> None:
+    table = keytable.KeyTable()
+    table.update([(1, 10), (2, 20)])
+    col = array.array("q", [10, 20])
+    assert table.remapped_offsets(col, array.array("q", [5, 6])) is not None
+    assert table.remapped_offsets(array.array("q", [10]), array.array("q", [5])) is None
+    with pytest.raises(ValueError):
+        table.remapped_offsets(array.array("q", [20, 10]), array.array("q", [5, 6]))
+    with pytest.raises(ValueError):
+        table.remapped_offsets(col, array.array("q", [5]))
+    table[3] = (1, 2)
+    assert table.sorted_offsets() is None
+    assert table.remapped_offsets(col, array.array("q", [5, 6])) is None
+
+
+@pytest.mark.parametrize("top", [2**11, 2**33, 2**62])
+def test_sorted_and_remapped_offsets_of_a_large_table(top: int) -> None:
+    # Many entries (the sort's passes over every digit), offsets repeated included.
+    rng = random.Random(top)
+    table = keytable.KeyTable()
+    pairs = [(rng.randrange(U64), rng.randrange(top)) for _ in range(20_000)]
+    table.update(pairs)
+    values = table.values()
+    olds = sorted(set(values))
+    assert array.array("q", table.sorted_offsets()).tolist() == sorted(values)
+    news = [rng.randrange(2**40) for _ in olds]
+    mapping = dict(zip(olds, news, strict=True))
+    got = table.remapped_offsets(array.array("q", olds), array.array("q", news))
+    assert array.array("q", got).tolist() == [mapping[v] for v in values]

@@ -242,14 +242,22 @@ class HashIndex:
                     move(key, was, value)
             return True
         keys, olds, news = list(keys), list(olds), list(news)
-        self._unpack_small(news)
-        self._unpack_small(olds)
         texts = _str_entries
         # ABSENT (a new key) has no texts (None), and the C form reads no place for it.
         _, later = native(self._map, keys, olds, news, list(map(texts, olds)),
                           list(map(texts, news)), ABSENT, None, None)  # fmt: skip
-        for i in later:
-            move(keys[i], olds[i], news[i])
+        if later:
+            # Keys left: a saved key set on their way (the small ones are unpacked now
+            # and those keys moved in C after all), or a value filed under several texts.
+            keys = [keys[i] for i in later]
+            olds = [olds[i] for i in later]
+            news = [news[i] for i in later]
+            self._unpack_small(news)
+            self._unpack_small(olds)
+            _, later = native(self._map, keys, olds, news, list(map(texts, olds)),
+                              list(map(texts, news)), ABSENT, None, None)  # fmt: skip
+            for i in later:
+                move(keys[i], olds[i], news[i])
         return True
 
     def _unpack_small(self, values: Sequence[Any]) -> None:

@@ -374,8 +374,18 @@ class IndexSet:
                 got = moved[at] = changes(keys, olds[at], columns[at])
             return got
 
+        # The C tables swap the new values in while reading the old (one probe per key),
+        # unless a multi-field hash index reads the kept values meanwhile (_put_rows).
+        swap = not fresh and all(len(at) == 1 for _ix, at in self._hash_at)
+        swap = swap and all(hasattr(table, "swap") for _pos, table in self._kept_at)
         for pos, table in self._kept_at:
-            olds[pos] = [ABSENT] * count if fresh else list(map(table.get, keys, [ABSENT] * count))
+            if swap:
+                kept = interned(list(columns[pos]))
+                olds[pos] = table.swap(list(keys), kept, ABSENT)  # type: ignore[attr-defined]
+            else:
+                olds[pos] = (
+                    [ABSENT] * count if fresh else list(map(table.get, keys, [ABSENT] * count))
+                )
         for index, at in self._hash_at:
             if len(at) == 1:
                 if fresh or not index.move_strings(keys, olds[at[0]], columns[at[0]]):
@@ -391,7 +401,8 @@ class IndexSet:
                 if got.old_keys:
                     memo.remove_many(got.old_keys, got.old_values)
                 memo.add_many(got.keys, got.new)
-        self.keep_columns(keys, columns)
+        if not swap:
+            self.keep_columns(keys, columns)
         if self.listener is not None:
             self.listener.put_many(keys, [columns[i] for i in self._listen_at])
         for follower, at in self._followers:

@@ -284,7 +284,8 @@ class MemoIndex:
         skipped. False (nothing done) when the values are not all such numbers.
 
         ``native`` is the C form of the pass (None: this method's Python loop, the
-        reference); the saved key sets it would meet are unpacked first.
+        reference); a key whose old or new key set is saved (packed) takes the Python
+        step, which unpacks that set.
         """
         if not _true_numbers(news):
             return False
@@ -301,11 +302,11 @@ class MemoIndex:
                     count += move(key, was, value)
         else:
             keys, olds, news = list(keys), list(olds), list(news)
-            for value in [v for v in {*olds, *news} if type(self._nums.map.get(v)) is PackedKeys]:
-                self._nums.bucket(value)
             added, dropped = self._nums.pending()
             count, later = native(self._nums.map, keys, olds, news, None, None, ABSENT, added,
                                   dropped)  # fmt: skip
+            # A key left (a saved, packed key set on its way): the Python step, which
+            # unpacks that set for good (SortedMap.bucket).
             for i in later:
                 count += move(keys[i], olds[i], news[i])
         self._entries[0] += count

@@ -39,6 +39,7 @@ __all__ = [
     "counted",
     "LEFTOVERS",
     "PAGE",
+    "Kept",
     "NewFile",
     "copy_kept",
     "kept_runs",
@@ -226,11 +227,15 @@ def kept_runs(
 _STEP = 1 << 16
 
 
+Kept = dict[int, int] | list[int]
+"""What :func:`copy_kept` fills: ``{old offset: new offset}``, or the new offsets in order."""
+
+
 def copy_kept(
     buf: Buf,
     offsets: Iterable[int],
     first_offset: int,
-    mapping: dict[int, int],
+    mapping: Kept,
     limit: int,
     file: str = "",
     native: NativeKeptRuns | None = NATIVE_KEPT_RUNS,
@@ -249,7 +254,8 @@ def copy_kept(
         offsets: record boundaries of the old log to keep, ascending.
         first_offset: where the first kept record goes in the new file (its header length).
         mapping: filled as records are kept (its size and last value give the record count
-            and last offset of the new file).
+            and last offset of the new file): ``{old: new}``, or a list of the new offsets,
+            in the order of ``offsets``.
         limit: end of the written records.
         file: the old log's path, for the error.
         native: the C form of :func:`kept_runs` (None: the reference).
@@ -261,7 +267,10 @@ def copy_kept(
     pending = iter(offsets)
     while step := list(itertools.islice(pending, _STEP)):
         news, runs, bad = check(buf, step, new, limit, _CHUNK)
-        mapping.update(zip(step, news, strict=False))  # news stops at a damaged record
+        if isinstance(mapping, list):
+            mapping.extend(news)  # news stops at a damaged record
+        else:
+            mapping.update(zip(step, news, strict=False))
         # Kept records are often scattered (many short runs): runs are joined into
         # chunks of about _CHUNK bytes, each with C-level slicing.
         first_run, size = 0, 0

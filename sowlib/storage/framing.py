@@ -13,6 +13,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain, repeat
+from typing import Any
 
 import xxhash
 
@@ -37,9 +38,12 @@ from sowlib.storage.format import (
     RecordKind,
     check_field_sizes,
 )
+from sowlib.storage.native import optional_module
 from sowlib.storage.walk import ScanEntry, walk_entries, walk_records
 
 __all__ = [
+    "NATIVE_PUTS_U64",
+    "puts_u64",
     "BatchItem",
     "ScanEntry",
     "frame_batch",
@@ -58,6 +62,9 @@ _KIND_OF = {int(kind): kind for kind in RecordKind}
 _new = tuple.__new__
 _U64_SIZE = U64.size
 _EXP_SIZE = EXPIRATION.size
+_FRAMEPACK = optional_module("sowlib.storage.framepack")
+#: The C form of :func:`puts_u64`'s framing (``framepack.c``), or None.
+NATIVE_PUTS_U64: Any = None if _FRAMEPACK is None else _FRAMEPACK.puts_u64
 
 
 def _bad_kind(kind: object) -> UnsupportedOperationError:
@@ -272,7 +279,7 @@ def frame_puts(
     """
     try:
         if key_ints is not None:
-            data, sizes = _puts_u64(key_ints, payloads, timestamp, expiration, seq)
+            data, sizes = puts_u64(key_ints, payloads, timestamp, expiration, seq)
         else:
             data, sizes = _puts_fast(keys, payloads, timestamp, expiration, seq)
     except (struct.error, ValueError):
@@ -298,19 +305,33 @@ def _puts_general(
     return b"".join(parts), [len(part) for part in parts]
 
 
-def _puts_u64(
+def puts_u64(
     key_ints: Sequence[int],
     payloads: Sequence[bytes],
     timestamp: float,
     expiration: float,
     seq: int,
+    native: Any = NATIVE_PUTS_U64,
 ) -> tuple[bytes, list[int]]:
-    # Every stage is a C-level map: header packs, header + payload, checksums, and one
-    # join of body, checksum, body, checksum...
+    """The bytes and framed sizes of PUT records keyed by the u64 ``key_ints`` (record
+    ``i`` gets seq ``seq + 1 + i``): :func:`frame_puts`'s path for content keys.
+
+    Every stage is a C-level map: header packs, header + payload, checksums, and one
+    join of body, checksum, body, checksum... The C form ``native`` (``framepack.c``;
+    None: these maps, the reference) writes the same bytes in one pass; anything it
+    refuses (a key out of range, a payload that is not bytes) is framed by the maps,
+    which raise what they raise (``struct.error`` for a key out of range).
+    """
     if len(key_ints) != len(payloads):
         raise ValueError("one key per payload")
     ts_us = round(timestamp * 1_000_000)
     exp_us = round(expiration * 1_000_000) if expiration else 0
+    if native is not None and type(key_ints) is list and type(payloads) is list:
+        try:
+            got: tuple[bytes, list[int]] = native(key_ints, payloads, ts_us, exp_us, seq)
+            return got
+        except (TypeError, OverflowError):
+            pass
     kind = int(RecordKind.PUT) | FLAG_U64_KEY
     base = RECORD_OVERHEAD + _U64_SIZE
     sizes = list(map(len, payloads))

@@ -12,8 +12,11 @@ import mmap
 import os
 import weakref
 from collections.abc import Callable, Collection, Iterable, Sequence
+from itertools import islice
+from operator import ge
 
 from sowlib.errors import (
+    ArgumentError,
     ConfigError,
     CorruptRecordError,
     FormatVersionError,
@@ -25,6 +28,7 @@ from sowlib.storage.bell import Bell
 from sowlib.storage.checkpoint import Checkpoint, read_checkpoint, write_checkpoint
 from sowlib.storage.compaction import (
     PAGE,
+    Kept,
     NewFile,
     copy_kept,
     counted,
@@ -482,26 +486,42 @@ class AppendLog(LogReader):
                 (``generation`` changed) and the caller must rebuild its offsets from
                 ``scan()``.
         """
+        mapping: dict[int, int] = {}
+        if callable(keep):
+            self._writable("compact")
+            self._verify_from(self._header_len)
+            offsets = [r.offset for r in walk_records(self, self._header_len) if keep(r)]
+        else:
+            offsets = sorted(keep)
+        self._rewrite(offsets, mapping, meta, progress)
+        return mapping
+
+    def compact_sorted(self, offsets: list[int], progress: Progress | None = None) -> list[int]:
+        """:meth:`compact` keeping the records at ``offsets`` (ascending); returns the new
+        offset of each, in the same order (what ``compact``'s mapping gives of them,
+        without making it)."""
+        if any(map(ge, offsets, islice(offsets, 1, None))):
+            raise ArgumentError("offsets", offsets[:8], "record offsets in ascending order")
+        news: list[int] = []
+        self._rewrite(offsets, news, None, progress)
+        return news
+
+    def _rewrite(
+        self, offsets: list[int], mapping: Kept, meta: bytes | None, progress: Progress | None
+    ) -> None:
+        """Copy the records at ``offsets`` (ascending) to a new file, filling ``mapping``
+        (``compaction.copy_kept``), and install it (the body of :meth:`compact`)."""
         mm = self._writable("compact")
         meta = self.meta if meta is None else bytes(meta)
         header = encode_header(self.generation + 1, self._fs.time(), self.last_seq, meta)
         tmp = self.path + ".compact.tmp"
-        mapping: dict[int, int] = {}
-        if callable(keep):
-            self._verify_from(self._header_len)
-            offsets: Iterable[int] = [
-                r.offset for r in walk_records(self, self._header_len) if keep(r)
-            ]
-        else:
-            offsets = sorted(keep)
-            if offsets and not (self._header_len <= offsets[0] and offsets[-1] < self._end):
-                raise CorruptRecordError(self.path, offsets[0], "offset outside the records")
-        if progress is not None:
-            offsets = list(offsets)
-            offsets = counted(offsets, len(offsets), progress)
-        chunks = copy_kept(mm, offsets, len(header), mapping, self._end, self.path)
+        if offsets and not (self._header_len <= offsets[0] and offsets[-1] < self._end):
+            raise CorruptRecordError(self.path, offsets[0], "offset outside the records")
+        kept = offsets if progress is None else counted(offsets, len(offsets), progress)
+        chunks = copy_kept(mm, kept, len(header), mapping, self._end, self.path)
         new = write_log_file(self._fs, tmp, header, chunks, PAGE)
-        last = next(reversed(mapping.values())) if mapping else 0
+        news = mapping.values() if isinstance(mapping, dict) else mapping
+        last = next(reversed(news)) if news else 0
         new = NewFile(new.fd, new.end, new.size, len(mapping), last)
         seal_end(mm, self._end)  # followers reading the old file look at the path
         try:
@@ -514,7 +534,6 @@ class AppendLog(LogReader):
                 self._swap(new)
             raise
         self._swap(new)
-        return mapping
 
     def _swap(self, new: NewFile) -> None:
         self._end_epoch()

@@ -62,6 +62,13 @@ def _unpack_q(data: bytes) -> array.array[int]:
     return col
 
 
+def _list_q(data: bytes) -> list[int]:
+    """A column of native int64 as a list."""
+    col = array.array("q")
+    col.frombytes(data)
+    return col.tolist()
+
+
 def _uncolumn(code: str, data: bytes) -> list[int]:
     col = array.array(code)
     col.frombytes(data)
@@ -238,10 +245,20 @@ class KeyMap:
 
     def put_bare(self, keys: list[Key], offsets: list[int], sizes: list[int]) -> list[bool]:
         """:meth:`put` of records without expiration or correlation id, in order; nothing
-        read. C-level passes (a lookup per distinct key, then two table updates, the last
+        read. C-level passes (the C tables' ``swap`` and ``assign``: one probe per key and
+        table; with dicts a lookup per distinct key, then two table updates, the last
         version of a repeated key winning as it does one put at a time); equal to
         :meth:`put_bare_each` (``tests/test_publish_batch.py``)."""
         table = self._sizes
+        swap = getattr(table, "swap", None)
+        assign = getattr(self.slots, "assign", None)
+        if swap is not None and assign is not None and type(keys) is list:
+            # The C tables: one probe per key and table, pairs set in order (a repeated
+            # key is new only at its first position, as one put at a time gives).
+            olds = swap(keys, list(sizes), None)
+            assign(keys, list(offsets))
+            self.live_bytes += sum(sizes) - sum(filter(None, olds))
+            return list(map(is_, olds, repeat(None)))
         last = dict(zip(keys, sizes, strict=True))
         olds = list(map(table.get, last))
         self.slots.update(zip(keys, offsets, strict=True))
@@ -294,14 +311,39 @@ class KeyMap:
             (s[3], s[1], k) for k, s in self.slots.items() if not isinstance(s, int) and s[3] > 0
         ]
 
+    def sorted_offsets(self) -> list[int] | None:
+        """The offset of every live record, ascending, in one C pass; None when the
+        table is not the C one or an entry is not a bare offset (then compaction takes
+        :meth:`live_offsets` and :meth:`remap`)."""
+        column = getattr(self.slots, "sorted_offsets", lambda: None)()
+        return None if column is None else _list_q(column)
+
+    def remap_sorted(self, olds: list[int], news: list[int]) -> None:
+        """:meth:`remap` of ``{olds[i]: news[i]}`` (``olds`` as :meth:`sorted_offsets`
+        gave them, ``news`` as ``AppendLog.compact_sorted`` gave them) in C passes (the
+        offsets sorted with their positions and walked beside ``olds``, the table's
+        index copied); equal to :meth:`remap` of
+        that mapping (``tests/test_keytable_fill.py``)."""
+        slots = new_slots(self.content)
+        remapped = getattr(self.slots, "remapped_offsets", None)
+        column = None
+        if remapped is not None:
+            column = remapped(array.array("q", olds), array.array("q", news))
+        if column is None or not fill_like(slots, self.slots, None, column):
+            self.remap(dict(zip(olds, news, strict=True)))
+            return
+        self._install(slots)
+
     def remap(self, mapping: dict[int, int]) -> None:
         """Apply compaction's ``{old offset: new offset}`` (C-level passes when every entry
         is a bare offset); record sizes do not change (records are copied verbatim)."""
         slots = new_slots(self.content)
         old = list(self.slots.values())
         if set(map(type, old)) <= {int}:
-            bare = cast("list[int]", old)
-            slots.update(zip(self.slots.keys(), map(mapping.__getitem__, bare), strict=True))
+            moved = list(map(mapping.__getitem__, cast("list[int]", old)))
+            # One C call copying the table's index where it can (no key probed).
+            if not fill_like(slots, self.slots, None, moved):
+                slots.update(zip(self.slots.keys(), moved, strict=True))
         else:
             slots.update(
                 (k, mapping[s] if isinstance(s, int) else (mapping[s[0]], *s[1:]))

@@ -1018,6 +1018,311 @@ KeyTable_sorted_values(KeyTable *t, PyObject *keys)
     return result;
 }
 
+/* Set `key` to `value`; `*old` (when not NULL) gets its previous value, or `absent`
+ * (new references). 0, or -1 with an error set (the table unchanged for this key). */
+static int
+swap_one(KeyTable *t, PyObject *key, PyObject *value, PyObject *absent, PyObject **old)
+{
+    uint64_t k;
+    int is_key = table_key(key, &k);
+    if (is_key < 0) {
+        return -1;
+    }
+    if (!is_key) {
+        PyObject *was = t->others == NULL ? NULL : PyDict_GetItemWithError(t->others, key);
+        if (was == NULL && PyErr_Occurred()) {
+            return -1;
+        }
+        if (old != NULL) {
+            *old = Py_NewRef(was != NULL ? was : absent);
+        }
+        if (set_item(t, key, value) < 0) {
+            if (old != NULL) {
+                Py_CLEAR(*old);
+            }
+            return -1;
+        }
+        return 0;
+    }
+    int64_t off;
+    int bare = table_value(value, &off);
+    if (bare < 0) {
+        return -1;
+    }
+    size_t where;
+    Py_ssize_t ix = keytable_find(t, k, &where);
+    if (ix >= 0) {
+        Entry *e = &t->entries[ix];
+        if (old != NULL && (*old = value_of(e)) == NULL) {
+            return -1;
+        }
+        PyObject *prev = e->obj;
+        e->off = bare ? off : BOXED;
+        e->obj = bare ? NULL : Py_NewRef(value);
+        Py_XDECREF(prev);
+        return 0;
+    }
+    if (old != NULL) {
+        *old = Py_NewRef(absent);
+    }
+    if (put(t, k, bare ? off : BOXED, bare ? NULL : Py_NewRef(value)) < 0) {
+        if (old != NULL) {
+            Py_CLEAR(*old);
+        }
+        return -1;
+    }
+    return 0;
+}
+
+/* swap(keys, values, absent) and assign(keys, values): set keys[i] to values[i] in
+ * order (two lists of one length); swap gives the list of the values they replaced
+ * (`absent` for a key that had none), what `d.get(k, absent)` then `d[k] = v` for
+ * each pair in turn gives of a dict. One probe per key, index slots prefetched a
+ * window at a time. On an error the pairs before it are set. */
+static PyObject *
+swap_many(KeyTable *t, PyObject *keys, PyObject *values, PyObject *absent)
+{
+    if (!PyList_CheckExact(keys) || !PyList_CheckExact(values)) {
+        PyErr_SetString(PyExc_TypeError, "swap/assign: keys and values must be lists");
+        return NULL;
+    }
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    if (PyList_GET_SIZE(values) != n) {
+        PyErr_SetString(PyExc_ValueError, "swap/assign: keys and values of one length");
+        return NULL;
+    }
+    PyObject *olds = NULL;
+    if (absent != NULL && (olds = PyList_New(n)) == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        /* keys and values are not changed meanwhile (no Python code runs: the values
+         * replaced are released only after their slot is set) */
+        if (i % BATCH == 0) {
+            Py_ssize_t left = n - i;
+            prefetch_batch(t, &PyList_GET_ITEM(keys, i), (int)(left < BATCH ? left : BATCH));
+        }
+        PyObject *old = NULL;
+        if (swap_one(t, PyList_GET_ITEM(keys, i), PyList_GET_ITEM(values, i), absent,
+                     olds == NULL ? NULL : &old) < 0) {
+            if (olds != NULL) {
+                /* the slots not yet set hold NULL: a list tolerates them on release */
+                Py_DECREF(olds);
+            }
+            return NULL;
+        }
+        if (olds != NULL) {
+            PyList_SET_ITEM(olds, i, old);
+        }
+    }
+    return olds == NULL ? Py_NewRef(Py_None) : olds;
+}
+
+static PyObject *
+KeyTable_swap(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("swap", nargs, 3, 3) < 0) {
+        return NULL;
+    }
+    return swap_many(t, args[0], args[1], args[2]);
+}
+
+static PyObject *
+KeyTable_assign(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("assign", nargs, 2, 2) < 0) {
+        return NULL;
+    }
+    return swap_many(t, args[0], args[1], NULL);
+}
+
+/* Sort `n` values (none negative) ascending, carrying `idx` (may be NULL) along: an LSD
+ * radix sort, 11 bits a pass over the bits the largest value has. 0, or -1 with an
+ * error set. */
+static int
+radix_sort(int64_t *values, uint32_t *idx, Py_ssize_t n)
+{
+    enum { BITS = 11, BUCKETS = 1 << BITS };
+    uint64_t top = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        top |= (uint64_t)values[i];
+    }
+    int64_t *vtmp = PyMem_Malloc((size_t)(n ? n : 1) * sizeof *vtmp);
+    uint32_t *itmp = idx == NULL ? NULL : PyMem_Malloc((size_t)(n ? n : 1) * sizeof *itmp);
+    Py_ssize_t *count = PyMem_Malloc(BUCKETS * sizeof *count);
+    if (vtmp == NULL || (idx != NULL && itmp == NULL) || count == NULL) {
+        PyMem_Free(vtmp);
+        PyMem_Free(itmp);
+        PyMem_Free(count);
+        PyErr_NoMemory();
+        return -1;
+    }
+    int64_t *vs = values, *vd = vtmp;
+    uint32_t *is = idx, *id = itmp;
+    for (int shift = 0; shift < 64 && (top >> shift) != 0; shift += BITS) {
+        memset(count, 0, BUCKETS * sizeof *count);
+        for (Py_ssize_t i = 0; i < n; i++) {
+            count[((uint64_t)vs[i] >> shift) & (BUCKETS - 1)]++;
+        }
+        Py_ssize_t at = 0;
+        for (int b = 0; b < BUCKETS; b++) {
+            Py_ssize_t c = count[b];
+            count[b] = at;
+            at += c;
+        }
+        for (Py_ssize_t i = 0; i < n; i++) {
+            Py_ssize_t to = count[((uint64_t)vs[i] >> shift) & (BUCKETS - 1)]++;
+            vd[to] = vs[i];
+            if (is != NULL) {
+                id[to] = is[i];
+            }
+        }
+        int64_t *vt = vs;
+        vs = vd;
+        vd = vt;
+        uint32_t *it = is;
+        is = id;
+        id = it;
+    }
+    if (vs != values) {
+        memcpy(values, vs, (size_t)n * sizeof *values);
+        if (idx != NULL) {
+            memcpy(idx, is, (size_t)n * sizeof *idx);
+        }
+    }
+    PyMem_Free(vtmp);
+    PyMem_Free(itmp);
+    PyMem_Free(count);
+    return 0;
+}
+
+/* The unboxed values of the live entries in order, as a new array of `t->live` int64;
+ * NULL with no error when an entry is boxed or a key sits in `others`, NULL with an
+ * error on failure. */
+static int64_t *
+bare_values(KeyTable *t)
+{
+    if (t->others != NULL && PyDict_GET_SIZE(t->others)) {
+        return NULL;
+    }
+    int64_t *out = PyMem_Malloc((size_t)(t->live ? t->live : 1) * sizeof *out);
+    if (out == NULL) {
+        PyErr_NoMemory();
+        return NULL;
+    }
+    Py_ssize_t n = 0;
+    for (Py_ssize_t j = 0; j < t->used && n < t->live; j++) {
+        int64_t off = t->entries[j].off;
+        if (off == DEAD) {
+            continue;
+        }
+        if (off == BOXED) {
+            PyMem_Free(out);
+            return NULL;
+        }
+        out[n++] = off;
+    }
+    return out;
+}
+
+/* sorted_offsets(): the values, every one unboxed, as a column of native int64 in
+ * ascending order; None when one is boxed (or a key is not a u64 int). */
+static PyObject *
+KeyTable_sorted_offsets(KeyTable *t, PyObject *Py_UNUSED(ignored))
+{
+    int64_t *values = bare_values(t);
+    if (values == NULL) {
+        return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+    }
+    PyObject *out = NULL;
+    if (radix_sort(values, NULL, t->live) == 0) {
+        out = PyBytes_FromStringAndSize((const char *)values,
+                                        t->live * (Py_ssize_t)sizeof *values);
+    }
+    PyMem_Free(values);
+    return out;
+}
+
+/* remapped_offsets(olds, news): each value, every one unboxed, replaced by news[i]
+ * where olds[i] is that value (olds ascending, both columns of native int64 of one
+ * length), as a column of native int64 in the table's order; None when a value is
+ * boxed or not in olds (a key in `others`: likewise). The values are sorted with their
+ * positions and walked beside olds: O(n) passes, no search. Two entries may share a
+ * value (a table the key map did not fill); each gets that value's new offset. */
+static PyObject *
+KeyTable_remapped_offsets(KeyTable *t, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (arity("remapped_offsets", nargs, 2, 2) < 0) {
+        return NULL;
+    }
+    Py_buffer olds, news;
+    if (PyObject_GetBuffer(args[0], &olds, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[1], &news, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&olds);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    int64_t *values = NULL;
+    uint32_t *order = NULL;
+    if (olds.len % 8 || news.len != olds.len) {
+        PyErr_SetString(PyExc_ValueError,
+                        "remapped_offsets takes two columns of 8-byte numbers of one length");
+        goto done;
+    }
+    Py_ssize_t count = olds.len / 8;
+    const int64_t *from = olds.buf, *to = news.buf;
+    for (Py_ssize_t i = 1; i < count; i++) {
+        if (from[i - 1] >= from[i]) {
+            PyErr_SetString(PyExc_ValueError, "remapped_offsets: olds must ascend");
+            goto done;
+        }
+    }
+    values = bare_values(t);
+    if (values == NULL) {
+        result = PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
+        goto done;
+    }
+    Py_ssize_t n = t->live;
+    if (n > (Py_ssize_t)UINT32_MAX || (order = PyMem_Malloc((size_t)(n ? n : 1) * 4)) == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t j = 0; j < n; j++) {
+        order[j] = (uint32_t)j;
+    }
+    /* the values in ascending order with their positions: the k-th is found in olds at
+     * or after where the (k-1)-th was (olds ascend), one pass */
+    if (radix_sort(values, order, n) < 0) {
+        goto done;
+    }
+    PyObject *column = PyBytes_FromStringAndSize(NULL, n * 8);
+    if (column == NULL) {
+        goto done;
+    }
+    int64_t *out = (int64_t *)PyBytes_AS_STRING(column);
+    Py_ssize_t at = 0;
+    for (Py_ssize_t k = 0; k < n; k++) {
+        while (at < count && from[at] < values[k]) {
+            at++;
+        }
+        if (at == count || from[at] != values[k]) {
+            Py_DECREF(column);
+            result = Py_NewRef(Py_None);
+            goto done;
+        }
+        out[order[k]] = to[at];
+    }
+    result = column;
+done:
+    PyMem_Free(order);
+    PyMem_Free(values);
+    PyBuffer_Release(&olds);
+    PyBuffer_Release(&news);
+    return result;
+}
+
 static PyObject *
 KeyTable_sizeof(KeyTable *t, PyObject *Py_UNUSED(ignored))
 {
@@ -1049,6 +1354,18 @@ static PyMethodDef KeyTable_methods[] = {
     {"sorted_values", (PyCFunction)KeyTable_sorted_values, METH_O,
      "sorted_values(keys, /): the values of keys (each an int in [0, 2**32)) as a column "
      "of native u32, ascending; KeyError for an absent key, ValueError for another value."},
+    {"swap", (PyCFunction)(void (*)(void))KeyTable_swap, METH_FASTCALL,
+     "swap(keys, values, absent, /): set keys[i] to values[i] in order (two lists); the "
+     "list of the values replaced (absent where a key had none)."},
+    {"assign", (PyCFunction)(void (*)(void))KeyTable_assign, METH_FASTCALL,
+     "assign(keys, values, /): set keys[i] to values[i] in order (two lists)."},
+    {"sorted_offsets", (PyCFunction)KeyTable_sorted_offsets, METH_NOARGS,
+     "sorted_offsets(): the values (every one an unboxed int) as a column of native int64, "
+     "ascending; None when one is not."},
+    {"remapped_offsets", (PyCFunction)(void (*)(void))KeyTable_remapped_offsets, METH_FASTCALL,
+     "remapped_offsets(olds, news, /): each value replaced by news[i] where olds[i] (an "
+     "ascending column of native int64) holds it, as a column in the table's order; None "
+     "when a value is boxed or not in olds."},
     {"__sizeof__", (PyCFunction)KeyTable_sizeof, METH_NOARGS, "Bytes held."},
     {NULL, NULL, 0, NULL},
 };

@@ -246,7 +246,11 @@ class Writer:
         # A batch allocates containers per message and per new index value, none cyclic:
         # with the collector on, full collections would rescan every index set meanwhile.
         with paused_gc():
-            batch = prepare_batch(self, messages, key_values)
+            wanted = (
+                bool(expires or self.subs.active or self.history is not None)
+                or not self.indexes.values_known
+            )
+            batch = prepare_batch(self, messages, key_values, docs_wanted=wanted)
             if self.content is not None:  # every key an int: C-level
                 texts = list(map(str, batch.keys))
             else:
@@ -301,7 +305,9 @@ class Writer:
             for key in keys:
                 drop(key)
         inserted = self.keys.put_bare(keys, offsets, sizes)
-        if batch.docs is None or not indexes.has_field_indexes:
+        if batch.columns is not None:  # read out of the payloads (values known)
+            indexes.put_columns(keys, batch.columns, inserted)
+        elif batch.docs is None or not indexes.has_field_indexes:
             on_keys = indexes.on_put_keys
             if batch.key_values is not None:
                 for key, vals, new in zip(keys, batch.key_values, inserted, strict=True):
@@ -550,6 +556,11 @@ class Writer:
 
             mapping: dict[int, int] = log.compact(keep, progress=progress)
         else:
+            if isinstance(log, AppendLog):  # a file: C passes where the table allows
+                olds = self.keys.sorted_offsets()
+                if olds is not None:
+                    self.keys.remap_sorted(olds, log.compact_sorted(olds, progress=progress))
+                    return
             mapping = log.compact(self.keys.live_offsets(), progress=progress)
         self.keys.remap(mapping)
         if history is not None:

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from sowlib.errors import ReadOnlyError, RecordTooLargeError, StoreClosedError
 from sowlib.storage.format import HEAD_BYTES, encode_record
-from sowlib.storage.framing import frame_one, frame_put_u64
+from sowlib.storage.framing import NATIVE_PUTS_U64, frame_one, frame_put_u64, puts_u64
 
 from .conftest import SLAB, open_log, put
 
@@ -110,3 +110,44 @@ def test_append_put_writes_its_first_bytes_last(tmp_path: Path) -> None:
     assert writes == [(start + HEAD_BYTES, end - 8), (end - 8, end), (start, start + HEAD_BYTES)]
     log.mm = mm
     log.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    puts=st.lists(st.tuples(st.integers(0, 2**64 - 1), st.binary(max_size=300)), max_size=20),
+    stamp=st.floats(0, 4e9, allow_nan=False),
+    expiration=st.one_of(st.just(0.0), st.floats(1, 4e9, allow_nan=False)),
+    seq=st.integers(0, 2**40),
+)
+def test_batch_framing_in_c_is_the_reference(
+    puts: list[tuple[int, bytes]], stamp: float, expiration: float, seq: int
+) -> None:
+    # publish_many's framing of u64 keys: the C form (framepack.c) against the Python
+    # maps (native=None), and both against the reference encoder, record by record.
+    keys, payloads = [k for k, _ in puts], [p for _, p in puts]
+    want = puts_u64(keys, payloads, stamp, expiration, seq, native=None)
+    if NATIVE_PUTS_U64 is not None:
+        assert puts_u64(keys, payloads, stamp, expiration, seq) == want
+    ts, exp = round(stamp * 1e6), round(expiration * 1e6) if expiration else 0
+    expected = [
+        encode_record(1, str(k).encode(), b"", p, seq + 1 + i, ts, exp)
+        for i, (k, p) in enumerate(puts)
+    ]
+    assert want == (b"".join(expected), [len(r) for r in expected])
+
+
+def test_batch_framing_refuses_what_the_reference_refuses() -> None:
+    # A key beyond 64 bits: the reference path decides (frame_puts then frames the
+    # batch the general way); a payload the C form does not take is framed by it too.
+    for keys in ([2**64], [-1]):
+        with pytest.raises(struct.error):
+            puts_u64(keys, [b"x"], 1.0, 0.0, 0, native=None)
+        with pytest.raises(struct.error):
+            puts_u64(keys, [b"x"], 1.0, 0.0, 0)
+    loose: list[bytes] = [bytearray(b"x")]  # type: ignore[list-item]
+    assert puts_u64([1], loose, 1.0, 0.0, 0) == puts_u64([1], [b"x"], 1.0, 0.0, 0, native=None)
+    with pytest.raises(ValueError):
+        puts_u64([1, 2], [b"x"], 1.0, 0.0, 0)
+    if NATIVE_PUTS_U64 is not None:
+        with pytest.raises(TypeError):
+            NATIVE_PUTS_U64((1,), [b"x"], 1, 0, 0)

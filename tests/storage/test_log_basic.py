@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sowlib.errors import (
+    ArgumentError,
     ConfigError,
     CorruptRecordError,
     FormatVersionError,
@@ -362,6 +363,33 @@ def test_compaction_keeps_seqs_and_never_reuses_them(new_log: Factory) -> None:
     assert again.last_seq == c.seq + 1
     again.close()
     assert new_log().last_seq == c.seq + 1
+
+
+def test_compact_sorted_gives_the_new_offsets_compact_maps_to(
+    new_log: Factory, tmp_path: Path
+) -> None:
+    # The topic layer's compaction (compact_sorted: the new offsets in a list, no dict)
+    # leaves the file compact of the same offsets leaves, and gives its mapping's values.
+    log = new_log()
+    recs = [put(log, f"k{i % 7}", b"x" * (i % 5)) for i in range(40)]
+    keep = sorted(r.offset for r in recs[::3])
+    log.close()
+    copy = tmp_path / "copy.log"
+    copy.write_bytes(Path(log.path).read_bytes())
+    reference = AppendLog(str(copy))
+    try:
+        mapping = reference.compact(set(keep))
+        again = new_log()
+        with pytest.raises(ArgumentError):
+            again.compact_sorted(list(reversed(keep)))
+        assert again.compact_sorted(keep) == [mapping[off] for off in keep]
+        assert [(r.key, r.seq, r.offset) for r in again.scan()] == [
+            (r.key, r.seq, r.offset) for r in reference.scan()
+        ]
+        with pytest.raises(CorruptRecordError):
+            again.compact_sorted([again.end_offset + 8])
+    finally:
+        reference.close()
 
 
 def test_compaction_stops_a_suspended_scan(new_log: Factory) -> None:
