@@ -464,15 +464,10 @@ class AppendLog(LogReader):
         ``keep`` is a predicate over every record, or the offsets of the records to keep
         (then only those are read: O(kept), the topic layer's path).
 
-        Kept records are copied verbatim (seq, times and bytes unchanged); the header gets
-        the next generation and ``meta`` (default: unchanged). The new file is sized to its
-        used bytes rounded up to a page; later appends grow it by slabs as before. See
-        ``sowlib.storage.compaction`` for the crash rule.
-
-        Every kept record is checked (checksum included) as it is copied: a damaged one
-        stops the compaction before anything is installed, so a compaction never loses a
-        good record nor carries a bad one into a file where all records count as committed.
-
+        Kept records are copied verbatim and checked (checksum included) as they are: a
+        damaged one stops the compaction before anything is installed. The header gets the
+        next generation and ``meta`` (default: unchanged); the file is sized to its used
+        bytes rounded up to a page. ``sowlib.storage.compaction`` has the crash rule.
         ``progress(copied, total)`` is called as kept records are copied (records).
 
         Returns:
