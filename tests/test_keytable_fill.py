@@ -279,8 +279,11 @@ def test_sorted_and_remapped_offsets_of_a_large_table(top: int) -> None:
     table.update(pairs)
     values = table.values()
     olds = sorted(set(values))
-    assert array.array("q", table.sorted_offsets()).tolist() == sorted(values)
+    offsets = table.sorted_offsets()
+    assert offsets is not None
+    assert array.array("q", offsets).tolist() == sorted(values)
     news = [rng.randrange(2**40) for _ in olds]
     mapping = dict(zip(olds, news, strict=True))
     got = table.remapped_offsets(array.array("q", olds), array.array("q", news))
+    assert got is not None
     assert array.array("q", got).tolist() == [mapping[v] for v in values]

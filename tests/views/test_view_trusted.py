@@ -209,8 +209,12 @@ def test_write_derived_stores_what_publishing_each_stores(
         )
         seen: list[list[tuple[Any, ...]]] = [[], []]
         for topic, out in zip((fast, ref), seen, strict=True):
-            topic.subscribe(lambda m, out=out: out.append(_message(m)), oof=True)
-            topic.subscribe(lambda m, out=out: out.append(_message(m)), delta=True)
+
+            def keep(m: Message, out: list[tuple[Any, ...]] = out) -> None:
+                out.append(_message(m))
+
+            topic.subscribe(keep, oof=True)
+            topic.subscribe(keep, delta=True)
         assert fast.write_derived(changes) is True
         for sow_key, doc in changes:
             if doc is None:
