@@ -1,0 +1,244 @@
+"""Ranges over a memo index's true numbers from flat sorted columns (spec §7).
+
+A memo index files each key in a key set per distinct value; a range then visits one
+bucket object per value in range (a cache miss each, and most prices are near-unique).
+:class:`NumberRanges` keeps beside them a snapshot of every ``(value, key)`` entry in
+two flat, parallel lists sorted by value, so a range costs two bisects and one slice,
+and a small delta of the changes made since: each changed key's new entry (unsorted
+until the next read, then merged into a sorted run) and the set of changed keys, whose
+snapshot entries are stale. The delta is folded into a new snapshot once it holds more
+than a fraction of the entries, so updates between queries (prices tick) stay O(1)
+each plus O(1) amortized.
+
+It only knows one value per key: the memo index drops it (:meth:`reset`) when a record
+holds an array of numbers, and answers from its key sets until it is built again. It
+is a cache of the index's true-number map (``tests/index/test_numranges.py`` holds the
+two together). Imports only ``index.types``, ``index.packed``, ``index.regions`` and
+``index.sortedmap``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
+from itertools import chain, compress, repeat
+from operator import itemgetter
+from typing import Any
+
+from sowlib.index.packed import PackedKeys
+from sowlib.index.regions import Interval
+from sowlib.index.sortedmap import SortedMap
+from sowlib.index.types import Key
+
+__all__ = ["NumberRanges"]
+
+_FIRST = itemgetter(0)
+# The delta is merged into the snapshot once it holds more than this fraction of the
+# snapshot's entries (and at least _MIN_DELTA): a merge costs O(n), C-level passes.
+_MERGE_FRACTION = 8
+_MIN_DELTA = 1024
+# Entries written with no read in between beyond this multiple of the snapshot's size
+# (and _MIN_DELTA) drop the snapshot: a write-only phase keeps no growing delta.
+_DROP_FRACTION = 2
+# A snapshot is built by the second range read after it was dropped: the first read
+# after a reopen is answered from the saved key sets, as it was before.
+_COLD_READS = 1
+
+
+def _between(values: Sequence[Any], iv: Interval, key: Any = None) -> tuple[int, int]:
+    """Positions ``lo, hi`` of the values inside ``iv`` in sorted ``values``."""
+    if iv.lo is None:
+        lo = 0
+    elif iv.lo_inc:
+        lo = bisect.bisect_left(values, iv.lo, key=key)
+    else:
+        lo = bisect.bisect_right(values, iv.lo, key=key)
+    if iv.hi is None:
+        hi = len(values)
+    elif iv.hi_inc:
+        hi = bisect.bisect_right(values, iv.hi, key=key)
+    else:
+        hi = bisect.bisect_left(values, iv.hi, key=key)
+    return lo, max(lo, hi)
+
+
+class NumberRanges:
+    """Sorted ``(value, key)`` columns of one memo index's true numbers, plus changes.
+
+    The memo index reports every change of its true-number entries (:meth:`note`,
+    :meth:`gone` and their batch forms; a no-op while no snapshot exists) and asks
+    :meth:`keys_in` for a range (None: answer it yourself).
+
+    Example:
+        >>> m = SortedMap(); m.put(1.5, {"a": None}); m.put(3, {"b": None})
+        >>> r = NumberRanges()
+        >>> r.keys_in(m, Interval(1, 2)) is None  # a cold read: the caller answers
+        True
+        >>> r.keys_in(m, Interval(1, 2))
+        ['a']
+        >>> r.note("b", 1.75); r.gone("a")
+        >>> r.keys_in(m, Interval(1, 2))
+        ['b']
+    """
+
+    __slots__ = ("_changed", "_cold", "_delta", "_keys", "_pending", "_values")
+
+    def __init__(self) -> None:
+        self._values: list[Any] | None = None  # None: no snapshot
+        self._keys: list[Key] = []
+        #: Each key changed since the snapshot -> its live entry, or None (not filed).
+        self._changed: dict[Key, tuple[Any, Key] | None] = {}
+        self._pending: list[tuple[Any, Key]] = []  # entries not sorted yet
+        self._delta: list[tuple[Any, Key]] = []  # sorted by value; stale ones skipped
+        self._cold = 0
+
+    @property
+    def built(self) -> bool:
+        """True when a snapshot exists (changes are then being recorded)."""
+        return self._values is not None
+
+    # -- changes -------------------------------------------------------------
+
+    def reset(self) -> None:
+        """Drop the snapshot and its delta (the next reads rebuild it)."""
+        self._values = None
+        self._keys = []
+        self._changed = {}
+        self._pending = []
+        self._delta = []
+        self._cold = 0
+
+    def note(self, key: Key, value: Any) -> None:
+        """``key`` is now filed under the true number ``value`` (and nowhere else)."""
+        if self._values is not None:
+            entry = (value, key)
+            self._changed[key] = entry
+            self._pending.append(entry)
+            if len(self._pending) > self._limit(_DROP_FRACTION):
+                self.reset()
+
+    def note_many(self, keys: Sequence[Key], values: Iterable[Any]) -> None:
+        """:meth:`note` for each pair (C-level passes)."""
+        if self._values is not None:
+            entries = list(zip(values, keys, strict=True))
+            self._changed.update(zip(keys, entries, strict=True))
+            self._pending += entries
+            if len(self._pending) > self._limit(_DROP_FRACTION):
+                self.reset()
+
+    def gone(self, key: Key) -> None:
+        """``key`` is no longer filed under any true number."""
+        if self._values is not None:
+            self._changed[key] = None
+
+    def gone_many(self, keys: Iterable[Key]) -> None:
+        """:meth:`gone` for each key."""
+        if self._values is not None:
+            self._changed.update(dict.fromkeys(keys))
+
+    def _limit(self, fraction: int) -> int:
+        return max(_MIN_DELTA, len(self._keys) // fraction)
+
+    # -- reads ---------------------------------------------------------------
+
+    def keys_in(self, numbers: SortedMap, iv: Interval) -> list[Key] | None:
+        """Every key filed under a value inside ``iv`` (no prefix), once each, or None
+        while there is no snapshot and this is a cold read (the caller answers).
+
+        ``numbers`` is the index's ``value -> key set`` map (key sets may be packed),
+        read only to build a snapshot. O(log n + k) once built; a build is O(n log n)
+        (O(n) when its sorted values are up to date), a merge O(n) per n/8 changes.
+        """
+        values = self._values
+        if values is None:
+            if self._cold < _COLD_READS:
+                self._cold += 1
+                return None
+            added, dropped = numbers.pending()
+            ordered = sorted(numbers.map) if added or dropped else numbers.ordered()
+            values = self._build(numbers.map, ordered)
+        else:
+            self._settle()
+            values = self._values
+            assert values is not None
+        lo, hi = _between(values, iv)
+        found = self._keys[lo:hi]
+        changed = self._changed
+        if not changed:
+            return found
+        if lo < hi:
+            found = [k for k in found if k not in changed]
+        delta = self._delta
+        dlo, dhi = _between(delta, iv, _FIRST)
+        if dlo < dhi:
+            get = changed.get
+            found += [e[1] for e in delta[dlo:dhi] if get(e[1]) is e]
+        return found
+
+    def count_in(self, iv: Interval) -> int | None:
+        """Entries inside ``iv`` (an upper bound while changes are pending: stale ones
+        counted), or None when there is no snapshot; O(log n)."""
+        if self._values is None:
+            return None
+        self._settle()
+        lo, hi = _between(self._values, iv)
+        if not self._changed:
+            return hi - lo
+        dlo, dhi = _between(self._delta, iv, _FIRST)
+        return hi - lo + dhi - dlo
+
+    def _settle(self) -> None:
+        """Sort the pending entries into the delta; merge into the snapshot when big."""
+        if self._pending:
+            self._pending.sort(key=_FIRST)
+            self._delta += self._pending  # two sorted runs: one linear merge
+            self._delta.sort(key=_FIRST)
+            self._pending = []
+        if len(self._changed) + len(self._delta) > self._limit(_MERGE_FRACTION):
+            self._merge()
+
+    def _merge(self) -> None:
+        """A new snapshot: the entries of unchanged keys and the live delta entries."""
+        changed, keys, values = self._changed, self._keys, self._values
+        assert values is not None
+        keep = [k not in changed for k in keys]
+        kept_keys = list(compress(keys, keep))
+        kept_values = list(compress(values, keep))
+        get = changed.get
+        new_values: list[Any] = []
+        new_keys: list[Key] = []
+        at = 0
+        for entry in self._delta:
+            value, key = entry
+            if get(key) is not entry:
+                continue
+            to = bisect.bisect_right(kept_values, value, at)
+            new_values += kept_values[at:to]
+            new_keys += kept_keys[at:to]
+            new_values.append(value)
+            new_keys.append(key)
+            at = to
+        new_values += kept_values[at:]
+        new_keys += kept_keys[at:]
+        self._values, self._keys = new_values, new_keys
+        self._changed, self._delta = {}, []
+
+    def _build(self, mapping: Mapping[Any, Any], ordered: Iterable[Any]) -> list[Any]:
+        """The snapshot of ``mapping`` (saved key sets read in place, not unpacked)."""
+        values = list(ordered)
+        sets = list(map(mapping.__getitem__, values))
+        if set(map(type, sets)) <= {dict}:
+            keys = list(chain.from_iterable(sets))
+        else:
+            keys = list(chain.from_iterable(map(_members, sets)))
+        self._values = list(chain.from_iterable(map(repeat, values, map(len, sets))))
+        self._keys = keys
+        self._changed, self._pending, self._delta = {}, [], []
+        return self._values
+
+
+def _members(keys: Any) -> Iterable[Key]:
+    """The keys of a key set, or of a saved one without unpacking it."""
+    if type(keys) is PackedKeys:
+        return map(keys.keys.__getitem__, keys.positions[keys.start : keys.start + keys.count])
+    return keys  # type: ignore[no-any-return]
