@@ -244,12 +244,12 @@ class MemoIndex:
                 numbers[place] = members if group is None else [*group, *members]
         if numbers and not len(self._nums):
             self._ranges.reset()
+            # In value order: the packed key sets then lie in value order in ``flat``
+            places = sorted(numbers)
             if keys is None:
-                self._nums.load({value: dict.fromkeys(m) for value, m in numbers.items()})
+                self._nums.load({value: dict.fromkeys(numbers[value]) for value in places})
             else:
-                self._nums.load(
-                    {value: pack_positions(keys, flat, m) for value, m in numbers.items()}
-                )
+                self._nums.load({v: pack_positions(keys, flat, numbers[v]) for v in places})
             self._entries[0] += sum(map(len, numbers.values()))
         else:
             for value, group in numbers.items():
@@ -433,6 +433,8 @@ class MemoIndex:
         """:meth:`export` with the key sets not used yet left packed (the index's own
         objects: read them, do not change them)."""
         maps = [sd.map for sd in (self._nums, self._words, self._numstrs, self._numvals)]
+        places = sorted(maps[0])  # numbers in value order: see ``add_groups``
+        maps[0] = dict(zip(places, map(maps[0].__getitem__, places), strict=True))
         return maps, [self._null, self._loose, self._arrays]
 
     def export(self) -> tuple[list[dict[Any, KeySet]], list[set[Key]], list[int]]:
@@ -514,7 +516,8 @@ class MemoIndex:
         lo, hi = _span(sd, iv)
         if lo >= hi:
             return out
-        out += sd.keys_between(lo, hi)
+        # saved key sets are left packed for the sorted columns to read them in one pass
+        out += sd.keys_between(lo, hi, keep=sd is not self._nums)
         return out
 
     def orderable(self) -> bool:

@@ -21,21 +21,25 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain, compress, repeat
-from operator import itemgetter
+from itertools import chain, compress, filterfalse, repeat
+from operator import add, attrgetter, itemgetter, not_
 from typing import Any
 
 from sowlib.index.packed import PackedKeys
 from sowlib.index.regions import Interval
-from sowlib.index.sortedmap import SortedMap
+from sowlib.index.sortedmap import SortedMap, members
 from sowlib.index.types import Key
 
 __all__ = ["NumberRanges"]
 
 _FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
+_POSITIONS = attrgetter("positions")
+_SOURCE = attrgetter("keys")
+_START = attrgetter("start")
 # The delta is merged into the snapshot once it holds more than this fraction of the
 # snapshot's entries (and at least _MIN_DELTA): a merge costs O(n), C-level passes.
-_MERGE_FRACTION = 8
+_MERGE_FRACTION = 4
 _MIN_DELTA = 1024
 # Entries written with no read in between beyond this multiple of the snapshot's size
 # (and _MIN_DELTA) drop the snapshot: a write-only phase keeps no growing delta.
@@ -81,7 +85,7 @@ class NumberRanges:
         ['b']
     """
 
-    __slots__ = ("_changed", "_cold", "_delta", "_keys", "_pending", "_values")
+    __slots__ = ("_changed", "_cold", "_keys", "_pending", "_runs", "_sorted", "_values")
 
     def __init__(self) -> None:
         self._values: list[Any] | None = None  # None: no snapshot
@@ -89,7 +93,10 @@ class NumberRanges:
         #: Each key changed since the snapshot -> its live entry, or None (not filed).
         self._changed: dict[Key, tuple[Any, Key] | None] = {}
         self._pending: list[tuple[Any, Key]] = []  # entries not sorted yet
-        self._delta: list[tuple[Any, Key]] = []  # sorted by value; stale ones skipped
+        #: Sorted runs of the entries since the snapshot, each at most half the size of
+        #: the one before (a stale entry, of a key changed again, is skipped by reads).
+        self._runs: list[list[tuple[Any, Key]]] = []
+        self._sorted = 0  # entries in the runs
         self._cold = 0
 
     @property
@@ -103,9 +110,7 @@ class NumberRanges:
         """Drop the snapshot and its delta (the next reads rebuild it)."""
         self._values = None
         self._keys = []
-        self._changed = {}
-        self._pending = []
-        self._delta = []
+        self._changed, self._pending, self._runs, self._sorted = {}, [], [], 0
         self._cold = 0
 
     def note(self, key: Key, value: Any) -> None:
@@ -147,7 +152,7 @@ class NumberRanges:
 
         ``numbers`` is the index's ``value -> key set`` map (key sets may be packed),
         read only to build a snapshot. O(log n + k) once built; a build is O(n log n)
-        (O(n) when its sorted values are up to date), a merge O(n) per n/8 changes.
+        (O(n) when its sorted values are up to date), a merge O(n) per n/4 changes.
         """
         values = self._values
         if values is None:
@@ -167,12 +172,12 @@ class NumberRanges:
         if not changed:
             return found
         if lo < hi:
-            found = [k for k in found if k not in changed]
-        delta = self._delta
-        dlo, dhi = _between(delta, iv, _FIRST)
-        if dlo < dhi:
-            get = changed.get
-            found += [e[1] for e in delta[dlo:dhi] if get(e[1]) is e]
+            found = list(filterfalse(changed.__contains__, found))
+        get = changed.get
+        for run in self._runs:
+            dlo, dhi = _between(run, iv, _FIRST)
+            if dlo < dhi:
+                found += [e[1] for e in run[dlo:dhi] if get(e[1]) is e]
         return found
 
     def count_in(self, iv: Interval) -> int | None:
@@ -182,63 +187,68 @@ class NumberRanges:
             return None
         self._settle()
         lo, hi = _between(self._values, iv)
-        if not self._changed:
-            return hi - lo
-        dlo, dhi = _between(self._delta, iv, _FIRST)
-        return hi - lo + dhi - dlo
+        for run in self._runs:
+            dlo, dhi = _between(run, iv, _FIRST)
+            hi += dhi - dlo
+        return hi - lo
 
     def _settle(self) -> None:
-        """Sort the pending entries into the delta; merge into the snapshot when big."""
+        """Sort the pending entries into a run; merge into the snapshot when many."""
         if self._pending:
-            self._pending.sort(key=_FIRST)
-            self._delta += self._pending  # two sorted runs: one linear merge
-            self._delta.sort(key=_FIRST)
+            runs, run = self._runs, self._pending
+            run.sort(key=_FIRST)
+            self._sorted += len(run)
             self._pending = []
-        if len(self._changed) + len(self._delta) > self._limit(_MERGE_FRACTION):
+            # Two runs of similar size become one (two sorted runs: a linear merge), so
+            # there are O(log n) runs and each entry is re-sorted O(log n) times.
+            while runs and len(runs[-1]) <= 2 * len(run):
+                run = runs.pop() + run
+                run.sort(key=_FIRST)
+            runs.append(run)
+        if len(self._changed) + self._sorted > self._limit(_MERGE_FRACTION):
             self._merge()
 
     def _merge(self) -> None:
         """A new snapshot: the entries of unchanged keys and the live delta entries."""
         changed, keys, values = self._changed, self._keys, self._values
         assert values is not None
-        keep = [k not in changed for k in keys]
-        kept_keys = list(compress(keys, keep))
-        kept_values = list(compress(values, keep))
+        keep = list(map(not_, map(changed.__contains__, keys)))
         get = changed.get
-        new_values: list[Any] = []
-        new_keys: list[Key] = []
-        at = 0
-        for entry in self._delta:
-            value, key = entry
-            if get(key) is not entry:
-                continue
-            to = bisect.bisect_right(kept_values, value, at)
-            new_values += kept_values[at:to]
-            new_keys += kept_keys[at:to]
-            new_values.append(value)
-            new_keys.append(key)
-            at = to
-        new_values += kept_values[at:]
-        new_keys += kept_keys[at:]
-        self._values, self._keys = new_values, new_keys
-        self._changed, self._delta = {}, []
+        live = [e for run in self._runs for e in run if get(e[1]) is e]
+        # One sorted run, then the live entries: one C sort of positions merges them.
+        all_values = [*compress(values, keep), *map(_FIRST, live)]
+        all_keys = [*compress(keys, keep), *map(_SECOND, live)]
+        order = sorted(range(len(all_values)), key=all_values.__getitem__)
+        self._values = list(map(all_values.__getitem__, order))
+        self._keys = list(map(all_keys.__getitem__, order))
+        self._changed, self._runs, self._sorted = {}, [], 0
 
     def _build(self, mapping: Mapping[Any, Any], ordered: Iterable[Any]) -> list[Any]:
         """The snapshot of ``mapping`` (saved key sets read in place, not unpacked)."""
         values = list(ordered)
         sets = list(map(mapping.__getitem__, values))
-        if set(map(type, sets)) <= {dict}:
+        kinds = set(map(type, sets))
+        run = _one_run(sets) if kinds == {PackedKeys} else None
+        if run is not None:
+            keys = run
+        elif kinds <= {dict}:
             keys = list(chain.from_iterable(sets))
         else:
-            keys = list(chain.from_iterable(map(_members, sets)))
+            keys = list(chain.from_iterable(map(members, sets)))
         self._values = list(chain.from_iterable(map(repeat, values, map(len, sets))))
         self._keys = keys
-        self._changed, self._pending, self._delta = {}, [], []
+        self._changed, self._pending, self._runs, self._sorted = {}, [], [], 0
         return self._values
 
 
-def _members(keys: Any) -> Iterable[Key]:
-    """The keys of a key set, or of a saved one without unpacking it."""
-    if type(keys) is PackedKeys:
-        return map(keys.keys.__getitem__, keys.positions[keys.start : keys.start + keys.count])
-    return keys  # type: ignore[no-any-return]
+def _one_run(sets: list[PackedKeys]) -> list[Key] | None:
+    """The keys of saved key sets lying one after the other in one column (an index
+    saved or loaded in value order), in one C pass; None when they do not."""
+    if not sets or len({*map(id, map(_POSITIONS, sets)), *map(id, map(_SOURCE, sets))}) != 2:
+        return None
+    starts = list(map(_START, sets))
+    ends = list(map(add, starts, map(len, sets)))
+    if starts[1:] != ends[:-1]:
+        return None
+    first = sets[0]
+    return list(map(first.keys.__getitem__, first.positions[starts[0] : ends[-1]]))
