@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
 from itertools import chain, compress, filterfalse, repeat
-from operator import add, attrgetter, itemgetter, not_
+from operator import add, attrgetter, is_, itemgetter, not_
 from typing import Any
 
 from sowlib.index.packed import PackedKeys
@@ -37,6 +37,7 @@ _SECOND = itemgetter(1)
 _POSITIONS = attrgetter("positions")
 _SOURCE = attrgetter("keys")
 _START = attrgetter("start")
+_COUNT = attrgetter("count")
 # The delta is merged into the snapshot once it holds more than this fraction of the
 # snapshot's entries (and at least _MIN_DELTA): a merge costs O(n), C-level passes.
 _MERGE_FRACTION = 4
@@ -228,27 +229,32 @@ class NumberRanges:
         values = list(ordered)
         sets = list(map(mapping.__getitem__, values))
         kinds = set(map(type, sets))
+        counts: Iterable[int] = map(len, sets)
         run = _one_run(sets) if kinds == {PackedKeys} else None
         if run is not None:
-            keys = run
+            keys, counts = run
         elif kinds <= {dict}:
             keys = list(chain.from_iterable(sets))
         else:
             keys = list(chain.from_iterable(map(members, sets)))
-        self._values = list(chain.from_iterable(map(repeat, values, map(len, sets))))
+        self._values = list(chain.from_iterable(map(repeat, values, counts)))
         self._keys = keys
         self._changed, self._pending, self._runs, self._sorted = {}, [], [], 0
         return self._values
 
 
-def _one_run(sets: list[PackedKeys]) -> list[Key] | None:
-    """The keys of saved key sets lying one after the other in one column (an index
-    saved or loaded in value order), in one C pass; None when they do not."""
-    if not sets or len({*map(id, map(_POSITIONS, sets)), *map(id, map(_SOURCE, sets))}) != 2:
-        return None
-    starts = list(map(_START, sets))
-    ends = list(map(add, starts, map(len, sets)))
-    if starts[1:] != ends[:-1]:
+def _one_run(sets: list[PackedKeys]) -> tuple[list[Key], list[int]] | None:
+    """The keys and counts of saved key sets lying one after the other in one column (an
+    index saved or loaded in value order), in C passes; None when they do not."""
+    if not sets:
         return None
     first = sets[0]
-    return list(map(first.keys.__getitem__, first.positions[starts[0] : ends[-1]]))
+    same = map(is_, map(_POSITIONS, sets), repeat(first.positions))
+    if not all(same) or not all(map(is_, map(_SOURCE, sets), repeat(first.keys))):
+        return None
+    starts = list(map(_START, sets))
+    counts = list(map(_COUNT, sets))
+    ends = list(map(add, starts, counts))
+    if starts[1:] != ends[:-1]:
+        return None
+    return list(map(first.keys.__getitem__, first.positions[starts[0] : ends[-1]])), counts

@@ -224,3 +224,26 @@ def test_topic_ranges_through_updates_and_a_reopen(tmp_path: Any) -> None:
     check()
     check()
     store.close()
+
+
+@pytest.mark.parametrize("in_order", [True, False])
+def test_columns_built_from_saved_key_sets(in_order: bool) -> None:
+    """Saved (packed) key sets give the same columns whether they lie in value order in
+    one column (one pass) or not, and are left packed."""
+    import array
+
+    from sowlib.index.packed import PackedKeys
+
+    keys = [f"k{i}" for i in range(12)]
+    flat = array.array("I", [3, 7, 0, 11, 5, 1, 9, 2, 10, 4, 8, 6])
+    starts = [2 * i if in_order else 2 * (5 - i) for i in range(6)]  # two keys per value
+    sd = SortedMap()
+    sd.load({float(i): PackedKeys(keys, flat, start, 2) for i, start in enumerate(starts)})
+    held = {keys[flat[start + j]]: float(i) for i, start in enumerate(starts) for j in (0, 1)}
+    ranges = NumberRanges()
+    iv = Interval(1.0, 3.5)
+    want = sorted(k for k, v in held.items() if 1.0 <= v <= 3.5)
+    assert len(want) == 6
+    assert ranges.keys_in(sd, iv) is None
+    assert sorted(ranges.keys_in(sd, iv) or []) == want
+    assert {type(b) for b in sd.map.values()} == {PackedKeys}
