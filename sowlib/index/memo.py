@@ -149,13 +149,14 @@ class MemoIndex:
             # The usual case: one true number.
             bucket = self._nums.bucket(value)
             if adding:
-                self._ranges.note(key, value)
                 if bucket is None:
                     self._nums.put(value, {key: None})
-                    self._entries[0] += 1
                 elif key not in bucket:
                     bucket[key] = None
-                    self._entries[0] += 1
+                else:
+                    return
+                self._entries[0] += 1
+                self._ranges.note(key, value)
             elif bucket is not None and key in bucket:
                 self._ranges.gone(key)
                 del bucket[key]
@@ -180,11 +181,9 @@ class MemoIndex:
                     continue
                 sd = dicts[which]
                 bucket = sd.bucket(place)
-                if which == 0:  # a boolean, filed as 1/0
-                    if adding:
-                        self._ranges.note(key, place)
-                    elif bucket is not None and key in bucket:
-                        self._ranges.gone(key)
+                if which == 0 and (bucket is None or key not in bucket) == adding:
+                    # a boolean, filed as 1/0, that is added or removed
+                    self._ranges.note(key, place) if adding else self._ranges.gone(key)
                 if adding:
                     if bucket is None:
                         sd.put(place, {key: None})
@@ -323,7 +322,7 @@ class MemoIndex:
             for i in later:
                 count += move(keys[i], olds[i], news[i])
         self._entries[0] += count
-        self._ranges.note_many(keys, news)
+        self._ranges.note_moves(keys, olds, news)
         return True
 
     def move(

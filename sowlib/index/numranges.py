@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
-from itertools import chain, compress, filterfalse, repeat
-from operator import add, attrgetter, is_, itemgetter, not_
+from itertools import chain, compress, repeat
+from operator import add, attrgetter, is_, is_not, itemgetter, ne, not_, or_
 from typing import Any
 
 from sowlib.index.packed import PackedKeys
@@ -132,6 +132,14 @@ class NumberRanges:
             if len(self._pending) > self._limit(_DROP_FRACTION):
                 self.reset()
 
+    def note_moves(self, keys: Sequence[Key], olds: Sequence[Any], news: Sequence[Any]) -> None:
+        """:meth:`note` for each key whose new value is not its old one (the same number
+        of another type counts as another: the key set then files it again)."""
+        if self._values is not None:
+            types = map(is_not, map(type, olds), map(type, news))
+            moved = list(map(or_, types, map(ne, olds, news)))
+            self.note_many(list(compress(keys, moved)), compress(news, moved))
+
     def gone(self, key: Key) -> None:
         """``key`` is no longer filed under any true number."""
         if self._values is not None:
@@ -172,14 +180,20 @@ class NumberRanges:
         changed = self._changed
         if not changed:
             return found
-        if lo < hi:
-            found = list(filterfalse(changed.__contains__, found))
+        keep = list(map(not_, map(changed.__contains__, found)))
         get = changed.get
+        later = []
         for run in self._runs:
             dlo, dhi = _between(run, iv, _FIRST)
             if dlo < dhi:
-                found += [e[1] for e in run[dlo:dhi] if get(e[1]) is e]
-        return found
+                later += [e for e in run[dlo:dhi] if get(e[1]) is e]
+        if not later:
+            return found if all(keep) else list(compress(found, keep))
+        # In value order, as the key sets give them: a value's keys as they were filed
+        # (one stable C sort of two sorted runs: the runs' entries are in filing order).
+        now = [*compress(values[lo:hi], keep), *map(_FIRST, later)]
+        keys = [*compress(found, keep), *map(_SECOND, later)]
+        return list(map(keys.__getitem__, sorted(range(len(now)), key=now.__getitem__)))
 
     def count_in(self, iv: Interval) -> int | None:
         """Entries inside ``iv`` (an upper bound while changes are pending: stale ones
