@@ -48,6 +48,8 @@ _DROP_FRACTION = 2
 # A snapshot is built by the second range read after it was dropped: the first read
 # after a reopen is answered from the saved key sets, as it was before.
 _COLD_READS = 1
+# count_in counts exactly while it looks at no more entries than this.
+_EXACT = 4096
 
 
 def _between(values: Sequence[Any], iv: Interval, key: Any = None) -> tuple[int, int]:
@@ -86,7 +88,7 @@ class NumberRanges:
         ['b']
     """
 
-    __slots__ = ("_changed", "_cold", "_keys", "_pending", "_runs", "_sorted", "_values")
+    __slots__ = ("_changed", "_cold", "_kept", "_keys", "_pending", "_runs", "_sorted", "_values")
 
     def __init__(self) -> None:
         self._values: list[Any] | None = None  # None: no snapshot
@@ -98,6 +100,7 @@ class NumberRanges:
         #: the one before (a stale entry, of a key changed again, is skipped by reads).
         self._runs: list[list[tuple[Any, Key]]] = []
         self._sorted = 0  # entries in the runs
+        self._kept: tuple[Interval, list[Key]] | None = None  # count_in's last keys
         self._cold = 0
 
     @property
@@ -112,11 +115,12 @@ class NumberRanges:
         self._values = None
         self._keys = []
         self._changed, self._pending, self._runs, self._sorted = {}, [], [], 0
-        self._cold = 0
+        self._cold, self._kept = 0, None
 
     def note(self, key: Key, value: Any) -> None:
         """``key`` is now filed under the true number ``value`` (and nowhere else)."""
         if self._values is not None:
+            self._kept = None
             entry = (value, key)
             self._changed[key] = entry
             self._pending.append(entry)
@@ -126,6 +130,7 @@ class NumberRanges:
     def note_many(self, keys: Sequence[Key], values: Iterable[Any]) -> None:
         """:meth:`note` for each pair (C-level passes)."""
         if self._values is not None:
+            self._kept = None
             entries = list(zip(values, keys, strict=True))
             self._changed.update(zip(keys, entries, strict=True))
             self._pending += entries
@@ -143,11 +148,13 @@ class NumberRanges:
     def gone(self, key: Key) -> None:
         """``key`` is no longer filed under any true number."""
         if self._values is not None:
+            self._kept = None
             self._changed[key] = None
 
     def gone_many(self, keys: Iterable[Key]) -> None:
         """:meth:`gone` for each key."""
         if self._values is not None:
+            self._kept = None
             self._changed.update(dict.fromkeys(keys))
 
     def _limit(self, fraction: int) -> int:
@@ -170,11 +177,18 @@ class NumberRanges:
                 return None
             added, dropped = numbers.pending()
             ordered = sorted(numbers.map) if added or dropped else numbers.ordered()
-            values = self._build(numbers.map, ordered)
+            self._build(numbers.map, ordered)
         else:
             self._settle()
-            values = self._values
-            assert values is not None
+            kept, self._kept = self._kept, None
+            if kept is not None and kept[0] == iv:
+                return kept[1]
+        return self._found(iv)
+
+    def _found(self, iv: Interval) -> list[Key]:
+        """:meth:`keys_in` of a settled snapshot."""
+        values = self._values
+        assert values is not None
         lo, hi = _between(values, iv)
         found = self._keys[lo:hi]
         changed = self._changed
@@ -196,16 +210,24 @@ class NumberRanges:
         return list(map(keys.__getitem__, sorted(range(len(now)), key=now.__getitem__)))
 
     def count_in(self, iv: Interval) -> int | None:
-        """Entries inside ``iv`` (an upper bound while changes are pending: stale ones
-        counted), or None when there is no snapshot; O(log n)."""
+        """Keys inside ``iv``, or None when there is no snapshot. Exact, O(log n), with
+        no change since the snapshot; else exact up to :data:`_EXACT` entries looked at
+        (the keys are kept for the :meth:`keys_in` that follows), an upper bound past it
+        (entries of keys changed since counted)."""
         if self._values is None:
             return None
         self._settle()
         lo, hi = _between(self._values, iv)
+        if not self._changed:
+            return hi - lo
         for run in self._runs:
             dlo, dhi = _between(run, iv, _FIRST)
             hi += dhi - dlo
-        return hi - lo
+        if hi - lo > _EXACT:
+            return hi - lo
+        found = self._found(iv)
+        self._kept = (iv, found)
+        return len(found)
 
     def _settle(self) -> None:
         """Sort the pending entries into a run; merge into the snapshot when many."""
