@@ -12,7 +12,6 @@ import array
 import heapq
 import itertools
 from collections.abc import Collection, Iterator, Sequence
-from itertools import repeat
 from operator import eq
 from typing import Any
 
@@ -370,8 +369,8 @@ class MemoIndex:
         bucket = sd.bucket(place)
         if bucket is None:
             return
-        if which == 0 and self._ranges.built:
-            self._ranges.gone_many([k for k in members if k in bucket])
+        if which == 0:
+            self._ranges.gone_many(members, bucket)
         before = len(bucket)
         pop = bucket.pop
         for key in members:
@@ -390,9 +389,8 @@ class MemoIndex:
     ) -> None:
         """File a group under ``place`` in sorted map number ``which``."""
         sd = (self._nums, self._words, self._numstrs, self._numvals)[which]
-        if which == 0 and self._ranges.built:
-            news = list(member_keys(members, keys))
-            self._ranges.note_many(news, repeat(place, len(news)))
+        if which == 0:
+            self._ranges.note_group(member_keys(members, keys), place)
         bucket = sd.bucket(place)
         if bucket is None:
             made = dict.fromkeys(members) if keys is None else pack_positions(keys, flat, members)

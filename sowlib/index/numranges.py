@@ -20,7 +20,7 @@ two together). Imports only ``index.types``, ``index.packed``, ``index.regions``
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain, compress, repeat
 from operator import add, attrgetter, is_, is_not, itemgetter, ne, not_, or_
 from typing import Any
@@ -151,11 +151,17 @@ class NumberRanges:
             self._kept = None
             self._changed[key] = None
 
-    def gone_many(self, keys: Iterable[Key]) -> None:
-        """:meth:`gone` for each key."""
+    def note_group(self, keys: Iterable[Key], value: Any) -> None:
+        """:meth:`note` of each of ``keys`` under one ``value``."""
+        if self._values is not None:
+            news = list(keys)
+            self.note_many(news, repeat(value, len(news)))
+
+    def gone_many(self, keys: Iterable[Key], among: Collection[Key]) -> None:
+        """:meth:`gone` for each of ``keys`` found in ``among`` (the key set they leave)."""
         if self._values is not None:
             self._kept = None
-            self._changed.update(dict.fromkeys(keys))
+            self._changed.update(dict.fromkeys(k for k in keys if k in among))
 
     def _limit(self, fraction: int) -> int:
         return max(_MIN_DELTA, len(self._keys) // fraction)
