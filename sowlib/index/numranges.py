@@ -7,8 +7,8 @@ two flat, parallel lists sorted by value, so a range costs two bisects and one s
 and a small delta of the changes made since: each changed key's new entry (unsorted
 until the next read, then merged into a sorted run) and the set of changed keys, whose
 snapshot entries are stale. The delta is folded into a new snapshot once it holds more
-than a fraction of the entries, so updates between queries (prices tick) stay O(1)
-each plus O(1) amortized.
+than a quarter of the entries, so updates between queries (prices tick) cost O(1)
+each when made and O(log n) amortized when read.
 
 It only knows one value per key: the memo index drops it (:meth:`reset`) when a record
 holds an array of numbers, and answers from its key sets until it is built again. It
@@ -42,7 +42,7 @@ _COUNT = attrgetter("count")
 # snapshot's entries (and at least _MIN_DELTA): a merge costs O(n), C-level passes.
 _MERGE_FRACTION = 4
 _MIN_DELTA = 1024
-# Entries written with no read in between beyond this multiple of the snapshot's size
+# More entries written with no read in between than this fraction of the snapshot's size
 # (and _MIN_DELTA) drop the snapshot: a write-only phase keeps no growing delta.
 _DROP_FRACTION = 2
 # A snapshot is built by the second range read after it was dropped: the first read
