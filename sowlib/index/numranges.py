@@ -7,7 +7,7 @@ two flat, parallel lists sorted by value, so a range costs two bisects and one s
 and a small delta of the changes made since: each changed key's new entry (unsorted
 until the next read, then merged into a sorted run) and the set of changed keys, whose
 snapshot entries are stale. The delta is folded into a new snapshot once it holds more
-than a quarter of the entries, so updates between queries (prices tick) cost O(1)
+than half the entries, so updates between queries (prices tick) cost O(1)
 each when made and O(log n) amortized when read.
 
 It only knows one value per key: the memo index drops it (:meth:`reset`) when a record
@@ -22,7 +22,7 @@ from __future__ import annotations
 import bisect
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import chain, compress, repeat
-from operator import add, attrgetter, is_, is_not, itemgetter, ne, not_, or_
+from operator import add, attrgetter, eq, is_, is_not, ne, not_, or_
 from typing import Any
 
 from sowlib.index.packed import PackedKeys
@@ -32,19 +32,18 @@ from sowlib.index.types import Key
 
 __all__ = ["NumberRanges"]
 
-_FIRST = itemgetter(0)
-_SECOND = itemgetter(1)
+_Run = tuple[list[Any], list[Key], list[int]]
 _POSITIONS = attrgetter("positions")
 _SOURCE = attrgetter("keys")
 _START = attrgetter("start")
 _COUNT = attrgetter("count")
 # The delta is merged into the snapshot once it holds more than this fraction of the
 # snapshot's entries (and at least _MIN_DELTA): a merge costs O(n), C-level passes.
-_MERGE_FRACTION = 4
+_MERGE_FRACTION = 2
 _MIN_DELTA = 1024
 # More entries written with no read in between than this fraction of the snapshot's size
 # (and _MIN_DELTA) drop the snapshot: a write-only phase keeps no growing delta.
-_DROP_FRACTION = 2
+_DROP_FRACTION = 1
 # A snapshot is built by the second range read after it was dropped: the first read
 # after a reopen is answered from the saved key sets, as it was before.
 _COLD_READS = 1
@@ -52,20 +51,20 @@ _COLD_READS = 1
 _EXACT = 4096
 
 
-def _between(values: Sequence[Any], iv: Interval, key: Any = None) -> tuple[int, int]:
+def _between(values: Sequence[Any], iv: Interval) -> tuple[int, int]:
     """Positions ``lo, hi`` of the values inside ``iv`` in sorted ``values``."""
     if iv.lo is None:
         lo = 0
     elif iv.lo_inc:
-        lo = bisect.bisect_left(values, iv.lo, key=key)
+        lo = bisect.bisect_left(values, iv.lo)
     else:
-        lo = bisect.bisect_right(values, iv.lo, key=key)
+        lo = bisect.bisect_right(values, iv.lo)
     if iv.hi is None:
         hi = len(values)
     elif iv.hi_inc:
-        hi = bisect.bisect_right(values, iv.hi, key=key)
+        hi = bisect.bisect_right(values, iv.hi)
     else:
-        hi = bisect.bisect_left(values, iv.hi, key=key)
+        hi = bisect.bisect_left(values, iv.hi)
     return lo, max(lo, hi)
 
 
@@ -88,17 +87,25 @@ class NumberRanges:
         ['b']
     """
 
-    __slots__ = ("_changed", "_cold", "_kept", "_keys", "_pending", "_runs", "_sorted", "_values")
+    __slots__ = (
+        "_changed", "_cold", "_count", "_kept", "_keys", "_pending", "_runs", "_sorted",
+        "_values",
+    )  # fmt: skip
 
     def __init__(self) -> None:
         self._values: list[Any] | None = None  # None: no snapshot
         self._keys: list[Key] = []
-        #: Each key changed since the snapshot -> its live entry, or None (not filed).
-        self._changed: dict[Key, tuple[Any, Key] | None] = {}
-        self._pending: list[tuple[Any, Key]] = []  # entries not sorted yet
-        #: Sorted runs of the entries since the snapshot, each at most half the size of
-        #: the one before (a stale entry, of a key changed again, is skipped by reads).
-        self._runs: list[list[tuple[Any, Key]]] = []
+        #: Each key changed since the snapshot -> the number of its live entry (entries
+        #: are numbered as noted), or -1 (not filed).
+        self._changed: dict[Key, int] = {}
+        self._count = 0  # entries noted since the snapshot
+        #: The entries not sorted yet: values, keys (numbered from ``_count - len``).
+        self._pending: tuple[list[Any], list[Key]] = ([], [])
+        #: Sorted runs (values, keys, numbers) of the entries since the snapshot, each
+        #: at most half the size of the one before, older first (an entry of a key
+        #: changed again since is stale: reads skip it). Lists, not a tuple per entry:
+        #: no object for the cyclic collector to track per change.
+        self._runs: list[_Run] = []
         self._sorted = 0  # entries in the runs
         self._kept: tuple[Interval, list[Key]] | None = None  # count_in's last keys
         self._cold = 0
@@ -114,27 +121,38 @@ class NumberRanges:
         """Drop the snapshot and its delta (the next reads rebuild it)."""
         self._values = None
         self._keys = []
-        self._changed, self._pending, self._runs, self._sorted = {}, [], [], 0
-        self._cold, self._kept = 0, None
+        self._clear()
+        self._cold = 0
+
+    def _clear(self) -> None:
+        self._changed, self._count, self._pending = {}, 0, ([], [])
+        self._runs, self._sorted, self._kept = [], 0, None
 
     def note(self, key: Key, value: Any) -> None:
         """``key`` is now filed under the true number ``value`` (and nowhere else)."""
         if self._values is not None:
             self._kept = None
-            entry = (value, key)
-            self._changed[key] = entry
-            self._pending.append(entry)
-            if len(self._pending) > self._limit(_DROP_FRACTION):
+            self._changed[key] = self._count
+            self._count += 1
+            values, keys = self._pending
+            values.append(value)
+            keys.append(key)
+            if len(keys) > self._limit(_DROP_FRACTION):
                 self.reset()
 
     def note_many(self, keys: Sequence[Key], values: Iterable[Any]) -> None:
         """:meth:`note` for each pair (C-level passes)."""
         if self._values is not None:
             self._kept = None
-            entries = list(zip(values, keys, strict=True))
-            self._changed.update(zip(keys, entries, strict=True))
-            self._pending += entries
-            if len(self._pending) > self._limit(_DROP_FRACTION):
+            start = self._count
+            self._count += len(keys)
+            self._changed.update(zip(keys, range(start, self._count), strict=True))
+            pending_values, pending_keys = self._pending
+            pending_values += values
+            pending_keys += keys
+            if len(pending_values) != len(pending_keys):
+                raise ValueError("as many values as keys are needed")
+            if len(pending_keys) > self._limit(_DROP_FRACTION):
                 self.reset()
 
     def note_moves(self, keys: Sequence[Key], olds: Sequence[Any], news: Sequence[Any]) -> None:
@@ -149,7 +167,7 @@ class NumberRanges:
         """``key`` is no longer filed under any true number."""
         if self._values is not None:
             self._kept = None
-            self._changed[key] = None
+            self._changed[key] = -1
 
     def note_group(self, keys: Iterable[Key], value: Any) -> None:
         """:meth:`note` of each of ``keys`` under one ``value``."""
@@ -161,7 +179,7 @@ class NumberRanges:
         """:meth:`gone` for each of ``keys`` found in ``among`` (the key set they leave)."""
         if self._values is not None:
             self._kept = None
-            self._changed.update(dict.fromkeys(k for k in keys if k in among))
+            self._changed.update(dict.fromkeys([k for k in keys if k in among], -1))
 
     def _limit(self, fraction: int) -> int:
         return max(_MIN_DELTA, len(self._keys) // fraction)
@@ -174,7 +192,7 @@ class NumberRanges:
 
         ``numbers`` is the index's ``value -> key set`` map (key sets may be packed),
         read only to build a snapshot. O(log n + k) once built; a build is O(n log n)
-        (O(n) when its sorted values are up to date), a merge O(n) per n/4 changes.
+        (O(n) when its sorted values are up to date), a merge O(n) per n/2 changes.
         """
         values = self._values
         if values is None:
@@ -201,18 +219,21 @@ class NumberRanges:
         if not changed:
             return found
         keep = list(map(not_, map(changed.__contains__, found)))
-        get = changed.get
-        later = []
-        for run in self._runs:
-            dlo, dhi = _between(run, iv, _FIRST)
+        later_values: list[Any] = []
+        later_keys: list[Key] = []
+        for run_values, run_keys, run_numbers in self._runs:
+            dlo, dhi = _between(run_values, iv)
             if dlo < dhi:
-                later += [e for e in run[dlo:dhi] if get(e[1]) is e]
-        if not later:
+                run_keys = run_keys[dlo:dhi]
+                live = list(map(eq, map(changed.__getitem__, run_keys), run_numbers[dlo:dhi]))
+                later_values += compress(run_values[dlo:dhi], live)
+                later_keys += compress(run_keys, live)
+        if not later_keys:
             return found if all(keep) else list(compress(found, keep))
         # In value order, as the key sets give them: a value's keys as they were filed
-        # (one stable C sort of two sorted runs: the runs' entries are in filing order).
-        now = [*compress(values[lo:hi], keep), *map(_FIRST, later)]
-        keys = [*compress(found, keep), *map(_SECOND, later)]
+        # (one stable C sort of sorted runs: the runs' entries are in filing order).
+        now = [*compress(values[lo:hi], keep), *later_values]
+        keys = [*compress(found, keep), *later_keys]
         return list(map(keys.__getitem__, sorted(range(len(now)), key=now.__getitem__)))
 
     def count_in(self, iv: Interval) -> int | None:
@@ -227,7 +248,7 @@ class NumberRanges:
         if not self._changed:
             return hi - lo
         for run in self._runs:
-            dlo, dhi = _between(run, iv, _FIRST)
+            dlo, dhi = _between(run[0], iv)
             hi += dhi - dlo
         if hi - lo > _EXACT:
             return hi - lo
@@ -237,16 +258,18 @@ class NumberRanges:
 
     def _settle(self) -> None:
         """Sort the pending entries into a run; merge into the snapshot when many."""
-        if self._pending:
-            runs, run = self._runs, self._pending
-            run.sort(key=_FIRST)
-            self._sorted += len(run)
-            self._pending = []
-            # Two runs of similar size become one (two sorted runs: a linear merge), so
+        values, keys = self._pending
+        if keys:
+            first = self._count - len(keys)
+            self._pending = ([], [])
+            self._sorted += len(keys)
+            runs = self._runs
+            run = _sorted_run(values, keys, list(range(first, self._count)))
+            # Two runs of similar size become one (sorted runs: a linear merge), so
             # there are O(log n) runs and each entry is re-sorted O(log n) times.
-            while runs and len(runs[-1]) <= 2 * len(run):
-                run = runs.pop() + run
-                run.sort(key=_FIRST)
+            while runs and len(runs[-1][0]) <= 2 * len(run[0]):
+                older = runs.pop()
+                run = _sorted_run(*(a + b for a, b in zip(older, run, strict=True)))
             runs.append(run)
         if len(self._changed) + self._sorted > self._limit(_MERGE_FRACTION):
             self._merge()
@@ -256,15 +279,17 @@ class NumberRanges:
         changed, keys, values = self._changed, self._keys, self._values
         assert values is not None
         keep = list(map(not_, map(changed.__contains__, keys)))
-        get = changed.get
-        live = [e for run in self._runs for e in run if get(e[1]) is e]
-        # One sorted run, then the live entries: one C sort of positions merges them.
-        all_values = [*compress(values, keep), *map(_FIRST, live)]
-        all_keys = [*compress(keys, keep), *map(_SECOND, live)]
+        all_values = list(compress(values, keep))
+        all_keys = list(compress(keys, keep))
+        for run_values, run_keys, run_numbers in self._runs:
+            live = list(map(eq, map(changed.__getitem__, run_keys), run_numbers))
+            all_values += compress(run_values, live)
+            all_keys += compress(run_keys, live)
+        # Sorted runs, older first: one stable C sort of positions merges them.
         order = sorted(range(len(all_values)), key=all_values.__getitem__)
         self._values = list(map(all_values.__getitem__, order))
         self._keys = list(map(all_keys.__getitem__, order))
-        self._changed, self._runs, self._sorted = {}, [], 0
+        self._clear()
 
     def _build(self, mapping: Mapping[Any, Any], ordered: Iterable[Any]) -> list[Any]:
         """The snapshot of ``mapping`` (saved key sets read in place, not unpacked)."""
@@ -281,8 +306,15 @@ class NumberRanges:
             keys = list(chain.from_iterable(map(members, sets)))
         self._values = list(chain.from_iterable(map(repeat, values, counts)))
         self._keys = keys
-        self._changed, self._pending, self._runs, self._sorted = {}, [], [], 0
+        self._clear()
         return self._values
+
+
+def _sorted_run(values: list[Any], keys: list[Key], numbers: list[int]) -> _Run:
+    """The three parallel lists ordered by value (a stable sort: ties keep their order)."""
+    order = sorted(range(len(values)), key=values.__getitem__)
+    take = [list(map(column.__getitem__, order)) for column in (values, keys, numbers)]
+    return take[0], take[1], take[2]
 
 
 def _one_run(sets: list[PackedKeys]) -> tuple[list[Key], list[int]] | None:
