@@ -7,8 +7,10 @@ two flat, parallel lists sorted by value, so a range costs two bisects and one s
 and a small delta of the changes made since: each changed key's new entry (unsorted
 until the next read, then merged into a sorted run) and the set of changed keys, whose
 snapshot entries are stale. The delta is folded into a new snapshot once it holds more
-than half the entries, so updates between queries (prices tick) cost O(1)
-each when made and O(log n) amortized when read.
+than an eighth of the entries, so updates between queries (prices tick) cost O(1)
+each when made and O(log n) amortized when read. Where changes outnumber what the reads
+gain (a merge costs about one key-set visit per entry), the snapshot is dropped
+instead and the key sets serve the reads for a while.
 
 It only knows one value per key: the memo index drops it (:meth:`reset`) when a record
 holds an array of numbers, and answers from its key sets until it is built again. It
@@ -39,14 +41,17 @@ _START = attrgetter("start")
 _COUNT = attrgetter("count")
 # The delta is merged into the snapshot once it holds more than this fraction of the
 # snapshot's entries (and at least _MIN_DELTA): a merge costs O(n), C-level passes.
-_MERGE_FRACTION = 2
+_MERGE_FRACTION = 8
 _MIN_DELTA = 1024
 # More entries written with no read in between than this fraction of the snapshot's size
 # (and _MIN_DELTA) drop the snapshot: a write-only phase keeps no growing delta.
-_DROP_FRACTION = 1
+_DROP_FRACTION = 2
 # A snapshot is built by the second range read after it was dropped: the first read
 # after a reopen is answered from the saved key sets, as it was before.
 _COLD_READS = 1
+# Dropped for too many changes per read (see _settle), a snapshot is built again once
+# the key sets have served reads of this many times its entries in values.
+_WAIT_ENTRIES = 4
 # count_in counts exactly while it looks at no more entries than this.
 _EXACT = 4096
 
@@ -88,8 +93,8 @@ class NumberRanges:
     """
 
     __slots__ = (
-        "_changed", "_cold", "_count", "_kept", "_keys", "_pending", "_runs", "_sorted",
-        "_values",
+        "_changed", "_count", "_kept", "_keys", "_pending", "_per_value", "_runs", "_served",
+        "_sorted", "_values", "_wait",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -108,7 +113,10 @@ class NumberRanges:
         self._runs: list[_Run] = []
         self._sorted = 0  # entries in the runs
         self._kept: tuple[Interval, list[Key]] | None = None  # count_in's last keys
-        self._cold = 0
+        #: Values in range the key sets must still serve before a snapshot is built.
+        self._wait = _COLD_READS
+        self._served = 0  # keys returned since the snapshot was made
+        self._per_value = 1  # keys per distinct value when the snapshot was built
 
     @property
     def built(self) -> bool:
@@ -117,16 +125,17 @@ class NumberRanges:
 
     # -- changes -------------------------------------------------------------
 
-    def reset(self) -> None:
-        """Drop the snapshot and its delta (the next reads rebuild it)."""
+    def reset(self, wait: int = _COLD_READS) -> None:
+        """Drop the snapshot and its delta; the key sets serve reads of ``wait`` values
+        in all (at least one read) before it is built again."""
         self._values = None
         self._keys = []
         self._clear()
-        self._cold = 0
+        self._wait = wait
 
     def _clear(self) -> None:
         self._changed, self._count, self._pending = {}, 0, ([], [])
-        self._runs, self._sorted, self._kept = [], 0, None
+        self._runs, self._sorted, self._kept, self._served = [], 0, None, 0
 
     def note(self, key: Key, value: Any) -> None:
         """``key`` is now filed under the true number ``value`` (and nowhere else)."""
@@ -192,12 +201,13 @@ class NumberRanges:
 
         ``numbers`` is the index's ``value -> key set`` map (key sets may be packed),
         read only to build a snapshot. O(log n + k) once built; a build is O(n log n)
-        (O(n) when its sorted values are up to date), a merge O(n) per n/2 changes.
+        (O(n) when its sorted values are up to date), a merge O(n) per n/8 changes.
         """
         values = self._values
         if values is None:
-            if self._cold < _COLD_READS:
-                self._cold += 1
+            if self._wait > 0:
+                lo, hi = _between(numbers.ordered(), iv)  # as the key sets' read does
+                self._wait -= max(1, hi - lo)
                 return None
             added, dropped = numbers.pending()
             ordered = sorted(numbers.map) if added or dropped else numbers.ordered()
@@ -206,8 +216,13 @@ class NumberRanges:
             self._settle()
             kept, self._kept = self._kept, None
             if kept is not None and kept[0] == iv:
+                self._served += len(kept[1])
                 return kept[1]
-        return self._found(iv)
+            if self._values is None:  # dropped by _settle
+                return None
+        found = self._found(iv)
+        self._served += len(found)
+        return found
 
     def _found(self, iv: Interval) -> list[Key]:
         """:meth:`keys_in` of a settled snapshot."""
@@ -244,6 +259,8 @@ class NumberRanges:
         if self._values is None:
             return None
         self._settle()
+        if self._values is None:  # dropped
+            return None
         lo, hi = _between(self._values, iv)
         if not self._changed:
             return hi - lo
@@ -269,10 +286,17 @@ class NumberRanges:
             # there are O(log n) runs and each entry is re-sorted O(log n) times.
             while runs and len(runs[-1][0]) <= 2 * len(run[0]):
                 older = runs.pop()
-                run = _sorted_run(*(a + b for a, b in zip(older, run, strict=True)))
+                run = _sorted_run(older[0] + run[0], older[1] + run[1], older[2] + run[2])
             runs.append(run)
         if len(self._changed) + self._sorted > self._limit(_MERGE_FRACTION):
-            self._merge()
+            # A merge costs about as much as reading one key set per entry; the reads
+            # since the last one saved one key set per value they returned. Fewer than
+            # that (many changes per read): the key sets serve better for a while.
+            entries = len(self._keys)
+            if self._served // self._per_value >= entries:
+                self._merge()
+            else:
+                self.reset(wait=_WAIT_ENTRIES * entries)
 
     def _merge(self) -> None:
         """A new snapshot: the entries of unchanged keys and the live delta entries."""
@@ -306,6 +330,7 @@ class NumberRanges:
             keys = list(chain.from_iterable(map(members, sets)))
         self._values = list(chain.from_iterable(map(repeat, values, counts)))
         self._keys = keys
+        self._per_value = max(1, len(keys) // max(1, len(values)))
         self._clear()
         return self._values
 

@@ -150,7 +150,8 @@ def test_ranges_agree_with_the_default_thresholds(script: list[tuple[Any, ...]])
 def test_columns_alone_match_a_model(
     start: dict[int, Any], changes: list[tuple[int, Any]], lo: Any, hi: Any
 ) -> None:
-    """NumberRanges against a plain dict of key -> value, merges included."""
+    """NumberRanges against a plain dict of key -> value, merges included, until it
+    drops its columns (the key sets, not kept current here, would then answer)."""
     sd = SortedMap()
     for key, value in start.items():
         got = sd.map.get(value)
@@ -172,7 +173,9 @@ def test_columns_alone_match_a_model(
                 model[key] = value
                 ranges.note(key, value)
             found = ranges.keys_in(sd, iv)
-            assert found is not None
+            if found is None:  # dropped (many changes for few keys read): not built now
+                assert not ranges.built
+                break
             want = [
                 k for k, v in model.items() if (lo is None or v >= lo) and (hi is None or v <= hi)
             ]
