@@ -50,8 +50,10 @@ _DROP_FRACTION = 2
 # after a reopen is answered from the saved key sets, as it was before.
 _COLD_READS = 1
 # Dropped for too many changes per read (see _settle), a snapshot is built again once
-# the key sets have served reads of this many times its entries in values.
-_WAIT_ENTRIES = 4
+# the key sets have served reads of this many times its entries in values: reads cost
+# about what a build would have saved them, then the build is paid (a rent-or-buy
+# choice, within twice the better of the two whatever comes next).
+_WAIT_ENTRIES = 1
 # count_in counts exactly while it looks at no more entries than this.
 _EXACT = 4096
 
