@@ -17,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from sowlib.index.numranges import NumberRanges
 from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.regions import ALL, Interval, Region
 from sowlib.index.sortedmap import SortedMap
@@ -105,6 +106,8 @@ class MemoIndex:
     _loose: set[Key] = attrs.field(factory=set, init=False)
     _arrays: set[Key] = attrs.field(factory=set, init=False)
     _entries: list[int] = attrs.field(factory=lambda: [0, 0, 0, 0], init=False)
+    # Ranges over ``_nums`` from flat sorted columns; told of every change of ``_nums``.
+    _ranges: NumberRanges = attrs.field(factory=NumberRanges, init=False)
 
     @property
     def name(self) -> str:
@@ -147,11 +150,14 @@ class MemoIndex:
             if adding:
                 if bucket is None:
                     self._nums.put(value, {key: None})
-                    self._entries[0] += 1
                 elif key not in bucket:
                     bucket[key] = None
-                    self._entries[0] += 1
+                else:
+                    return
+                self._entries[0] += 1
+                self._ranges.note(key, value)
             elif bucket is not None and key in bucket:
+                self._ranges.gone(key)
                 del bucket[key]
                 self._entries[0] -= 1
                 if not bucket:
@@ -163,6 +169,7 @@ class MemoIndex:
         if isinstance(value, list):
             _mark(self._arrays, key, adding)
             items = [v for v in value if not is_null_scalar(v)]
+            self._ranges.reset()  # it knows one value per key
         else:
             items = [value]
         dicts = (self._nums, self._words, self._numstrs, self._numvals)
@@ -173,6 +180,9 @@ class MemoIndex:
                     continue
                 sd = dicts[which]
                 bucket = sd.bucket(place)
+                if which == 0 and (bucket is None or key not in bucket) == adding:
+                    # a boolean, filed as 1/0, that is added or removed
+                    self._ranges.note(key, place) if adding else self._ranges.gone(key)
                 if adding:
                     if bucket is None:
                         sd.put(place, {key: None})
@@ -202,6 +212,7 @@ class MemoIndex:
                 else:
                     bucket_of(value)[key] = None
             self._entries[0] += len(keys)
+            self._ranges.note_many(keys, values)
             return
         groups = KeyGroups()
         groups.add(keys, values)
@@ -230,12 +241,13 @@ class MemoIndex:
                 group = numbers.get(place)
                 numbers[place] = members if group is None else [*group, *members]
         if numbers and not len(self._nums):
+            self._ranges.reset()
+            # In value order: the packed key sets then lie in value order in ``flat``
+            places = sorted(numbers)
             if keys is None:
-                self._nums.load({value: dict.fromkeys(m) for value, m in numbers.items()})
+                self._nums.load({value: dict.fromkeys(numbers[value]) for value in places})
             else:
-                self._nums.load(
-                    {value: pack_positions(keys, flat, m) for value, m in numbers.items()}
-                )
+                self._nums.load({v: pack_positions(keys, flat, numbers[v]) for v in places})
             self._entries[0] += sum(map(len, numbers.values()))
         else:
             for value, group in numbers.items():
@@ -310,6 +322,7 @@ class MemoIndex:
             for i in later:
                 count += move(keys[i], olds[i], news[i])
         self._entries[0] += count
+        self._ranges.note_moves(keys, olds, news)
         return True
 
     def move(
@@ -326,6 +339,7 @@ class MemoIndex:
                 pending = nums.pending()
                 got = None if native is None else native(nums.map, key, place, value, *pending)
                 self._entries[0] += self._move_number(key, was, value) if got is None else got
+                self._ranges.note(key, value)
                 return
         if was is not ABSENT:
             self.update(key, was, False)
@@ -356,6 +370,8 @@ class MemoIndex:
         bucket = sd.bucket(place)
         if bucket is None:
             return
+        if which == 0:
+            self._ranges.gone_many(members, bucket)
         before = len(bucket)
         pop = bucket.pop
         for key in members:
@@ -374,6 +390,8 @@ class MemoIndex:
     ) -> None:
         """File a group under ``place`` in sorted map number ``which``."""
         sd = (self._nums, self._words, self._numstrs, self._numvals)[which]
+        if which == 0:
+            self._ranges.note_group(member_keys(members, keys), place)
         bucket = sd.bucket(place)
         if bucket is None:
             made = dict.fromkeys(members) if keys is None else pack_positions(keys, flat, members)
@@ -407,11 +425,14 @@ class MemoIndex:
         for s in (self._null, self._loose, self._arrays):
             s.clear()
         self._entries[:] = [0, 0, 0, 0]
+        self._ranges.reset()
 
     def saved(self) -> tuple[list[dict[Any, KeySet | PackedKeys]], list[set[Key]]]:
         """:meth:`export` with the key sets not used yet left packed (the index's own
         objects: read them, do not change them)."""
         maps = [sd.map for sd in (self._nums, self._words, self._numstrs, self._numvals)]
+        places = sorted(maps[0])  # numbers in value order: see ``add_groups``
+        maps[0] = dict(zip(places, map(maps[0].__getitem__, places), strict=True))
         return maps, [self._null, self._loose, self._arrays]
 
     def export(self) -> tuple[list[dict[Any, KeySet]], list[set[Key]], list[int]]:
@@ -427,6 +448,7 @@ class MemoIndex:
             sd.load(mapping)
         self._null, self._loose, self._arrays = sets
         self._entries[:] = [sum(map(len, m.values())) for m in maps]
+        self._ranges.reset()
 
     # -- queries -------------------------------------------------------------
 
@@ -444,7 +466,10 @@ class MemoIndex:
         """Candidate count for ``region`` (values x mean fan-out past 64 values); O(log n)."""
         total = len(self._loose) + (len(self._arrays) if region.multi else 0)
         for sd, iv, which in self._parts(region):
-            if len(sd):
+            got = self._ranges.count_in(iv) if which == 0 and iv.prefix is None else None
+            if got is not None:
+                total += got
+            elif len(sd):
                 total += _count(sd, iv, self._entries[which])
         if region.words and region.texts is None:
             total += self._entries[1]
@@ -483,10 +508,14 @@ class MemoIndex:
         sd, iv = parts[0]
         if iv.prefix is not None:
             return self.candidates(region)
+        got = self._ranges.keys_in(sd, iv) if sd is self._nums else None
+        if got is not None:
+            return got if not out else out + got
         lo, hi = _span(sd, iv)
         if lo >= hi:
             return out
-        out += sd.keys_between(lo, hi)
+        # saved key sets are left packed for the sorted columns to read them in one pass
+        out += sd.keys_between(lo, hi, keep=sd is not self._nums)
         return out
 
     def orderable(self) -> bool:

@@ -9,17 +9,25 @@ keys changed. Imports only ``sortedcontainers`` and ``index.packed``.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterable
 from typing import Any
 
 from sortedcontainers import SortedList
 
 from sowlib.index.packed import PackedKeys
 
-__all__ = ["SortedMap"]
+__all__ = ["SortedMap", "members"]
 
 # Applying pending changes key by key costs O(log n) each in Python; a full
 # re-sort costs O(n log n) in C. Re-sort once this many times fewer keys changed.
 _RESORT_RATIO = 16
+
+
+def members(keys: Any) -> Iterable[Any]:
+    """The keys of a key set, or of a saved, packed one without unpacking it."""
+    if type(keys) is PackedKeys:
+        return map(keys.keys.__getitem__, keys.positions[keys.start : keys.start + keys.count])
+    return keys  # type: ignore[no-any-return]
 
 
 class SortedMap:
@@ -79,15 +87,17 @@ class SortedMap:
             value = self.map[key] = value.unpack()
         return value
 
-    def keys_between(self, lo: int, hi: int) -> list[Any]:
+    def keys_between(self, lo: int, hi: int, keep: bool = True) -> list[Any]:
         """Every member of the key sets of the values at sorted positions ``lo`` to ``hi``,
         value after value (a list: the caller knows no member is filed twice), gathered in
         C passes, not a call per value; saved, packed key sets among them are unpacked
-        (and kept so) first, as :meth:`bucket` does. O(log n + members).
+        (and, with ``keep``, kept so) first, as :meth:`bucket` does. O(log n + members).
         """
         values = self.ordered()[lo:hi]
         sets = list(map(self.map.__getitem__, values))
         if set(map(type, sets)) != {dict}:
+            if not keep:
+                return list(itertools.chain.from_iterable(map(members, sets)))
             sets = list(map(self.bucket, values))
         return list(itertools.chain.from_iterable(sets))
 
