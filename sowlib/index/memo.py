@@ -21,40 +21,13 @@ from sowlib.index.numranges import NumberRanges
 from sowlib.index.packed import PackedKeys, pack_positions
 from sowlib.index.regions import ALL, Interval, Region
 from sowlib.index.sortedmap import SortedMap
+from sowlib.index.spans import count_in, span, values_in
 from sowlib.index.types import Key, KeySet
 from sowlib.index.upkeep import ABSENT, NATIVE_MOVE_KEY, NATIVE_MOVE_KEYS, MoveKey, MoveKeys
 from sowlib.index.values import KeyGroups, as_path, is_null_scalar, member_keys, to_number
 from sowlib.paths import FieldPath
 
 __all__ = ["ALL", "Interval", "MemoIndex", "Region"]
-
-
-def _span(sd: SortedMap, iv: Interval) -> tuple[int, int]:
-    """Positions ``lo, hi`` of the values of ``sd`` inside ``iv``; O(log n)."""
-    sl = sd.ordered()
-    if iv.prefix is not None:
-        # Strings sharing a prefix are contiguous and start at the prefix itself.
-        lo = sl.bisect_left(iv.prefix)
-        hi = sl.bisect_left(iv.prefix + "\U0010ffff")
-        return lo, max(lo, hi)
-    lo = 0 if iv.lo is None else (sl.bisect_left if iv.lo_inc else sl.bisect_right)(iv.lo)
-    hi = len(sl) if iv.hi is None else (sl.bisect_right if iv.hi_inc else sl.bisect_left)(iv.hi)
-    return lo, max(lo, hi)
-
-
-def _irange(sd: SortedMap, iv: Interval) -> list[Any]:
-    """The values of ``sd`` inside ``iv``, in order; O(log n + k)."""
-    if iv.prefix is not None:
-        # Strings sharing a prefix are contiguous and start at the prefix itself.
-        sl = sd.ordered()
-        out = []
-        for k in sl.islice(sl.bisect_left(iv.prefix)):
-            if not k.startswith(iv.prefix):
-                break
-            out.append(k)
-        return out
-    lo, hi = _span(sd, iv)
-    return list(sd.ordered()[lo:hi]) if lo < hi else []
 
 
 def _mark(keys: set[Key], key: Key, adding: bool) -> None:
@@ -71,14 +44,6 @@ _NUMBER_OR_ABSENT = frozenset({int, float, _ABSENT_TYPE})
 def _true_numbers(values: Sequence[Any]) -> bool:
     """True when every value is an int or a float and none is NaN (C-level passes)."""
     return set(map(type, values)) <= {int, float} and all(map(eq, values, values))
-
-
-def _count(sd: SortedMap, iv: Interval, entries: int) -> int:
-    """Entries under the values of ``sd`` in ``iv``: exact for <= 64 values; O(log n)."""
-    lo, hi = _span(sd, iv)
-    if hi - lo <= 64:
-        return sum(len(sd.map[v]) for v in sd.ordered()[lo:hi])
-    return (hi - lo) * entries // len(sd) + 1
 
 
 @attrs.define(eq=False)
@@ -470,7 +435,7 @@ class MemoIndex:
             if got is not None:
                 total += got
             elif len(sd):
-                total += _count(sd, iv, self._entries[which])
+                total += count_in(sd, iv, self._entries[which])
         if region.words and region.texts is None:
             total += self._entries[1]
         return total
@@ -483,7 +448,7 @@ class MemoIndex:
         """
         out = self._loose | self._arrays if region.multi else set(self._loose)
         for sd, iv, _ in self._parts(region):
-            values = _irange(sd, iv)
+            values = values_in(sd, iv)
             if values:
                 out.update(*map(sd.bucket, values))
         if region.words and region.texts is None:
@@ -511,7 +476,7 @@ class MemoIndex:
         got = self._ranges.keys_in(sd, iv) if sd is self._nums else None
         if got is not None:
             return got if not out else out + got
-        lo, hi = _span(sd, iv)
+        lo, hi = span(sd, iv)
         if lo >= hi:
             return out
         # saved key sets are left packed for the sorted columns to read them in one pass
