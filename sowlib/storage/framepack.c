@@ -1,5 +1,5 @@
 /* The optional C form of framing a batch of PUT records with u64 keys (the publish
- * path's `framing._puts_u64`, which is the reference: tests/storage/test_framing_fast.py
+ * path's `framing.puts_u64`, which is the reference: tests/storage/test_framing_fast.py
  * checks that both give the same bytes).
  *
  * puts_u64(key_ints, payloads, ts_us, exp_us, seq) -> (data, lengths)

@@ -17,7 +17,7 @@ from sowlib.subscriptions import Message
 from sowlib.views.definition import ViewSpec, compile_view
 from sowlib.views.feed import RowReader
 from tests.conftest import FakeClock
-from tests.views.test_view_model import FILTER, PROJECTION, _canon, _reference, values
+from tests.views.test_view_model import FILTER, PROJECTION, canonical, reference_rows, values
 
 row = st.tuples(
     st.integers(0, 15),  # key: repeats within a batch
@@ -27,7 +27,7 @@ row = st.tuples(
 )
 
 
-def _doc(key: int, group: str | None, value: Any, skip: bool) -> dict[str, Any]:
+def order_doc(key: int, group: str | None, value: Any, skip: bool) -> dict[str, Any]:
     doc: dict[str, Any] = {"id": key}
     if group is not None:
         doc["g"] = group
@@ -63,11 +63,11 @@ class BatchedViewVsRecompute(RuleBasedStateMachine):
 
     @rule(rows=st.lists(row, max_size=12), ttl=st.one_of(st.none(), st.integers(1, 30)))
     def publish_many(self, rows: list[tuple[int, str | None, Any, bool]], ttl: int | None) -> None:
-        self.source.publish_many([_doc(*r) for r in rows], expiration=ttl)
+        self.source.publish_many([order_doc(*r) for r in rows], expiration=ttl)
 
     @rule(r=row)
     def publish(self, r: tuple[int, str | None, Any, bool]) -> None:
-        self.source.publish(_doc(*r))
+        self.source.publish(order_doc(*r))
 
     @rule(low=st.integers(0, 15), width=st.integers(0, 6))
     def delete(self, low: int, width: int) -> None:
@@ -85,9 +85,9 @@ class BatchedViewVsRecompute(RuleBasedStateMachine):
     @invariant()
     def agrees(self) -> None:
         got = [r.doc for r in self.view.sow()]
-        expected = _reference([r.doc for r in self.source.sow(FILTER)])
-        assert _canon(got) == _canon(expected)
-        assert _canon(list(self.seen.values())) == _canon(got)
+        expected = reference_rows([r.doc for r in self.source.sow(FILTER)])
+        assert canonical(got) == canonical(expected)
+        assert canonical(list(self.seen.values())) == canonical(got)
 
     def teardown(self) -> None:
         self.store.close()

@@ -18,8 +18,8 @@ from sowlib.views.aggregates import Max, Min
 from sowlib.views.definition import ViewSpec, compile_view
 from sowlib.views.feed import RowReader
 from tests.conftest import FakeClock
-from tests.views.test_view_feed import _doc, row
-from tests.views.test_view_model import FILTER, PROJECTION, _canon, _reference
+from tests.views.test_view_feed import order_doc, row
+from tests.views.test_view_model import FILTER, PROJECTION, canonical, reference_rows
 
 TOTALS = ["/c", "SUM(/q) AS /q", "COUNT(*) AS /n"]
 
@@ -136,11 +136,11 @@ class LazyViewVsRecompute(RuleBasedStateMachine):
 
     @rule(rows=st.lists(row, max_size=12), ttl=st.one_of(st.none(), st.integers(1, 30)))
     def publish_many(self, rows: list[tuple[int, str | None, Any, bool]], ttl: int | None) -> None:
-        self.source.publish_many([_doc(*r) for r in rows], expiration=ttl)
+        self.source.publish_many([order_doc(*r) for r in rows], expiration=ttl)
 
     @rule(r=row)
     def publish(self, r: tuple[int, str | None, Any, bool]) -> None:
-        self.source.publish(_doc(*r))
+        self.source.publish(order_doc(*r))
 
     @rule(low=st.integers(0, 15), width=st.integers(0, 6))
     def delete(self, low: int, width: int) -> None:
@@ -167,14 +167,14 @@ class LazyViewVsRecompute(RuleBasedStateMachine):
     @rule()
     def read(self) -> None:
         got = [r.doc for r in self.view.sow()]
-        expected = _reference([r.doc for r in self.source.sow(FILTER)])
-        assert _canon(got) == _canon(expected)
+        expected = reference_rows([r.doc for r in self.source.sow(FILTER)])
+        assert canonical(got) == canonical(expected)
 
     @invariant()
     def watched_picture(self) -> None:
         if self.sub is not None:  # delivered as written: no read needed to see it
-            expected = _reference([r.doc for r in self.source.sow(FILTER)])
-            assert _canon(list(self.seen.values())) == _canon(expected)
+            expected = reference_rows([r.doc for r in self.source.sow(FILTER)])
+            assert canonical(list(self.seen.values())) == canonical(expected)
 
     def teardown(self) -> None:
         self.read()

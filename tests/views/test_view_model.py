@@ -45,7 +45,7 @@ def _number(v: Any) -> Any:
     return v
 
 
-def _reference(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def reference_rows(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[Any, list[dict[str, Any]]] = {}
     for doc in docs:
         groups.setdefault(doc.get("g"), []).append(doc)
@@ -73,7 +73,7 @@ def _reference(docs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
-def _canon(rows: list[dict[str, Any]]) -> list[str]:
+def canonical(rows: list[dict[str, Any]]) -> list[str]:
     # MIN and MAX of equal values of two types (0 and 0.0) may be either: compare them as floats
     tied = ("min", "max")
     return sorted(
@@ -120,8 +120,8 @@ class ViewVsRecompute(RuleBasedStateMachine):
     @invariant()
     def agrees(self) -> None:
         got = [r.doc for r in self.view.sow()]
-        expected = _reference([r.doc for r in self.source.sow(FILTER)])
-        assert _canon(got) == _canon(expected)
+        expected = reference_rows([r.doc for r in self.source.sow(FILTER)])
+        assert canonical(got) == canonical(expected)
 
     def teardown(self) -> None:
         self.store.close()
@@ -189,7 +189,7 @@ class JoinVsRecompute(RuleBasedStateMachine):
                 if sector is not None:
                     row["sector"] = sector
                 expected.append(row)
-            assert _canon([r.doc for r in view.sow()]) == _canon(expected), outer
+            assert canonical([r.doc for r in view.sow()]) == canonical(expected), outer
 
     def teardown(self) -> None:
         self.store.close()

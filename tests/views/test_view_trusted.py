@@ -19,8 +19,8 @@ from sowlib.subscriptions import Message, Subscription
 from sowlib.views.definition import ViewSpec, compile_view
 from sowlib.views.feed import ViewFeed
 from tests.conftest import FakeClock
-from tests.views.test_view_feed import _doc
-from tests.views.test_view_model import FILTER, PROJECTION, _canon, _reference, values
+from tests.views.test_view_feed import order_doc
+from tests.views.test_view_model import FILTER, PROJECTION, canonical, reference_rows, values
 
 odd = st.sampled_from([math.nan, math.inf, -math.inf, 2**63 + 5, -(2**64), True, "x"])
 row = st.tuples(
@@ -92,11 +92,11 @@ class TrustedVsReference(RuleBasedStateMachine):
 
     @rule(rows=st.lists(row, max_size=12), ttl=st.one_of(st.none(), st.integers(1, 30)))
     def publish_many(self, rows: list[tuple[int, str | None, Any, bool]], ttl: int | None) -> None:
-        self.source.publish_many([_doc(*r) for r in rows], expiration=ttl)
+        self.source.publish_many([order_doc(*r) for r in rows], expiration=ttl)
 
     @rule(r=row)
     def publish(self, r: tuple[int, str | None, Any, bool]) -> None:
-        self.source.publish(_doc(*r))
+        self.source.publish(order_doc(*r))
 
     @rule(low=st.integers(0, 15), width=st.integers(0, 6))
     def delete(self, low: int, width: int) -> None:
@@ -124,7 +124,7 @@ class TrustedVsReference(RuleBasedStateMachine):
         got = [r.doc for r in self.targets[0].sow()]
         docs = [r.doc for r in self.source.sow(FILTER)]
         if not any(map(_odd, docs)):  # the recomputation of test_view_model's values
-            assert _canon(got) == _canon(_reference(docs))
+            assert canonical(got) == canonical(reference_rows(docs))
 
     def teardown(self) -> None:
         self.store.close()
