@@ -10,6 +10,7 @@ storage modules.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Iterable, Sequence
 from itertools import accumulate, chain, repeat
@@ -327,11 +328,11 @@ def puts_u64(
     ts_us = round(timestamp * 1_000_000)
     exp_us = round(expiration * 1_000_000) if expiration else 0
     if native is not None and type(key_ints) is list and type(payloads) is list:
-        try:
+        # What the C form refuses falls through to the maps, which frame it or raise
+        # the precise error.
+        with contextlib.suppress(TypeError, OverflowError):
             got: tuple[bytes, list[int]] = native(key_ints, payloads, ts_us, exp_us, seq)
             return got
-        except (TypeError, OverflowError):
-            pass
     kind = int(RecordKind.PUT) | FLAG_U64_KEY
     base = RECORD_OVERHEAD + _U64_SIZE
     sizes = list(map(len, payloads))
