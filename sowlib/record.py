@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["DeferredDoc", "Record"]
+__all__ = ["DeferredDoc", "Record", "passing_doc"]
 
 
 class DeferredDoc:
@@ -114,3 +114,14 @@ class Record(_RecordFields):
             f" topic={self.topic!r}, message_type={self.message_type!r},"
             f" correlation_id={self.correlation_id!r})"
         )
+
+
+def passing_doc(rec: Record) -> Any:
+    """``rec.doc`` for a caller about to replace the record (``delta_publish``): a
+    deferred document is decoded and not kept on the record, which is never read again
+    through this path; a document already decoded is returned as it is."""
+    value = tuple.__getitem__(rec, 8)
+    if type(value) is not DeferredDoc:
+        return value
+    kept = rec.__dict__.get("doc", value)
+    return value.decode(tuple.__getitem__(rec, 1)) if kept is value else kept

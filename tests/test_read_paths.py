@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sowlib import SowStore
-from sowlib.record import DeferredDoc, Record
+from sowlib.record import DeferredDoc, Record, passing_doc
 
 from .conftest import FakeClock
 
@@ -40,6 +40,17 @@ def test_deferred_doc_decodes_once_and_shares_the_result() -> None:
     assert again == rec
     assert again.doc == {"a": 1}
     assert "doc" not in repr(rec)
+
+
+def test_passing_doc_decodes_without_keeping_and_reuses_a_kept_document() -> None:
+    rec = Record("k", b'{"a": 1}', 1, 1.0, None, "t", "json", b"", DeferredDoc(json.loads))
+    first = passing_doc(rec)
+    assert first == {"a": 1}
+    assert passing_doc(rec) is not first  # nothing kept: decoded again
+    kept = rec.doc
+    assert passing_doc(rec) is kept  # once kept (rec.doc), the kept document is given
+    plain = Record("p", b"{}", 1, 1.0, None, "t", "json", b"", {"b": 2})
+    assert passing_doc(plain) == {"b": 2}
 
 
 def test_one_deferred_doc_serves_many_records_each_with_its_own_document() -> None:

@@ -6,7 +6,10 @@ Both are one codec class differing in which names they accept. Imports only
 
 from __future__ import annotations
 
+import functools
 import math
+import re
+from collections.abc import Sequence
 from typing import Any
 
 import attrs
@@ -92,13 +95,35 @@ class _TagValueCodec:
                 return self._decode_checked(data, raw)
             # Inlined first test of infer_scalar: most text fields are not numbers.
             doc[name] = value if value and value[0] not in NUMBER_START else infer_scalar(value)
-        names = "".join(doc)
+        if "" in doc:
+            return self._decode_checked(data, raw)  # an empty name (or tag) is an error
         if self.numeric_names:
+            names = "".join(doc)
             if not (names.isdigit() and names.isascii()):
                 return self._decode_checked(data, raw)
-        elif "" in doc:
-            return self._decode_checked(data, raw)
         return doc
+
+    def top_values(self, payloads: Sequence[bytes], field: str) -> list[Any] | None:
+        """The value of ``field`` in each message, typed as :meth:`decode` types it, or
+        None when any message is not one :meth:`decode` takes without an error, or does
+        not hold ``field`` exactly once (then decode them one by one to learn why).
+
+        Each message is checked whole against the shape of a valid message (one regular
+        expression match) and only ``field`` is typed; no document is built. Equal to
+        ``[decode(p)[field] for p in payloads]`` (``tests/codecs/test_tagvalue_top.py``).
+        """
+        sep = self._fast_sep
+        if sep is None or not set(map(type, payloads)) <= {bytes}:
+            return None
+        shape = _message_shape(self.separator, self.numeric_names)
+        if not all(map(shape.fullmatch, payloads)):
+            return None
+        finder = _field_finder(self.separator, field)
+        found = list(map(finder.findall, payloads))
+        if not all(len(one) == 1 for one in found):
+            return None
+        texts = [one[0].decode("utf-8", "surrogateescape") for one in found]
+        return [t if t and t[0] not in NUMBER_START else infer_scalar(t) for t in texts]
 
     def _decode_checked(self, data: bytes | bytearray | memoryview, raw: bytes) -> dict[str, Any]:
         """Field-by-field decode that tracks byte offsets and collects repeated names."""
@@ -204,6 +229,25 @@ class _TagValueCodec:
     def merge(self, stored: Any, delta: Any) -> Any:
         """Tags in the delta replace or add; order is stored order, then new tags."""
         return merge_documents(stored, delta, message_type=self.name)
+
+
+@functools.cache
+def _message_shape(separator: bytes, numeric_names: bool) -> re.Pattern[bytes]:
+    """A whole message :meth:`_TagValueCodec.decode` takes: fields ``name=value``, each
+    but the last followed by the one-byte separator, one trailing separator allowed;
+    names are ASCII digits (FIX) or non-empty without ``=`` (NVFIX)."""
+    s = re.escape(separator)
+    name = rb"[0-9]+" if numeric_names else rb"[^=" + s + rb"]+"
+    one = name + rb"=[^" + s + rb"]*"
+    return re.compile(rb"(?:" + one + s + rb")*(?:" + one + rb")?", re.DOTALL)
+
+
+@functools.lru_cache(maxsize=64)
+def _field_finder(separator: bytes, field: str) -> re.Pattern[bytes]:
+    """Every value of the field named ``field`` in a message of valid shape."""
+    s = re.escape(separator)
+    name = re.escape(field.encode("utf-8", "surrogateescape"))
+    return re.compile(rb"(?:^|" + s + rb")" + name + rb"=([^" + s + rb"]*)", re.DOTALL)
 
 
 @attrs.frozen

@@ -21,6 +21,7 @@ from sowlib.index import IndexSet
 from sowlib.keys import validate_user_key
 from sowlib.progress import ProgressArg, callback_for, track
 from sowlib.query import QueryOptions, Record, run_query
+from sowlib.record import passing_doc
 from sowlib.results import Change, DeleteResult, PublishResult, split_keys, to_corr
 from sowlib.storage import Log, RecordKind
 from sowlib.subscriptions import Message, Subscription
@@ -213,7 +214,7 @@ class Topic(Queries, Following):
             corr = to_corr(correlation_id)
             doc = delta
             if stored is not None:
-                doc = codec.merge(stored.doc, delta)
+                doc = codec.merge(passing_doc(stored), delta)
                 payload = codec.encode(doc)
                 corr = corr or stored.correlation_id
             if expiration is None and not corr and writer.plain():
