@@ -18,7 +18,7 @@ from sowlib import SowStore
 from sowlib.codecs import get_codec
 from sowlib.errors import DecodeError, SowError
 
-CODECS = {
+CODECS: dict[str, Any] = {
     "fix": get_codec("fix"),
     "nvfix": get_codec("nvfix"),
     "fix|": get_codec("fix", separator="|"),
