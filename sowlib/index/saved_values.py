@@ -78,15 +78,17 @@ def dump_values(indexes: IndexSet, keys: Sequence[Key]) -> bytes | None:
     paths = []
     try:
         for path, table in indexes.kept_tables():
-            column = list(map(table.__getitem__, keys))
+            column = _column_of(table, keys)
             if len(set(map(type, column))) <= 1:
                 tagged: list[Any] = column
-                distinct: list[Any] = list(dict.fromkeys(column))
+                first = dict.fromkeys(column)
+                distinct: list[Any] = list(first)
             else:
                 # 1, 1.0 and True are equal but index differently: grouped with their type.
                 tagged = list(zip(map(type, column), column, strict=True))
-                distinct = [value for _kind, value in dict.fromkeys(tagged)]
-            where = dict(zip(dict.fromkeys(tagged), range(len(distinct)), strict=True))
+                first = dict.fromkeys(tagged)
+                distinct = [value for _kind, value in first]
+            where = dict(zip(first, range(len(distinct)), strict=True))
             codes = array.array("I", map(where.__getitem__, tagged))
             if _SWAP:
                 codes.byteswap()
@@ -96,6 +98,16 @@ def dump_values(indexes: IndexSet, keys: Sequence[Key]) -> bytes | None:
     except (TypeError, ValueError, KeyError, OverflowError):
         return None
     return blob
+
+
+def _column_of(table: Table, keys: Sequence[Key]) -> list[Any]:
+    """The values of ``keys`` in ``table``. Read in the table's own order when it lists
+    the same keys in the same order (the usual case: the kept tables and the key map are
+    filled in the same order), which reads the table front to back instead of probing
+    it once per key; else looked up key by key. The same list either way."""
+    if len(table) == len(keys) and isinstance(keys, list) and list(table.keys()) == keys:
+        return list(table.values())
+    return list(map(table.__getitem__, keys))
 
 
 def load_values(
