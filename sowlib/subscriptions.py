@@ -468,10 +468,10 @@ class SubscriptionManager:
                     if sub.filter is not None or sub.delta:  # subscribed by a callback
                         self._publish(sub, key, _old, new)
                         continue
-                    if sub._manager is None:
-                        continue  # unsubscribed by an earlier callback of this change
                     if sub.oof:
                         sub._in_focus.add(key)
+                    if sub._manager is None:
+                        continue  # unsubscribed by an earlier callback of this change
                     try:  # _deliver, in line
                         sub.callback(message)
                         sub.delivered += 1
