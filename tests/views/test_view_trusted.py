@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 
 from sowlib import SowStore
 from sowlib.errors import ReadOnlyError
@@ -19,7 +19,7 @@ from sowlib.subscriptions import Message, Subscription
 from sowlib.views.definition import ViewSpec, compile_view
 from sowlib.views.feed import ViewFeed
 from tests.conftest import FakeClock
-from tests.views.test_view_feed import order_doc
+from tests.views.orders import OrderWrites
 from tests.views.test_view_model import FILTER, PROJECTION, canonical, reference_rows, values
 
 odd = st.sampled_from([math.nan, math.inf, -math.inf, 2**63 + 5, -(2**64), True, "x"])
@@ -45,7 +45,7 @@ def _message(msg: Message) -> tuple[Any, ...]:
     return (msg.command, msg.sow_key, msg.data, msg.seq, msg.timestamp, msg.reason, text)
 
 
-class TrustedVsReference(RuleBasedStateMachine):
+class TrustedVsReference(OrderWrites):
     """One underlying topic, two views of it: one written by the trusted write, one by
     the reference; each watched (or not) by the same subscriptions."""
 
@@ -55,11 +55,10 @@ class TrustedVsReference(RuleBasedStateMachine):
     #: changed groups go out in one pass, SubscriptionManager.on_publishes).
     FILTERED = True
 
+    ROW = row
+
     def __init__(self) -> None:
         super().__init__()
-        self.clock = FakeClock()
-        self.store = SowStore(clock=self.clock)
-        self.source = self.store.create_topic("orders", keys=["/id"], expiration="1h")
         self.targets = [
             self.store.create_topic(name, durability="transient", indexes=list(self.INDEXES))
             for name in ("trusted", "reference")
@@ -98,23 +97,6 @@ class TrustedVsReference(RuleBasedStateMachine):
             sub.unsubscribe()
         self.subs = []
 
-    @rule(rows=st.lists(row, max_size=12), ttl=st.one_of(st.none(), st.integers(1, 30)))
-    def publish_many(self, rows: list[tuple[int, str | None, Any, bool]], ttl: int | None) -> None:
-        self.source.publish_many([order_doc(*r) for r in rows], expiration=ttl)
-
-    @rule(r=row)
-    def publish(self, r: tuple[int, str | None, Any, bool]) -> None:
-        self.source.publish(order_doc(*r))
-
-    @rule(low=st.integers(0, 15), width=st.integers(0, 6))
-    def delete(self, low: int, width: int) -> None:
-        self.source.sow_delete(f"/id BETWEEN {low} AND {low + width}")
-
-    @rule(seconds=st.integers(1, 20))
-    def advance(self, seconds: int) -> None:
-        self.clock.advance(seconds)
-        self.store.process_expirations()
-
     @rule(step=st.integers(0, 5))
     def tick(self, step: int) -> None:
         self.clock.advance(step / 1000)  # messages carry the write's time
@@ -133,9 +115,6 @@ class TrustedVsReference(RuleBasedStateMachine):
         docs = [r.doc for r in self.source.sow(FILTER)]
         if not any(map(_odd, docs)):  # the recomputation of test_view_model's values
             assert canonical(got) == canonical(reference_rows(docs))
-
-    def teardown(self) -> None:
-        self.store.close()
 
 
 TestTrustedVsReference = TrustedVsReference.TestCase
