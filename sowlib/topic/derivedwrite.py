@@ -51,16 +51,22 @@ def accepts(writer: Writer) -> bool:
     """Whether ``writer``'s topic can take :func:`write_groups`: publisher-supplied SOW keys
     (no key fields), no history, no default expiration, a trusted message type, and
     index values kept (else the reference path, one publish per change)."""
+    return _accepts(writer) is not None
+
+
+def _accepts(writer: Writer) -> bool | None:
+    """:func:`accepts`: None when not, else whether the topic has field indexes."""
     if (
         writer.keygen is not None
         or writer.history is not None
         or writer.config.default_ttl
         or writer.config.message_type not in _TRUSTED_TYPES
     ):
-        return False
+        return None
     indexes = writer.indexes
     indexes.ensure_values()
-    return not indexes.has_field_indexes or indexes.values_known
+    fields = indexes.has_field_indexes
+    return None if fields and not indexes.values_known else fields
 
 
 #: A SOW key's text -> (its in-memory key, the framed size of its record less the
@@ -80,7 +86,12 @@ def _key_size(writer: Writer, known: KeySizes, sow_key: str) -> tuple[Key, int]:
     return got
 
 
-def write_groups(writer: Writer, changes: Sequence[Change], known: KeySizes | None = None) -> bool:
+def write_groups(
+    writer: Writer,
+    changes: Sequence[Change],
+    known: KeySizes | None = None,
+    fields: bool | None = None,
+) -> bool:
     """Write ``changes`` in order when :func:`accepts`; False when a document cannot be
     encoded (nothing written: the caller takes the reference path, which reports it).
 
@@ -88,7 +99,7 @@ def write_groups(writer: Writer, changes: Sequence[Change], known: KeySizes | No
     within a run takes the reference path's order by splitting the run there. In a
     memory log without field indexes a run of a few puts is installed one by one
     (:func:`_write_few`). ``known`` keeps each SOW key's in-memory key and record size
-    between calls.
+    between calls; ``fields``: whether the topic has field indexes, when known.
     """
     encode = writer.views.codec.encode
     try:
@@ -97,7 +108,9 @@ def write_groups(writer: Writer, changes: Sequence[Change], known: KeySizes | No
         return False
     if known is None:
         known = {}
-    if len(encoded) <= _FEW and not writer.log.persistent and not writer.indexes.has_field_indexes:
+    if fields is None:
+        fields = writer.indexes.has_field_indexes
+    if len(encoded) <= _FEW and not fields and not writer.log.persistent:
         _write_few(writer, encoded, known)
         return True
     run: list[tuple[str, bytes, Any]] = []
@@ -171,7 +184,8 @@ def _write_few(
     sent: list[tuple[str, Any, Any]] = []
     record = views.put_record
     for sow_key, payload, doc in encoded:
-        key, base = _key_size(writer, known, sow_key)
+        got = known.get(sow_key)
+        key, base = _key_size(writer, known, sow_key) if got is None else got
         if payload is None:
             if sent:
                 subs.on_publishes(sent)
@@ -285,9 +299,10 @@ class DerivedWrites:
             self._check_writable("publish")
             self._tick()
             writer = self._p.writer
-            if not accepts(writer):
+            fields = _accepts(writer)
+            if fields is None:
                 return False
             known = self.__known
             if known is None:
                 known = self.__known = {}
-            return write_groups(writer, changes, known)
+            return write_groups(writer, changes, known, fields)

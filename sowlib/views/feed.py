@@ -210,7 +210,11 @@ class ViewFeed:
     def put(self, key: Hashable, values: Sequence[Any]) -> None:
         with self._lock:
             if self._now and not (
-                self._pending or self._dirty or self._flushing or self._deferred()
+                self._pending
+                or self._dirty
+                or self._flushing
+                # _deferred(), in line
+                or (self.lazy and (self._held or not self.target.observed))
             ):
                 self._put_now(key, values)
                 return
