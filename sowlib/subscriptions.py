@@ -429,6 +429,62 @@ class SubscriptionManager:
             self._delivering = None
             self._queued.clear()
 
+    def on_publishes(self, changes: Sequence[tuple[str, RecordLike | None, RecordLike]]) -> None:
+        """:meth:`on_change` of each ``(key, old, new)`` publish, in order, in one call.
+
+        Where no subscription has a filter or takes deltas (a derived topic's usual
+        subscribers), each change's one message goes to every subscription without the
+        per-change dispatch; otherwise each change is :meth:`on_change`'d.
+        """
+        for sub in self._subs:
+            if sub.filter is not None or sub.delta:
+                for key, old, new in changes:
+                    self.on_change("publish", key, old, new)
+                return
+        me = threading.get_ident()
+        if self._delivering == me:  # re-entrant: delivered after the current change
+            self._queued.extend([("publish", key, old, new) for key, old, new in changes])
+            return
+        self._delivering = me
+        topic = self.topic
+        queued = self._queued
+        try:
+            for key, _old, new in changes:
+                data = new.data
+                corr = getattr(new, "correlation_id", b"")
+                message = Message(
+                    "publish",
+                    topic,
+                    new.sow_key,
+                    data if type(data) is bytes else bytes(data),
+                    new.seq,
+                    new.timestamp,
+                    new.expiration,
+                    corr if type(corr) is bytes else _correlation(new),
+                    None,
+                    new.doc,
+                )
+                for sub in self._subs:
+                    if sub.filter is not None or sub.delta:  # subscribed by a callback
+                        self._publish(sub, key, _old, new)
+                        continue
+                    if sub.oof:
+                        sub._in_focus.add(key)
+                    if sub._manager is None:
+                        continue  # unsubscribed by an earlier callback of this change
+                    try:  # _deliver, in line
+                        sub.callback(message)
+                        sub.delivered += 1
+                    except Exception as exc:
+                        sub._failed(exc, message, "callback raised")
+                        if sub.raises:
+                            raise
+                while queued:
+                    self._fan_out(*queued.popleft())
+        finally:
+            self._delivering = None
+            queued.clear()
+
     def _fan_out(self, kind: str, key: str, old: RecordLike | None, new: RecordLike | None) -> None:
         """One change to every subscription, in registration order."""
         for sub in self._subs:

@@ -21,17 +21,17 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
+from operator import attrgetter
 from typing import Any
 
 from sowlib.document import MISSING
 from sowlib.errors import EncodeError
 from sowlib.index.types import Key
 from sowlib.storage import LogRecord, RecordKind, framed_size
-from sowlib.topic.logview import Header
 from sowlib.topic.parts import Parts
 from sowlib.topic.writer import Writer, payload_columns
 
-__all__ = ["DerivedWrites", "accepts", "own_doc", "write_groups"]
+__all__ = ["DerivedWrites", "KeySizes", "accepts", "own_doc", "write_groups"]
 
 _PUT, _DELETE = RecordKind.PUT, RecordKind.DELETE
 #: Runs of at most this many puts are appended and installed one by one (the batch
@@ -41,6 +41,7 @@ _FEW = 4
 #: reads back (the documents are not decoded again to check).
 _TRUSTED_TYPES = frozenset({"json"})
 _I64_MIN, _U64_MAX = -(2**63), 2**64 - 1
+_DELTA = attrgetter("delta")
 
 #: One change of a group: its SOW key and its new document, None for a delete.
 Change = tuple[str, Any]
@@ -50,34 +51,67 @@ def accepts(writer: Writer) -> bool:
     """Whether ``writer``'s topic can take :func:`write_groups`: publisher-supplied SOW keys
     (no key fields), no history, no default expiration, a trusted message type, and
     index values kept (else the reference path, one publish per change)."""
+    return _accepts(writer) is not None
+
+
+def _accepts(writer: Writer) -> bool | None:
+    """:func:`accepts`: None when not, else whether the topic has field indexes."""
     if (
         writer.keygen is not None
         or writer.history is not None
         or writer.config.default_ttl
         or writer.config.message_type not in _TRUSTED_TYPES
     ):
-        return False
+        return None
     indexes = writer.indexes
     indexes.ensure_values()
-    return not indexes.has_field_indexes or indexes.values_known
+    fields = indexes.has_field_indexes
+    return None if fields and not indexes.values_known else fields
 
 
-def write_groups(writer: Writer, changes: Sequence[Change]) -> bool:
+#: A SOW key's text -> (its in-memory key, the framed size of its record less the
+#: payload): what each write of a group's record needs, computed once per group.
+KeySizes = dict[str, tuple[Key, int]]
+#: :class:`KeySizes` kept by a topic is emptied past this many keys.
+_KEPT_SIZES = 1 << 16
+
+
+def _key_size(writer: Writer, known: KeySizes, sow_key: str) -> tuple[Key, int]:
+    """``(key, framed size less the payload)`` of ``sow_key``, noted in ``known``."""
+    got = known.get(sow_key)
+    if got is None:
+        if len(known) >= _KEPT_SIZES:
+            known.clear()
+        got = known[sow_key] = (writer.keys.key_of(sow_key), framed_size(sow_key, 0, 0, 0.0))
+    return got
+
+
+def write_groups(
+    writer: Writer,
+    changes: Sequence[Change],
+    known: KeySizes | None = None,
+    fields: bool | None = None,
+) -> bool:
     """Write ``changes`` in order when :func:`accepts`; False when a document cannot be
     encoded (nothing written: the caller takes the reference path, which reports it).
 
     A run of puts is installed together (a delete ends the run); a SOW key repeated
     within a run takes the reference path's order by splitting the run there. In a
     memory log without field indexes a run of a few puts is installed one by one
-    (:func:`_put_one`).
+    (:func:`_write_few`). ``known`` keeps each SOW key's in-memory key and record size
+    between calls; ``fields``: whether the topic has field indexes, when known.
     """
     encode = writer.views.codec.encode
     try:
         encoded = [(k, None if d is None else encode(d), d) for k, d in changes]
     except EncodeError:
         return False
-    if len(encoded) <= _FEW and not writer.log.persistent and not writer.indexes.has_field_indexes:
-        _write_few(writer, encoded)
+    if known is None:
+        known = {}
+    if fields is None:
+        fields = writer.indexes.has_field_indexes
+    if len(encoded) <= _FEW and not fields and not writer.log.persistent:
+        _write_few(writer, encoded, known)
         return True
     run: list[tuple[str, bytes, Any]] = []
     seen: set[str] = set()
@@ -87,7 +121,7 @@ def write_groups(writer: Writer, changes: Sequence[Change]) -> bool:
             seen.add(sow_key)
             continue
         if run:
-            _put_run(writer, run)
+            _put_run(writer, run, known)
             run, seen = [], set()
         if payload is None:
             _delete(writer, sow_key)
@@ -95,7 +129,7 @@ def write_groups(writer: Writer, changes: Sequence[Change]) -> bool:
             run.append((sow_key, payload, doc))
             seen.add(sow_key)
     if run:
-        _put_run(writer, run)
+        _put_run(writer, run, known)
     writer.maybe_compact()
     return True
 
@@ -124,55 +158,70 @@ def own_doc(doc: Any) -> Any:
     return doc.copy()
 
 
-def _write_few(writer: Writer, encoded: list[tuple[str, bytes | None, Any]]) -> None:
+def _deltas(writer: Writer) -> bool:
+    """Whether a subscription compares with the replaced record (a delta one)."""
+    return True in map(_DELTA, writer.subs.subscriptions())
+
+
+def _write_few(
+    writer: Writer, encoded: list[tuple[str, bytes | None, Any]], known: KeySizes
+) -> None:
     """A few changes into a memory log of a topic without field indexes, one by one: what
     ``publish(doc, sow_key=)`` and ``sow_delete_by_keys`` of each store and send (the
-    subscribers' records carry the document, not decoded again, when :func:`own_doc`)."""
+    subscribers' records carry the document, not decoded again, when :func:`own_doc`).
+    The puts' messages go out together, before a delete's and at the end."""
     keys = writer.keys
     subs = writer.subs
     views = writer.views
     append = writer.log.log.append
-    drop = views.cache.drop
+    cache = views.cache
     on_put_keys = writer.indexes.on_put_keys
     counts = writer.counts
     now = writer.clock()
+    active = subs.active
+    deltas = active and _deltas(writer)
+    cached = len(cache)
+    sent: list[tuple[str, Any, Any]] = []
+    record = views.put_record
     for sow_key, payload, doc in encoded:
-        key = keys.key_of(sow_key)
+        got = known.get(sow_key)
+        key, base = _key_size(writer, known, sow_key) if got is None else got
         if payload is None:
+            if sent:
+                subs.on_publishes(sent)
+                sent = []
             if key in keys:
                 writer.remove(key, _DELETE)
+            cached = len(cache)  # the callbacks may have read records
             continue
-        active = subs.active
-        old = None
-        if active and key in keys:
-            for sub in subs.subscriptions():
-                if sub.delta:  # the only one that compares with the replaced record
-                    old = views.record(key)
-                    break
+        old = views.record(key) if deltas and key in keys else None
         rec = append(_PUT, sow_key, payload, timestamp=now)
-        size = framed_size(sow_key, 0, len(payload), 0.0)
-        drop(key)
-        inserted = keys.put_offset(key, rec.offset, size)
+        if cached:
+            cache.drop(key)
+        inserted = keys.put_offset(key, rec.offset, base + len(payload))
         on_put_keys(key, (), inserted)
         counts["inserts" if inserted else "updates"] += 1
         counts["publishes"] += 1
         if active:
-            head = Header(rec.offset, rec.seq, now, 0.0, b"", size)
-            subs.on_change("publish", sow_key, old, views.make(key, head, payload, own_doc(doc)))
+            sent.append((sow_key, old, record(sow_key, rec.seq, now, payload, own_doc(doc))))
+    if sent:
+        subs.on_publishes(sent)
     writer.maybe_compact()
 
 
-def _put_run(writer: Writer, run: list[tuple[str, bytes, Any]]) -> None:
+def _put_run(writer: Writer, run: list[tuple[str, bytes, Any]], known: KeySizes) -> None:
     """Append and install puts of distinct SOW keys; deliver their messages in order."""
     texts = [t for t, _p, _d in run]
     payloads = [p for _t, p, _d in run]
     live = writer.keys
-    keys: list[Key] = list(map(live.key_of, texts))
+    got = [_key_size(writer, known, t) for t in texts]
+    keys: list[Key] = [k for k, _b in got]
+    sizes = [b + len(p) for (_k, b), p in zip(got, payloads, strict=True)]
     subs = writer.subs
     views = writer.views
     olds: list[Any] | None = None
     if subs.active:  # the replaced records: what a delta subscription compares with
-        deltas = any(s.delta for s in subs.subscriptions())
+        deltas = _deltas(writer)
         olds = [views.record(k) if deltas and k in live else None for k in keys]
     now = writer.clock()
     view = writer.log
@@ -181,24 +230,26 @@ def _put_run(writer: Writer, run: list[tuple[str, bytes, Any]]) -> None:
         items = [(_PUT, t, p, now, 0.0, b"") for t, p, _d in run]
         records: list[LogRecord] = view.log.append_many(items)
         heads = [view.header_of(r) for r in records]
+        offsets = [h.offset for h in heads]
+        seqs = [h.seq for h in heads]
+        sizes = [h.size for h in heads]
     elif few:
-        append, header_of = view.log.append, view.header_of
-        heads = [header_of(append(_PUT, t, p, timestamp=now)) for t, p, _d in run]
+        append = view.log.append
+        appended = [append(_PUT, t, p, timestamp=now) for t, p, _d in run]
+        offsets = [r.offset for r in appended]
+        seqs = [r.seq for r in appended]
     else:
         offsets, _estimates, first = view.log.append_puts(texts, payloads, now, 0.0)
-        heads = [
-            Header(off, first + i, now, 0.0, b"", framed_size(t, 0, len(p), 0.0))
-            for i, (off, t, p) in enumerate(zip(offsets, texts, payloads, strict=True))
-        ]
+        seqs = list(range(first, first + len(offsets)))
     cache = views.cache
     if len(cache):
         for key in keys:
             cache.drop(key)
     if few:
         put = live.put_offset
-        inserted = [put(k, h.offset, h.size) for k, h in zip(keys, heads, strict=True)]
+        inserted = list(map(put, keys, offsets, sizes))
     else:
-        inserted = live.put_bare(keys, [h.offset for h in heads], [h.size for h in heads])
+        inserted = live.put_bare(keys, offsets, sizes)
     indexes = writer.indexes
     if indexes.has_field_indexes:
         indexes.put_columns(keys, payload_columns(views, indexes, payloads), inserted)
@@ -212,9 +263,13 @@ def _put_run(writer: Writer, run: list[tuple[str, bytes, Any]]) -> None:
     counts["updates"] += len(inserted) - added
     counts["publishes"] += len(inserted)
     if olds is not None:
-        make, on_change = views.make, subs.on_change
-        for (text, payload, doc), key, head, old in zip(run, keys, heads, olds, strict=True):
-            on_change("publish", text, old, make(key, head, payload, own_doc(doc)))
+        record = views.put_record
+        subs.on_publishes(
+            [
+                (text, old, record(text, seq, now, payload, own_doc(doc)))
+                for (text, payload, doc), seq, old in zip(run, seqs, olds, strict=True)
+            ]
+        )
 
 
 class DerivedWrites:
@@ -225,6 +280,7 @@ class DerivedWrites:
     _lock: threading.RLock
     _check_writable: Callable[[str], None]  # sowlib.topic.keyreads.KeyReads
     _tick: Callable[[], None]  # sowlib.topic.keyreads.KeyReads
+    __known: KeySizes | None = None  # write_groups' keys and sizes, made on first use
 
     def write_derived(self, changes: Sequence[Change]) -> bool:
         """Write a derived topic's changed records, in order, in one step: ``(sow_key,
@@ -243,6 +299,10 @@ class DerivedWrites:
             self._check_writable("publish")
             self._tick()
             writer = self._p.writer
-            if not accepts(writer):
+            fields = _accepts(writer)
+            if fields is None:
                 return False
-            return write_groups(writer, changes)
+            known = self.__known
+            if known is None:
+                known = self.__known = {}
+            return write_groups(writer, changes, known, fields)

@@ -128,6 +128,15 @@ class Views:
             )
         )
 
+    def put_record(self, text: str, seq: int, timestamp: float, payload: bytes, doc: Any) -> Record:
+        """:meth:`make` of a put just appended without expiration or correlation id (its
+        SOW key's text given): ``doc`` decoded on first access when MISSING."""
+        if doc is MISSING:
+            doc = payload if self._deferred is None else self._deferred
+        return _new_record(
+            (text, payload, seq, timestamp, None, self.name, self.message_type, b"", doc)
+        )
+
     def of_log(self, rec: LogRecord) -> Record:
         """A Record for a log record read directly (history, replay)."""
         return Record(

@@ -30,6 +30,8 @@ __all__ = [
 
 #: Every finite float is an integer multiple of 2**-1074 (the smallest subnormal).
 _SHIFT = 1074
+#: The largest k for which _Moments keeps 2.0**k (a float up to 2**1023).
+_FLOAT_SCALE = 1000
 
 
 def aggregate_number(value: Any) -> int | float | None:
@@ -128,6 +130,10 @@ class _Moments(Aggregate):
         self.floats = 0  # how many of the values are floats (the result type of SUM)
         self.ints = 0  # the sum of the integer values
         self.k = 0  # the scale: 2**k times a float value is an integer, for every float in
+        # 2.0**k while k <= _FLOAT_SCALE, else NaN: a float times it is v * 2**k exactly
+        # (a power of two only moves the exponent; past the range it is inf, not an
+        # integer), an integer exactly when v is a multiple of 2**-k
+        self.scale = 1.0
         self.s1 = 0  # the sum of the finite float values * 2**k
         self.s2 = 0  # the sum of the squares of every finite value * 2**(2k)
         self.nan = 0
@@ -143,14 +149,18 @@ class _Moments(Aggregate):
                 self.s2 += x * x
             return
         self.floats += 1
-        if v - v != 0.0:  # inf or NaN
-            self._odd(v, 1)
-            return
-        num, den = v.as_integer_ratio()  # den is 2**d
-        d = den.bit_length() - 1
-        if d > self.k:
-            self._rescale(d)
-        x = num << (self.k - d)
+        y = v * self.scale
+        if y.is_integer():  # v * 2**k exactly (see scale): a multiple of 2**-k
+            x = int(y)
+        else:
+            if v - v != 0.0:  # inf or NaN
+                self._odd(v, 1)
+                return
+            num, den = v.as_integer_ratio()  # den is 2**d
+            d = den.bit_length() - 1
+            if d > self.k:
+                self._rescale(d)
+            x = num << (self.k - d)
         self.s1 += x
         if self.squares:
             self.s2 += x * x
@@ -164,12 +174,16 @@ class _Moments(Aggregate):
                 self.s2 -= x * x
             return
         self.floats -= 1
-        if v - v != 0.0:
-            self._odd(v, -1)
-            return
-        num, den = v.as_integer_ratio()
-        d = den.bit_length() - 1  # never above k: the value was added
-        x = num << (self.k - d)
+        y = v * self.scale
+        if y.is_integer():
+            x = int(y)
+        else:
+            if v - v != 0.0:
+                self._odd(v, -1)
+                return
+            num, den = v.as_integer_ratio()
+            d = den.bit_length() - 1  # never above k: the value was added
+            x = num << (self.k - d)
         self.s1 -= x
         if self.squares:
             self.s2 -= x * x
@@ -180,6 +194,7 @@ class _Moments(Aggregate):
         self.s1 <<= up
         self.s2 <<= 2 * up
         self.k = k
+        self.scale = float(1 << k) if k <= _FLOAT_SCALE else math.nan
 
     def _odd(self, v: float, sign: int) -> None:
         """Count a non-finite value in or out."""
@@ -240,18 +255,14 @@ class Sum(_Moments):
     """SUM: integers stay integers; any float makes the result a float."""
 
     squares = False
-
-    def value(self) -> Any:
-        return self.total()
+    value = _Moments.total  # the value itself: no call between (a watched view's hot path)
 
 
 class Avg(_Moments):
     """AVG: the exact mean, correctly rounded to a float."""
 
     squares = False
-
-    def value(self) -> Any:
-        return self.mean()
+    value = _Moments.mean
 
 
 class StddevPop(_Moments):
@@ -378,8 +389,7 @@ class _Ordered(Aggregate):
             heapq.heappop(heap)
         return None
 
-    def value(self) -> Any:
-        return self._top()
+    value = _top
 
 
 class Min(_Ordered):

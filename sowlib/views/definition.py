@@ -227,9 +227,13 @@ class CompiledView:
         return doc
 
 
+#: What ``json.dumps(values, default=repr, separators=(",", ":"))`` makes, made once.
+_GROUP_TEXT = json.JSONEncoder(default=repr, separators=(",", ":"))
+
+
 def group_sow_key(group: tuple[Any, ...]) -> str:
     """The SOW key of a group's view record: a hash of its grouping values."""
-    text = json.dumps(list(group), default=repr, separators=(",", ":"))
+    text = _GROUP_TEXT.encode(list(group))
     return str(xxh64_intdigest(text.encode("utf-8", "surrogatepass")))
 
 

@@ -74,10 +74,24 @@ class GroupTable:
         old = members.get(key)
         if old is not None:
             old_key, old_values = old
-            old_group = self.groups[old_key]
-            if old_key != group_key:
-                self._take_out(old_group, key, old_values)
-                group = self._enter(key, group_key, values, plains)
+            groups = self.groups
+            old_group = groups[old_key]
+            if old_key != group_key:  # _take_out then _enter, in line (the hot path)
+                for state, value in zip(old_group.states, old_values):  # noqa: B905
+                    if value is not None:
+                        state.remove(value)
+                left = old_group.members
+                del left[key]
+                if not left:
+                    del groups[old_key]
+                group = groups.get(group_key)
+                if group is None:
+                    return [old_group, self._enter(key, group_key, values, plains)]
+                for state, value in zip(group.states, values):  # noqa: B905
+                    if value is not None:
+                        state.add(value)
+                group.members[key] = plains
+                members[key] = (group_key, values)
                 return [old_group, group]
             # same group: swap the values, move the member to the end
             for state, before, after in zip(old_group.states, old_values, values):  # noqa: B905

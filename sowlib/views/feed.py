@@ -27,6 +27,7 @@ from sowlib.expr.nodes import Field, Node, walk
 from sowlib.expr.rebind import rebind
 from sowlib.expr.runtime import truthy
 from sowlib.expr.to_python import compile_node
+from sowlib.gcpause import paused_gc
 from sowlib.paths import FieldPath, Step
 from sowlib.views.aggregates import distinct_value
 from sowlib.views.definition import CompiledView
@@ -38,6 +39,8 @@ __all__ = ["RowReader", "ViewFeed"]
 
 logger = logging.getLogger(__name__)
 _GONE = object()  # a pending delete
+#: A flush of more changes than this pauses the cyclic collector (see ViewFeed.flush).
+_FEW = 16
 
 
 def _slot(i: int) -> FieldPath:
@@ -207,7 +210,11 @@ class ViewFeed:
     def put(self, key: Hashable, values: Sequence[Any]) -> None:
         with self._lock:
             if self._now and not (
-                self._pending or self._dirty or self._flushing or self._deferred()
+                self._pending
+                or self._dirty
+                or self._flushing
+                # _deferred(), in line
+                or (self.lazy and (self._held or not self.target.observed))
             ):
                 self._put_now(key, values)
                 return
@@ -294,39 +301,52 @@ class ViewFeed:
 
     def flush(self) -> None:
         """Take the pending changes in and write the groups changed since the last flush
-        into the view's topic."""
+        into the view's topic.
+
+        A flush of many changes (a batch's) runs with the cyclic collector paused, as a
+        batch publish does: it allocates a few containers per change (documents,
+        records, messages), none cyclic, and full collections meanwhile would rescan
+        every group."""
         with self._lock:
             if self._held or self._flushing:
                 return
-            if self._pending:
-                self._take_in()
-            if not self._dirty:
-                return
-            dirty, self._dirty = self._dirty, {}
-            groups = self.table.groups
-            self._flushing = True  # its writes into the target call flush again
-            try:
-                changes = []
-                for group in dirty.values():
-                    if not group.members:
-                        again = groups.get(group.key)
-                        if again is not None and again is not group:
-                            # emptied and filled again since the last flush: one update
-                            if again.rendered is None:
-                                again.rendered = group.rendered
-                            group.rendered = None
-                            if id(again) not in dirty:
-                                group = again
-                            else:
-                                continue
-                    change = change_of(self.table, group)
-                    if change is not None:
-                        changes.append(change)
-                self._write(changes)
-            except Exception:
-                self._failed()
-            finally:
-                self._flushing = False
+            if len(self._pending) + len(self._dirty) > _FEW:
+                with paused_gc():
+                    self._flush()
+            else:
+                self._flush()
+
+    def _flush(self) -> None:
+        """:meth:`flush`, under the lock, not already flushing."""
+        if self._pending:
+            self._take_in()
+        if not self._dirty:
+            return
+        dirty, self._dirty = self._dirty, {}
+        groups = self.table.groups
+        self._flushing = True  # its writes into the target call flush again
+        try:
+            changes = []
+            for group in dirty.values():
+                if not group.members:
+                    again = groups.get(group.key)
+                    if again is not None and again is not group:
+                        # emptied and filled again since the last flush: one update
+                        if again.rendered is None:
+                            again.rendered = group.rendered
+                        group.rendered = None
+                        if id(again) not in dirty:
+                            group = again
+                        else:
+                            continue
+                change = change_of(self.table, group)
+                if change is not None:
+                    changes.append(change)
+            self._write(changes)
+        except Exception:
+            self._failed()
+        finally:
+            self._flushing = False
 
     def _write(self, changes: list[tuple[str, Any]]) -> None:
         """Write the changed groups into the view's topic: in one step where it takes the

@@ -8,6 +8,7 @@ those of any topic. Topics are duck-typed (this package sits below ``sowlib.topi
 from __future__ import annotations
 
 import threading
+from operator import methodcaller
 from typing import Any
 
 from sowlib.subscriptions import Message
@@ -16,13 +17,7 @@ from sowlib.views.engine import Group, GroupTable
 
 __all__ = ["ConflationMaintainer", "ViewMaintainer", "change_of", "emit", "write_change"]
 
-
-def _same(a: Any, b: Any) -> bool:
-    """Equal documents with equal value types (a SUM going from 2 to 2.0 is a change)."""
-    if a == b:
-        return _same_typed(a, b)
-    # unequal: a change, unless a NaN (never equal to itself) hides an equal document
-    return _has_nan(a) and _same_typed(a, b)
+_value = methodcaller("value")
 
 
 _NEVER_NAN = frozenset({str, int, bool, type(None)})
@@ -60,13 +55,19 @@ def change_of(table: GroupTable, group: Group) -> tuple[str, Any] | None:
     """What writing ``group`` into the view's topic takes, noted as sent: ``(sow_key,
     message)`` when its message changed, ``(sow_key, None)`` (a delete) when its last
     member left, None when there is nothing to write."""
-    if not group.members:
+    members = group.members
+    if not members:
         if group.rendered is not None:
             group.rendered = None
             return group.sow_key, None
         return None
-    out = table.render(group)
-    if group.rendered is not None and _same(out, group.rendered):
+    out = table.view.render(list(map(_value, group.states)), next(reversed(members.values())))
+    prev = group.rendered
+    # equal documents with equal value types (a SUM going from 2 to 2.0 is a change);
+    # unequal ones are a change unless a NaN (never equal to itself) hides an equal one
+    if prev is not None and (
+        _same_typed(out, prev) if out == prev else _has_nan(out) and _same_typed(out, prev)
+    ):
         return None
     group.rendered = out
     return group.sow_key, out

@@ -10,43 +10,22 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+from hypothesis.stateful import invariant, rule
 
 from sowlib import SowStore
 from sowlib.subscriptions import Message
 from sowlib.views.definition import ViewSpec, compile_view
 from sowlib.views.feed import RowReader
-from tests.conftest import FakeClock
-from tests.views.test_view_model import FILTER, PROJECTION, canonical, reference_rows, values
-
-row = st.tuples(
-    st.integers(0, 15),  # key: repeats within a batch
-    st.sampled_from(["a", "b", "c", None]),
-    values,
-    st.booleans(),
-)
+from tests.views.orders import OrderWrites
+from tests.views.test_view_model import FILTER, PROJECTION, canonical, reference_rows
 
 
-def order_doc(key: int, group: str | None, value: Any, skip: bool) -> dict[str, Any]:
-    doc: dict[str, Any] = {"id": key}
-    if group is not None:
-        doc["g"] = group
-    if value != "missing":
-        doc["v"] = value
-    if skip:
-        doc["skip"] = 1
-    return doc
-
-
-class BatchedViewVsRecompute(RuleBasedStateMachine):
+class BatchedViewVsRecompute(OrderWrites):
     """publish_many batches, deletes, expirations and compactions of a file-backed topic."""
 
     def __init__(self) -> None:
-        super().__init__()
         self.dir = tempfile.mkdtemp()
-        self.clock = FakeClock()
-        self.store = SowStore(self.dir, clock=self.clock)
-        self.source = self.store.create_topic("orders", keys=["/id"], expiration="1h")
+        super().__init__(self.dir)
         self.view = self.store.create_view(
             "stats", "orders", projection=PROJECTION, grouping=["/g"], filter=FILTER
         )
@@ -61,23 +40,6 @@ class BatchedViewVsRecompute(RuleBasedStateMachine):
             assert msg.reason == "deleted"
             del self.seen[msg.sow_key]
 
-    @rule(rows=st.lists(row, max_size=12), ttl=st.one_of(st.none(), st.integers(1, 30)))
-    def publish_many(self, rows: list[tuple[int, str | None, Any, bool]], ttl: int | None) -> None:
-        self.source.publish_many([order_doc(*r) for r in rows], expiration=ttl)
-
-    @rule(r=row)
-    def publish(self, r: tuple[int, str | None, Any, bool]) -> None:
-        self.source.publish(order_doc(*r))
-
-    @rule(low=st.integers(0, 15), width=st.integers(0, 6))
-    def delete(self, low: int, width: int) -> None:
-        self.source.sow_delete(f"/id BETWEEN {low} AND {low + width}")
-
-    @rule(seconds=st.integers(1, 20))
-    def advance(self, seconds: int) -> None:
-        self.clock.advance(seconds)
-        self.store.process_expirations()
-
     @rule()
     def compact(self) -> None:
         self.source.compact()
@@ -90,7 +52,7 @@ class BatchedViewVsRecompute(RuleBasedStateMachine):
         assert canonical(list(self.seen.values())) == canonical(got)
 
     def teardown(self) -> None:
-        self.store.close()
+        super().teardown()
         shutil.rmtree(self.dir, ignore_errors=True)
 
 

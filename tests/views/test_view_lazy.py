@@ -9,7 +9,7 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
+from hypothesis.stateful import invariant, precondition, rule
 
 from sowlib import SowStore
 from sowlib.expr.runtime import order_key
@@ -18,7 +18,7 @@ from sowlib.views.aggregates import Max, Min
 from sowlib.views.definition import ViewSpec, compile_view
 from sowlib.views.feed import RowReader
 from tests.conftest import FakeClock
-from tests.views.test_view_feed import order_doc, row
+from tests.views.orders import OrderWrites
 from tests.views.test_view_model import FILTER, PROJECTION, canonical, reference_rows
 
 TOTALS = ["/c", "SUM(/q) AS /q", "COUNT(*) AS /n"]
@@ -110,15 +110,12 @@ def test_a_view_of_a_view_and_a_conflated_view_stay_current() -> None:
         assert sorted(r.doc["c"] for r in slow.sow()) == ["a", "b", "x"]
 
 
-class LazyViewVsRecompute(RuleBasedStateMachine):
+class LazyViewVsRecompute(OrderWrites):
     """Writes between reads (the view's upkeep deferred), and a subscriber that comes and
     goes: the view equals the recomputation, the subscriber's picture equals the view."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.clock = FakeClock()
-        self.store = SowStore(clock=self.clock)
-        self.source = self.store.create_topic("orders", keys=["/id"], expiration="1h")
         self.view = self.store.create_view(
             "stats", "orders", projection=PROJECTION, grouping=["/g"], filter=FILTER
         )
@@ -133,23 +130,6 @@ class LazyViewVsRecompute(RuleBasedStateMachine):
             self.seen[msg.sow_key] = msg.doc
         elif msg.command == "oof":
             del self.seen[msg.sow_key]
-
-    @rule(rows=st.lists(row, max_size=12), ttl=st.one_of(st.none(), st.integers(1, 30)))
-    def publish_many(self, rows: list[tuple[int, str | None, Any, bool]], ttl: int | None) -> None:
-        self.source.publish_many([order_doc(*r) for r in rows], expiration=ttl)
-
-    @rule(r=row)
-    def publish(self, r: tuple[int, str | None, Any, bool]) -> None:
-        self.source.publish(order_doc(*r))
-
-    @rule(low=st.integers(0, 15), width=st.integers(0, 6))
-    def delete(self, low: int, width: int) -> None:
-        self.source.sow_delete(f"/id BETWEEN {low} AND {low + width}")
-
-    @rule(seconds=st.integers(1, 20))
-    def advance(self, seconds: int) -> None:
-        self.clock.advance(seconds)
-        self.store.process_expirations()
 
     @precondition(lambda self: self.sub is None)
     @rule()
@@ -178,7 +158,7 @@ class LazyViewVsRecompute(RuleBasedStateMachine):
 
     def teardown(self) -> None:
         self.read()
-        self.store.close()
+        super().teardown()
 
 
 TestLazyViewVsRecompute = LazyViewVsRecompute.TestCase
