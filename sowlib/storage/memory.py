@@ -27,6 +27,10 @@ class MemoryLog:
         self._records: list[LogRecord | None] = []
         self._closed = False
         self.last_seq = 0
+        #: The estimated framed size of every record held (``len(payload) + len(key) +
+        #: 48`` each, the size :meth:`append_puts` reports): what a file log's end
+        #: offset is to its garbage ratio (``end_offset`` here counts records).
+        self.used_bytes = 0
 
     @property
     def end_offset(self) -> int:
@@ -75,6 +79,7 @@ class MemoryLog:
         )
         self._records.append(rec)
         self.last_seq = seq
+        self.used_bytes += len(payload) + len(key) + 48
         return rec
 
     def append_many(
@@ -105,6 +110,7 @@ class MemoryLog:
         )
         self.last_seq = first + len(keys) - 1
         sizes = [len(p) + len(k) + 48 for k, p in zip(keys, payloads, strict=True)]
+        self.used_bytes += sum(sizes)
         return list(range(start, start + len(keys))), sizes, first
 
     def read(self, offset: int) -> LogRecord:
@@ -184,6 +190,7 @@ class MemoryLog:
                     )
                 )
         self._records = kept
+        self.used_bytes = sum(len(r.payload) + len(r.key) + 48 for r in kept if r is not None)
         if meta is not None:
             self.meta = meta
         if progress is not None:
@@ -214,3 +221,4 @@ class MemoryLog:
         """Drop everything; idempotent."""
         self._closed = True
         self._records = []
+        self.used_bytes = 0

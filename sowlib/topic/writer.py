@@ -23,7 +23,7 @@ from sowlib.index.types import Key
 from sowlib.keys import ContentKeyGenerator, validate_user_key
 from sowlib.paths import FieldPath
 from sowlib.results import PublishResult, PublishResults
-from sowlib.storage import AppendLog, EntryList, LogRecord, RecordKind
+from sowlib.storage import AppendLog, EntryList, LogRecord, MemoryLog, RecordKind
 from sowlib.subscriptions import SubscriptionManager
 from sowlib.topic.expiry import Expiry
 from sowlib.topic.keymap import KeyMap
@@ -536,7 +536,8 @@ class Writer:
         ratio = self.config.auto_compact
         if ratio is None or self.history is not None:
             return
-        used = self.log.log.end_offset
+        log = self.log.log
+        used = log.used_bytes if isinstance(log, MemoryLog) else log.end_offset
         if used >= _MIN_COMPACT_BYTES and 1.0 - self.keys.live_bytes / used > ratio:
             self.compact()
 
