@@ -23,11 +23,13 @@ from sowlib.codecs import get_codec
 from sowlib.compat.exceptions import BadRegexTopicException, InvalidTopicException
 from sowlib.compat.expiry import ExpirySweeper
 from sowlib.compat.outlet import Outlet
+from sowlib.compat.queuelink import QueueLink, RemoteQueue
 from sowlib.compat.relay import OutboxServer, serve_outbox
 from sowlib.compat.remote import RemoteFeed, writer_bus
 from sowlib.errors import UnknownTopicError
 from sowlib.expr import Filter
 from sowlib.journal import Entry, FollowedJournal, Journal
+from sowlib.queues import Queue, find_queue
 from sowlib.results import PublishResult
 from sowlib.store import SowStore
 from sowlib.subscriptions import Message as Event
@@ -124,9 +126,10 @@ class Hub:
         self.expiry = ExpirySweeper()
         self.origin = secrets.token_hex(6)  # names this hub's requests to the writer
         self._outlet: Outlet | None = None  # a read-only store's publishes to the writer
+        self._link: QueueLink | None = None  # a read-only store's queue subscriptions
         self._server: OutboxServer | None = None  # a writer's: the read-only processes' requests
         if store.path is not None and not store.readonly and not store.closed:
-            self._server = serve_outbox(store, self.relayed)
+            self._server = serve_outbox(store, self.relayed, self.find_queue)
         if self.journal is not None:
             self.journal.watch(store)
 
@@ -284,6 +287,22 @@ class Hub:
                 self._outlet = Outlet(path, self.origin)
             return self._outlet
 
+    def find_queue(self, name: str, message_type: str) -> Queue | None:
+        """The writer's queue ``name`` (of ``message_type`` when given), else None."""
+        journal = self.journal
+        if not isinstance(journal, Journal) or journal.closed:
+            return None
+        return find_queue(journal, name, message_type or None, self.store.clock)
+
+    def remote_queue(self, name: str, message_type: str) -> RemoteQueue:
+        """A read-only store: the writer's queue ``name``, consumed through the writer."""
+        path = self.store.path
+        assert path is not None, "a read-only store has a directory"
+        with self._lock:
+            if self._link is None:
+                self._link = QueueLink(self.outlet(path))
+            return RemoteQueue(self._link, name, message_type)
+
     def _deliver_entry(self, entry: Entry) -> None:
         self.deliver(
             entry.topic,
@@ -351,6 +370,9 @@ class Hub:
         server, self._server = self._server, None
         if server is not None:
             server.discard(self.relayed)
+        link, self._link = self._link, None
+        if link is not None:
+            link.close()
         outlet, self._outlet = self._outlet, None
         if outlet is not None:
             outlet.close()

@@ -49,6 +49,7 @@ class Outlet:
 
     @property
     def channel_name(self) -> str:
+        """This process's channel now (the writer answers in the same name with ``.in``)."""
         return f"{os.getpid()}-{self.origin}-{self._generation}{OUT}"
 
     def serving(self) -> bool:
@@ -64,7 +65,20 @@ class Outlet:
         expiration: float | None = None,
     ) -> None:
         """Ask the writer to publish; returns once the request is written (the writer
-        carries it out within milliseconds).
+        carries it out within milliseconds). Raises as :meth:`send`."""
+        self.send(topic, message_type, data, "publish", correlation_id, expiration)
+
+    def send(
+        self,
+        topic: str,
+        message_type: str,
+        data: bytes,
+        op: str,
+        correlation_id: bytes = b"",
+        expiration: float | None = None,
+    ) -> None:
+        """Append the request ``op`` (see :mod:`sowlib.compat.queueserve` for the queue
+        requests) to this process's channel.
 
         Raises:
             DisconnectedException: no writer process serves the store, or this outlet
@@ -77,10 +91,10 @@ class Outlet:
         """
         with self._lock:
             if self._closed:
-                raise DisconnectedException(f"publish to {topic!r}: the client is closed")
+                raise DisconnectedException(f"{op.split()[0]} {topic!r}: the client is closed")
             if not self.serving():
                 raise DisconnectedException(
-                    f"publish to {topic!r}: no writer process serves the store"
+                    f"{op.split()[0]} {topic!r}: no writer process serves the store"
                     f" {self.store_path} (a read-only process publishes through the writer;"
                     " open the store as its writer and attach it in some process)"
                 )
@@ -89,7 +103,7 @@ class Outlet:
                 topic,
                 message_type,
                 data,
-                op="publish",
+                op=op,
                 correlation_id=correlation_id,
                 expiration=expiration,
             )

@@ -30,6 +30,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
+from sowlib.compat.queueserve import FindQueue, QueueService, parse
 from sowlib.errors import SowError, StoreClosedError
 from sowlib.journal import Entry
 from sowlib.journal.outbox import ChannelReader, channel_names, outbox_directory
@@ -60,10 +61,11 @@ def error_path(store_path: str, channel: str) -> str:
     return os.path.join(outbox_directory(store_path), f"{channel}.error")
 
 
-def serve_outbox(store: Any, publish: Publish) -> OutboxServer:
+def serve_outbox(store: Any, publish: Publish, find_queue: FindQueue) -> OutboxServer:
     """The server of ``store`` (a writer with a directory), started on first use; each
     caller's ``publish(entry, origin)`` is added to its targets (see
-    :meth:`OutboxServer.add`).
+    :meth:`OutboxServer.add`); ``find_queue(name, type)`` gives the store's queues
+    (the first caller's is used).
 
     Raises:
         StorePathError: the outbox directory cannot be created.
@@ -74,7 +76,8 @@ def serve_outbox(store: Any, publish: Publish) -> OutboxServer:
         if server is None or server.closed:
             if store.closed:
                 raise StoreClosedError(f"store {store.path}")
-            server = _servers[store] = OutboxServer(store.path, lambda: not store.closed)
+            server = OutboxServer(store.path, lambda: not store.closed, find_queue)
+            _servers[store] = server
             weakref.finalize(store, server.close)
         server.add(publish)
         return server
@@ -88,9 +91,10 @@ class OutboxServer:
         StorePathError: the outbox directory cannot be created.
     """
 
-    def __init__(self, store_path: str, alive: Callable[[], bool]) -> None:
+    def __init__(self, store_path: str, alive: Callable[[], bool], find_queue: FindQueue) -> None:
         self.store_path = store_path
         self.directory = outbox_directory(store_path)
+        self.queues = QueueService(self.directory, find_queue)
         self.requests = 0  # requests carried out (for tests and benchmarks)
         self.failures = 0  # channels found damaged
         self._alive = alive
@@ -132,11 +136,13 @@ class OutboxServer:
             check = now >= self._check_at
             if check:
                 self._check_at = now + CHECK_EVERY
+                self.queues.tick()
             for name, reader in list(self._readers.items()):
                 gone = check and not reader.owner_alive()
                 self._serve(name, reader)
                 if gone and name in self._readers:
                     del self._readers[name]
+                    self.queues.drop(name)  # its leases return to the queue
                     reader.remove()
                     with contextlib.suppress(OSError):
                         os.unlink(error_path(self.store_path, name))
@@ -151,10 +157,21 @@ class OutboxServer:
         parts = name[: -len(OUT)].split("-")  # <pid>-<origin>-<generation>
         origin = parts[1] if len(parts) == 3 else ""
         for entry in entries:
-            if entry.sow_key != "publish":
-                logger.error("outbox %s: unknown request %r ignored", name, entry.sow_key)
-                continue
             self.requests += 1
+            try:
+                op, fields = parse(entry.sow_key)
+            except ValueError as exc:
+                logger.error("outbox %s: a malformed request ignored: %s", name, exc)
+                continue
+            if op.startswith("queue-"):
+                try:
+                    self.queues.handle(name, op, entry, fields)
+                except Exception:  # a malformed request (a field missing) stops no other
+                    logger.exception("outbox %s: a %s request failed", name, op)
+                continue
+            if op != "publish":
+                logger.error("outbox %s: unknown request %r ignored", name, op)
+                continue
             for target in self._targets:
                 try:
                     target(entry, origin)
@@ -167,6 +184,7 @@ class OutboxServer:
         logger.error("outbox %s: stopped reading a damaged channel: %s", name, exc)
         reader.close()
         del self._readers[name]
+        self.queues.drop(name)  # what it asked after the damage is lost: its leases return
         for file in sorted(os.listdir(self.directory)):
             if file.startswith(name + ".") and file.endswith(".log"):
                 with contextlib.suppress(OSError):
@@ -177,6 +195,7 @@ class OutboxServer:
 
     def _release(self) -> None:
         self.closed = True
+        self.queues.close()
         for reader in self._readers.values():
             reader.close()
         self._readers.clear()

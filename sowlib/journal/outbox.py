@@ -79,7 +79,9 @@ def _numbers(directory: str, name: str) -> list[int]:
         listing = os.listdir(directory)
     except FileNotFoundError:
         return []
-    return sorted(int(m.group(2)) for n in listing if (m := _FILE.fullmatch(n)) and m.group(1) == name)
+    return sorted(
+        int(m.group(2)) for n in listing if (m := _FILE.fullmatch(n)) and m.group(1) == name
+    )
 
 
 def lock_held(path: str, *, exclusive: bool = False) -> bool:
@@ -126,7 +128,9 @@ class ChannelWriter:
             os.makedirs(self.directory, exist_ok=True)
             fd = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, "open a channel file")
         except OSError as exc:
-            raise StorePathError(path, "open a channel file", exc.strerror or str(exc), exc.errno) from exc
+            raise StorePathError(
+                path, "open a channel file", exc.strerror or str(exc), exc.errno
+            ) from exc
         fcntl.flock(fd, fcntl.LOCK_EX)  # a new file nobody else locks: no wait
         os.write(fd, MAGIC)
         old, self._fd = self._fd, fd
@@ -188,7 +192,9 @@ class ChannelWriter:
             with contextlib.suppress(OSError):  # cut a torn frame: the next one stays readable
                 os.ftruncate(self._fd, self._size)
             path = _file(self.directory, self.name, self._number)
-            raise StorePathError(path, "write a channel file", error.strerror or str(error), error.errno)
+            raise StorePathError(
+                path, "write a channel file", error.strerror or str(error), error.errno
+            )
         self._size += done
         self._crc = zlib.crc32(frame, self._crc)
 
@@ -287,7 +293,10 @@ class ChannelReader:
         if lock_held(self.path, exclusive=True):
             return True
         # between two files the owner locks the next before it lets the previous go
-        return any(lock_held(_file(self.directory, self.name, n), exclusive=True) for n in _numbers(self.directory, self.name))
+        return any(
+            lock_held(_file(self.directory, self.name, n), exclusive=True)
+            for n in _numbers(self.directory, self.name)
+        )
 
     def remove(self) -> None:
         """Release the file and delete every file of the channel (its owner is gone)."""

@@ -3,7 +3,9 @@
 Usage: ``python peer.py JSON`` where JSON holds ``config`` (the configuration file),
 ``base`` (the store directory), ``uri``, ``command`` (``subscribe``,
 ``bookmark_subscribe``, ``queue`` or ``publish``), ``topic`` and optionally ``filter``,
-``bookmark``, ``count``, ``publish`` (messages this program publishes to ``topic``
+``bookmark``, ``count``, ``idle_ms`` (end quietly after so long without a
+message), ``max_backlog`` and ``ack`` (``queue``: whether each
+message is acknowledged, default true), ``publish`` (messages this program publishes to ``topic``
 once subscribed; ``command: publish`` only publishes them) and ``linger_ms`` (how
 long to go on listening after ``count`` arrived: anything more is printed too). The
 program opens the writer's store read-only, attaches it, prints ``ready`` once
@@ -41,6 +43,10 @@ def main() -> None:
             stream = client.bookmark_subscribe(
                 spec["topic"], spec.get("bookmark", "0"), spec.get("filter")
             )
+        elif spec["command"] == "queue":
+            backlog = spec.get("max_backlog")
+            options = None if backlog is None else f"max_backlog={backlog}"
+            stream = client.subscribe(spec["topic"], spec.get("filter"), options=options)
         else:
             stream = client.subscribe(spec["topic"], spec.get("filter"))
         assert not isinstance(stream, str)  # no handler given: a message stream
@@ -49,12 +55,13 @@ def main() -> None:
             client.publish(spec["topic"], data)
         linger = int(spec.get("linger_ms", 0))
         seen = 0
-        for message in stream.timeout(30_000):
+        idle = spec.get("idle_ms")  # stop after this long without a message (no timeout)
+        for message in stream.timeout(int(idle or 30_000)):
             if message is None:
-                if seen < count:
+                if seen < count and idle is None:
                     print("timeout", flush=True)
                 break
-            seen += 1
+            seen += 1  # noqa: SIM113 (a None is not a message)
             line = {
                 "command": message.get_command(),
                 "topic": message.get_topic(),
@@ -62,6 +69,8 @@ def main() -> None:
                 "bookmark": message.get_bookmark(),
             }
             print(json.dumps(line), flush=True)
+            if spec["command"] == "queue" and spec.get("ack", True):
+                message.ack()
             if seen == count:
                 if not linger:
                     break

@@ -194,16 +194,6 @@ def test_a_bookmark_subscriber_process_resumes_after_a_bookmark(
     assert [json.loads(m["data"])["n"] for m in peer.messages()] == [3, 4]
 
 
-def test_a_read_only_process_cannot_consume_a_queue(
-    writer: AMPS.Client, tmp_path: Path, peers: list[Peer]
-) -> None:
-    peer = Peer(tmp_path, command="subscribe", topic="work")
-    peers.append(peer)
-    first = peer.line()
-    assert first.startswith("error UsageException"), first
-    assert "read-only process cannot consume a queue" in first
-
-
 def test_a_read_only_publish_without_a_serving_writer_journals_nothing(tmp_path: Path) -> None:
     """The writer's store is open but no hub serves it: the read-only publish raises
     and nothing reaches the journal."""
