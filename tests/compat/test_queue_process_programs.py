@@ -196,3 +196,26 @@ def test_with_no_writer_serving_consuming_a_queue_raises(tmp_path: Path, peers: 
     peers.append(peer)
     first = peer.line()
     assert first.startswith("error DisconnectedException"), first + peer.rest()
+
+
+def test_browsing_a_queue_from_a_read_only_store_shows_what_is_not_leased(
+    writer: AMPS.Client, store: SowStore, tmp_path: Path
+) -> None:
+    """In one process for brevity: a read-only store attached to its own URI."""
+    for n in range(3):
+        writer.publish("work-in", json.dumps({"n": n}))
+    reader = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path, readonly=True)
+    uri = "tcp://127.0.0.1:9109/amps/json"
+    AMPS.attach(reader, uri)
+    client = AMPS.Client("browser")
+    try:
+        client.connect(uri)
+        client.logon()
+        found = [m for m in client.sow("work") if m.get_command() == "sow"]
+        assert [json.loads(m.get_data())["n"] for m in found] == [0, 1, 2]
+        assert len(the_queue(store)) == 3  # browsing leased and consumed nothing
+        with pytest.raises(AMPS.AMPSException, match="work"):
+            client.subscribe("work", "/n = = 1")  # the writer refuses the filter
+    finally:
+        client.close()
+        reader.close()
