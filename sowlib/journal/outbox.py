@@ -123,16 +123,28 @@ class ChannelWriter:
         self._start()
 
     def _start(self) -> None:
+        """Open the next file, locked before it appears under its name (so its reader
+        never finds it unlocked while its owner lives), and close the previous one."""
         path = _file(self.directory, self.name, self._number)
+        temp = path + ".new"
         try:
             os.makedirs(self.directory, exist_ok=True)
-            fd = open_regular(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, "open a channel file")
+            fd = open_regular(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, "open")
         except OSError as exc:
             raise StorePathError(
                 path, "open a channel file", exc.strerror or str(exc), exc.errno
             ) from exc
-        fcntl.flock(fd, fcntl.LOCK_EX)  # a new file nobody else locks: no wait
-        os.write(fd, MAGIC)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # a new file nobody else locks: no wait
+            os.write(fd, MAGIC)
+            os.rename(temp, path)
+        except OSError as exc:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(temp)
+            raise StorePathError(
+                path, "open a channel file", exc.strerror or str(exc), exc.errno
+            ) from exc
         old, self._fd = self._fd, fd
         self._size, self._crc = len(MAGIC), zlib.crc32(MAGIC)
         if old >= 0:
@@ -175,10 +187,25 @@ class ChannelWriter:
             )
             self._write(frame)
             if self._size >= self.file_size:
-                seal = encode_mark(SEAL, self._seq, time.time(), self._size, self._crc)
-                self._write(seal)
-                self._number += 1
-                self._start()
+                self._roll()
+
+    def _roll(self) -> None:
+        """Seal the full file and go on in the next. The next file exists (locked)
+        before the seal is written: a reader that reads the seal finds it, and the
+        owner is never seen without a locked file."""
+        full, size, crc = self._fd, self._size, self._crc
+        self._fd = -1  # _start must not close the full file yet
+        self._number += 1
+        try:
+            self._start()
+        except StorePathError:  # no room for a new file: go on in this one, roll later
+            self._fd, self._size, self._crc, self._number = full, size, crc, self._number - 1
+            return
+        seal = encode_mark(SEAL, self._seq, time.time(), size, crc)
+        try:
+            os.write(full, seal)
+        finally:
+            os.close(full)
 
     def _write(self, frame: bytes) -> None:
         try:
