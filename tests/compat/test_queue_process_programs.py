@@ -13,13 +13,14 @@ from __future__ import annotations
 import json
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
 import sowlib.compat as AMPS  # was: import AMPS
 from sowlib import SowStore
+from sowlib.journal import Journal
 from sowlib.queues import Queue, find_queue
 from tests.compat.test_process_programs import QUEUE_CONFIG, URI, Peer, start
 
@@ -57,15 +58,15 @@ def peers() -> Iterator[list[Peer]]:
 
 
 def the_queue(store: SowStore) -> Queue:
-    assert store.journal is not None
+    assert isinstance(store.journal, Journal)
     queue = find_queue(store.journal, "work", "json")
     assert queue is not None
     return queue
 
 
-def wait_until(condition: object, what: str) -> None:
+def wait_until(condition: Callable[[], bool], what: str) -> None:
     deadline = time.monotonic() + WAIT
-    while not condition():  # type: ignore[operator]
+    while not condition():
         assert time.monotonic() < deadline, what
         time.sleep(0.01)
 
@@ -110,7 +111,8 @@ def test_two_consumer_processes_share_the_queue_each_message_to_one(
         writer.publish("work-in", json.dumps({"n": n}))
     first, second = numbers(a.messages()), numbers(b.messages())
     assert sorted(first + second) == list(range(20))  # each once, none twice
-    assert first and second  # round-robin: both got work
+    assert first, "round-robin: both get work"
+    assert second, "round-robin: both get work"
     wait_until(lambda: len(the_queue(store)) == 0, "acks lost")
 
 
@@ -211,7 +213,11 @@ def test_browsing_a_queue_from_a_read_only_store_shows_what_is_not_leased(
     try:
         client.connect(uri)
         client.logon()
-        found = [m for m in client.sow("work") if m.get_command() == "sow"]
+        found = [
+            m
+            for m in client.sow("work")
+            if isinstance(m, AMPS.Message) and m.get_command() == "sow"
+        ]
         assert [json.loads(m.get_data())["n"] for m in found] == [0, 1, 2]
         assert len(the_queue(store)) == 3  # browsing leased and consumed nothing
         with pytest.raises(AMPS.AMPSException, match="work"):
