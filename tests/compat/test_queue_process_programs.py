@@ -111,8 +111,8 @@ def test_two_consumer_processes_share_the_queue_each_message_to_one(
         writer.publish("work-in", json.dumps({"n": n}))
     first, second = numbers(a.messages()), numbers(b.messages())
     assert sorted(first + second) == list(range(20))  # each once, none twice
-    assert first, "round-robin: both get work"
-    assert second, "round-robin: both get work"
+    assert first, "a backlog of one each: both get work"
+    assert second, "a backlog of one each: both get work"
     wait_until(lambda: len(the_queue(store)) == 0, "acks lost")
 
 
@@ -225,3 +225,44 @@ def test_browsing_a_queue_from_a_read_only_store_shows_what_is_not_leased(
     finally:
         client.close()
         reader.close()
+
+
+def test_a_lease_that_ends_unacknowledged_goes_to_another_subscriber(
+    tmp_path: Path, peers: list[Peer]
+) -> None:
+    """``LeasePeriod`` 1s: the consumer process holds the message without acking; when
+    the lease ends the writer gives it, round-robin, to the next subscriber, its own
+    (the consumer process still lives: it is the lease, not the process, that ended)."""
+    config = QUEUE_CONFIG.replace(
+        "<UnderlyingTopic>work-in</UnderlyingTopic>",
+        "<UnderlyingTopic>work-in</UnderlyingTopic><LeasePeriod>1s</LeasePeriod>"
+        "<FairnessModel>round-robin</FairnessModel>",
+    )
+    (tmp_path / "amps.xml").write_text(config)
+    store = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path)
+    AMPS.reset()
+    AMPS.attach(store, URI)
+    client = AMPS.Client("publisher")
+    try:
+        client.connect(URI)
+        client.logon()
+        client.publish("work-in", '{"n": 1}')
+        holder = start(
+            peers, tmp_path, command="queue", topic="work", count=1, ack=False, linger_ms=60_000
+        )
+        assert numbers([json.loads(holder.line())]) == [1]
+        got: list[AMPS.Message] = []
+        arrived = threading.Event()
+
+        def on_message(message: AMPS.Message) -> None:
+            got.append(message)
+            arrived.set()
+
+        client.subscribe(on_message, "work")
+        assert arrived.wait(WAIT)
+        assert json.loads(got[0].get_data()) == {"n": 1}
+        assert holder.proc.poll() is None  # still alive: only its lease ended
+    finally:
+        client.close()
+        AMPS.reset()
+        store.close()
