@@ -12,7 +12,11 @@ read-only follower receives it once; the sender skips the bus copy of its own).
 While it serves, the server holds a lock on ``<store>/.outbox/SERVER``; a
 read-only process that finds the lock free knows no writer serves the store
 (:data:`SERVER_NAME`). A channel whose owner is gone (its lock released: closed or
-dead) is read to its end, then deleted. A damaged channel is never guessed at: its
+dead) is read to its end, then deleted. [R] A request made before this server
+started was made of an earlier writer process (which carried it out, or died
+first) and is not carried out again: a publish is not repeated after a writer
+restart, and queue subscriptions of other processes end with the writer that held
+them (their messages stay in the queue). A damaged channel is never guessed at: its
 files are renamed ``*.damaged`` (kept for inspection), the error is logged and
 written to ``<channel>.error``, where the owner's next request finds it.
 Imports ``errors``, ``journal`` and ``topic.follow``.
@@ -96,6 +100,8 @@ class OutboxServer:
         self.directory = outbox_directory(store_path)
         self.queues = QueueService(self.directory, find_queue)
         self.requests = 0  # requests carried out (for tests and benchmarks)
+        self.stale = 0  # requests made before this server started, not carried out
+        self.started = time.time()
         self.failures = 0  # channels found damaged
         self._alive = alive
         self._lock = threading.RLock()
@@ -157,6 +163,9 @@ class OutboxServer:
         parts = name[: -len(OUT)].split("-")  # <pid>-<origin>-<generation>
         origin = parts[1] if len(parts) == 3 else ""
         for entry in entries:
+            if entry.timestamp < self.started:
+                self.stale += 1  # asked of an earlier writer process (see the module notes)
+                continue
             self.requests += 1
             try:
                 op, fields = parse(entry.sow_key)

@@ -212,3 +212,55 @@ def test_a_damaged_channel_is_reported_to_its_own_process(
     finally:
         client.close()
         reader.close()
+
+
+def test_a_restarted_writer_does_not_repeat_what_an_earlier_one_published(
+    tmp_path: Path,
+) -> None:
+    """[R] The reader lives on across a writer restart: its earlier publishes are not
+    published again by the new writer; its next one is. (One process for brevity:
+    the reader's store is attached to its own URI.)"""
+    (tmp_path / "amps.xml").write_text(QUEUE_CONFIG)
+    first = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path)
+    AMPS.reset()
+    AMPS.attach(first, URI)
+    reader = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path, readonly=True)
+    uri = "tcp://127.0.0.1:9110/amps/json"
+    AMPS.attach(reader, uri)
+    client = AMPS.Client("reader")
+    client.connect(uri)
+    client.logon()
+    try:
+        before = Received()
+        w1 = AMPS.Client("w1")
+        w1.connect(URI)
+        w1.logon()
+        w1.subscribe(before, "news")
+        client.publish("news", '{"n": "old"}')
+        assert before.wait(1) == ['{"n": "old"}']
+        w1.close()
+        first.close()
+        second = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path)
+        AMPS.attach(second, URI)
+        after = Received()
+        w2 = AMPS.Client("w2")
+        w2.connect(URI)
+        w2.logon()
+        w2.subscribe(after, "news")
+        deadline = time.monotonic() + WAIT
+        while True:  # the first writer's lock is released at its follower's next poll
+            try:
+                client.publish("news", '{"n": "new"}')
+                break
+            except AMPS.DisconnectedException:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        assert after.wait(1) == ['{"n": "new"}']
+        time.sleep(0.3)
+        assert after.wait(1) == ['{"n": "new"}']  # the old one was not repeated
+        w2.close()
+        second.close()
+    finally:
+        client.close()
+        AMPS.reset()
+        reader.close()
