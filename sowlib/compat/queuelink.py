@@ -38,7 +38,8 @@ from sowlib.compat.exceptions import (
     TimedOutException,
 )
 from sowlib.compat.outlet import Outlet
-from sowlib.compat.queueserve import IN, parse, request
+from sowlib.compat.queueserve import inbox_name, parse, request
+from sowlib.compat.relay import server_id
 from sowlib.journal import Entry
 from sowlib.journal.outbox import ChannelReader, outbox_directory
 from sowlib.queues import Delivery
@@ -74,7 +75,8 @@ class QueueLink:
         self._closed = False
 
     def _follow(self) -> None:
-        name = self.outlet.channel_name[: -len(".out")] + IN
+        """Read the answers of the writer serving now (a new one answers in a new inbox)."""
+        name = inbox_name(self.outlet.channel_name, server_id(self.outlet.store_path))
         with self._lock:
             if self._reader is not None and self._reader.name == name:
                 return
@@ -130,7 +132,6 @@ class QueueLink:
 
     def send(self, queue: str, op: str, **fields: Any) -> None:
         """Send one queue request. Raises as :meth:`Outlet.send`."""
-        self._follow()
         self.outlet.send(queue, "", b"", request(op, **fields))
 
     def ask(self, queue: str, op: str, key: str, **fields: Any) -> _Answer:
@@ -141,7 +142,8 @@ class QueueLink:
         """
         answer = self._answers[key] = _Answer()
         try:
-            self.send(queue, op, **fields)
+            self.send(queue, op, **fields)  # it checks that a writer serves: then its id is out
+            self._follow()
             if threading.current_thread().name == THREAD_NAME:
                 return answer  # from a handler: the answers are read by this thread
             if not answer.done.wait(ANSWER_WAIT):

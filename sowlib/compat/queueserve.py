@@ -4,7 +4,8 @@ A read-only process consumes a queue by asking the writer (its outbox channel,
 :mod:`sowlib.compat.relay`): the writer holds one queue subscription
 (:class:`~sowlib.queues.Consumer`) per remote subscription, under the queue's own
 rules (fairness, backlogs, lease periods), and writes each lease to the consumer
-process's *inbox*, a channel the writer owns (``<pid>-<origin>-<generation>.in``)
+process's *inbox*, a channel the writer owns (``<pid>-<origin>-<generation>.<writer
+id>.in``)
 and the consumer follows (:mod:`sowlib.compat.queuelink`). Acknowledgements and
 cancels come back through the outbox. When the consumer process goes away (its
 channel's lock released: closed or died) its subscriptions end and their leases
@@ -35,12 +36,17 @@ from sowlib.journal import Entry
 from sowlib.journal.outbox import ChannelReader, ChannelWriter
 from sowlib.queues import Consumer, Delivery, Queue
 
-__all__ = ["IN", "QueueService", "request"]
+__all__ = ["IN", "QueueService", "inbox_name", "request"]
 
 logger = logging.getLogger(__name__)
 #: Channel names of the writer's answers end with this.
 IN = ".in"
 FindQueue = Callable[[str, str], "Queue | None"]
+
+
+def inbox_name(channel: str, server: str) -> str:
+    """The channel a writer process (id ``server``) answers the outbox ``channel`` in."""
+    return f"{channel[: -len('.out')]}.{server}{IN}"
 
 
 def request(op: str, **fields: Any) -> str:
@@ -64,8 +70,8 @@ def parse(sow_key: str) -> tuple[str, dict[str, Any]]:
 class _Peer:
     """One read-only process (one outbox channel): its subscriptions and its inbox."""
 
-    def __init__(self, directory: str, channel: str) -> None:
-        self.inbox_name = channel[: -len(".out")] + IN
+    def __init__(self, directory: str, channel: str, server: str) -> None:
+        self.inbox_name = inbox_name(channel, server)
         self.directory = directory
         self.consumers: dict[str, Consumer] = {}
         self._inbox: ChannelWriter | None = None
@@ -118,8 +124,9 @@ class QueueService:
     """The remote queue subscriptions of one store's writer; ``find(name, type)``
     gives the writer's queue of that name (None: no such queue)."""
 
-    def __init__(self, directory: str, find: FindQueue) -> None:
+    def __init__(self, directory: str, find: FindQueue, server: str) -> None:
         self.directory = directory
+        self.server = server
         self._find = find
         self._peers: dict[str, _Peer] = {}
         self._lock = threading.RLock()
@@ -133,18 +140,16 @@ class QueueService:
         with self._lock:
             peer = self._peers.get(channel)
             if peer is None:
-                peer = self._peers[channel] = _Peer(self.directory, channel)
+                peer = self._peers[channel] = _Peer(self.directory, channel, self.server)
         name = entry.topic
         queue = self._find(name, entry.message_type)
         key = "req" if op == "queue-browse" else "sub"
         if queue is None:
             reason = f"queue {name!r}: no such queue in the writer's transaction log"
-            peer.answer(
-                name,
-                "browse-end" if op == "queue-browse" else "error",
-                **{key: fields.get(key), "error": reason},
-            )
-            logger.error("outbox %s: %s", channel, reason)
+            logger.warning("outbox %s: %s (a %s request)", channel, reason, op)
+            if op in ("queue-subscribe", "queue-browse"):  # the process waits for an answer
+                answer = "browse-end" if op == "queue-browse" else "error"
+                peer.answer(name, answer, b"", **{key: fields.get(key), "error": reason})
             return
         try:
             self._run(peer, queue, op, fields)

@@ -28,19 +28,28 @@ import contextlib
 import fcntl
 import logging
 import os
+import secrets
 import threading
 import time
 import weakref
 from collections.abc import Callable
 from typing import Any
 
-from sowlib.compat.queueserve import FindQueue, QueueService, parse
+from sowlib.compat.queueserve import IN, FindQueue, QueueService, parse
 from sowlib.errors import SowError, StoreClosedError
 from sowlib.journal import Entry
 from sowlib.journal.outbox import ChannelReader, channel_names, outbox_directory
 from sowlib.topic.follow import FOLLOWER
 
-__all__ = ["OUT", "SERVER_NAME", "OutboxServer", "error_path", "serve_outbox", "server_path"]
+__all__ = [
+    "OUT",
+    "SERVER_NAME",
+    "OutboxServer",
+    "error_path",
+    "serve_outbox",
+    "server_id",
+    "server_path",
+]
 
 logger = logging.getLogger(__name__)
 #: The lock file a serving writer holds, in the outbox directory.
@@ -58,6 +67,17 @@ _servers_lock = threading.Lock()
 def server_path(store_path: str) -> str:
     """The lock file a writer serving the store in ``store_path`` holds."""
     return os.path.join(outbox_directory(store_path), SERVER_NAME)
+
+
+def server_id(store_path: str) -> str:
+    """The id of the writer process serving the store now ("" when none ever did);
+    its answers to a read-only process are in ``<channel>.<id>.in``. Read it after
+    seeing the server's lock held: a server writes its id before it locks."""
+    try:
+        with open(server_path(store_path) + ".id", encoding="ascii", errors="replace") as fh:
+            return fh.read().strip()
+    except FileNotFoundError:
+        return ""
 
 
 def error_path(store_path: str, channel: str) -> str:
@@ -98,7 +118,8 @@ class OutboxServer:
     def __init__(self, store_path: str, alive: Callable[[], bool], find_queue: FindQueue) -> None:
         self.store_path = store_path
         self.directory = outbox_directory(store_path)
-        self.queues = QueueService(self.directory, find_queue)
+        self.id = secrets.token_hex(6)
+        self.queues = QueueService(self.directory, find_queue, self.id)
         self.requests = 0  # requests carried out (for tests and benchmarks)
         self.stale = 0  # requests made before this server started, not carried out
         self.started = time.time()
@@ -110,6 +131,13 @@ class OutboxServer:
         self._check_at = 0.0
         self.closed = False
         os.makedirs(self.directory, exist_ok=True)
+        for name in channel_names(self.directory):
+            if name.endswith(IN):  # answers of an earlier writer process: nobody reads on
+                ChannelReader(self.directory, name).remove()
+        id_path = server_path(store_path) + ".id"
+        with open(id_path + ".new", "w", encoding="ascii") as fh:
+            fh.write(f"{self.id}\n")
+        os.replace(id_path + ".new", id_path)  # before the lock: see server_id
         fd = os.open(server_path(store_path), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX)  # only a reader's probe holds it, for microseconds
         self._fd = fd

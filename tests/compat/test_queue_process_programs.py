@@ -266,3 +266,62 @@ def test_a_lease_that_ends_unacknowledged_goes_to_another_subscriber(
         client.close()
         AMPS.reset()
         store.close()
+
+
+def test_a_consumer_subscribes_again_after_a_writer_restart(tmp_path: Path) -> None:
+    """[R] The subscription ends with the writer that held it; its unacknowledged
+    message stays in the queue and a new subscription, served by the next writer,
+    receives it. (One process for brevity: the reader attached to its own URI.)"""
+    (tmp_path / "amps.xml").write_text(QUEUE_CONFIG)
+    first = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path)
+    AMPS.reset()
+    AMPS.attach(first, URI)
+    reader = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path, readonly=True)
+    uri = "tcp://127.0.0.1:9111/amps/json"
+    AMPS.attach(reader, uri)
+    consumer = AMPS.Client("consumer")
+    consumer.connect(uri)
+    consumer.logon()
+    try:
+        w1 = AMPS.Client("w1")
+        w1.connect(URI)
+        w1.logon()
+        w1.publish("work-in", '{"n": 1}')
+        stream = consumer.subscribe("work")
+        assert not isinstance(stream, str)
+        message = next(iter(stream.timeout(int(WAIT * 1000))))
+        assert message is not None
+        assert json.loads(message.get_data()) == {"n": 1}  # leased, never acknowledged
+        stream.close()
+        w1.close()
+        first.close()
+        second = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path)
+        AMPS.attach(second, URI)
+        w2 = AMPS.Client("w2")
+        w2.connect(URI)
+        w2.logon()
+        w2.publish("work-in", '{"n": 2}')
+        deadline = time.monotonic() + WAIT
+        while True:  # the first writer stops serving at its follower's next poll
+            try:
+                again = consumer.subscribe("work", options="max_backlog=5")
+                break
+            except AMPS.DisconnectedException:
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+        assert not isinstance(again, str)
+        got = []
+        for m in again.timeout(int(WAIT * 1000)):
+            assert m is not None
+            got.append(json.loads(m.get_data())["n"])
+            m.ack()
+            if len(got) == 2:
+                break
+        assert got == [1, 2]
+        again.close()
+        w2.close()
+        second.close()
+    finally:
+        consumer.close()
+        AMPS.reset()
+        reader.close()
