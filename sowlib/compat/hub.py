@@ -129,7 +129,12 @@ class Hub:
         self._link: QueueLink | None = None  # a read-only store's queue subscriptions
         self._server: OutboxServer | None = None  # a writer's: the read-only processes' requests
         if store.path is not None and not store.readonly and not store.closed:
-            self._server = serve_outbox(store, self.relayed, self.find_queue)
+            try:
+                self._server = serve_outbox(store, self.relayed, self.find_queue)
+            except OSError as exc:  # StorePathError too: the store works, unserved
+                logger.warning(
+                    "store %s: read-only processes cannot be served: %s", store.path, exc
+                )
         if self.journal is not None:
             self.journal.watch(store)
 
