@@ -92,7 +92,7 @@ def serve_outbox(store: Any, publish: Publish, find_queue: FindQueue) -> OutboxS
     (the first caller's is used).
 
     Raises:
-        StorePathError: the outbox directory cannot be created.
+        OSError: the outbox directory cannot be created.
         StoreClosedError: ``store`` is closed.
     """
     with _servers_lock:
@@ -112,7 +112,7 @@ class OutboxServer:
     each publish to its targets (the hubs of the store in this process).
 
     Raises:
-        StorePathError: the outbox directory cannot be created.
+        OSError: the outbox directory cannot be created.
     """
 
     def __init__(self, store_path: str, alive: Callable[[], bool], find_queue: FindQueue) -> None:
