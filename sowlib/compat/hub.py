@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import logging
 import re
+import secrets
 import threading
 import time
 from collections.abc import Callable
@@ -21,10 +22,14 @@ import attrs
 from sowlib.codecs import get_codec
 from sowlib.compat.exceptions import BadRegexTopicException, InvalidTopicException
 from sowlib.compat.expiry import ExpirySweeper
+from sowlib.compat.outlet import Outlet
+from sowlib.compat.queuelink import QueueLink, RemoteQueue
+from sowlib.compat.relay import OutboxServer, serve_outbox
 from sowlib.compat.remote import RemoteFeed, writer_bus
 from sowlib.errors import UnknownTopicError
 from sowlib.expr import Filter
 from sowlib.journal import Entry, FollowedJournal, Journal
+from sowlib.queues import Queue, find_queue
 from sowlib.results import PublishResult
 from sowlib.store import SowStore
 from sowlib.subscriptions import Message as Event
@@ -119,6 +124,17 @@ class Hub:
         self._remote: RemoteFeed | None = None  # a read-only store's pub/sub following
         self._seq = itertools.count(1)
         self.expiry = ExpirySweeper()
+        self.origin = secrets.token_hex(6)  # names this hub's requests to the writer
+        self._outlet: Outlet | None = None  # a read-only store's publishes to the writer
+        self._link: QueueLink | None = None  # a read-only store's queue subscriptions
+        self._server: OutboxServer | None = None  # a writer's: the read-only processes' requests
+        if store.path is not None and not store.readonly and not store.closed:
+            try:
+                self._server = serve_outbox(store, self.relayed, self.find_queue)
+            except OSError as exc:  # StorePathError too: the store works, unserved
+                logger.warning(
+                    "store %s: read-only processes cannot be served: %s", store.path, exc
+                )
         if self.journal is not None:
             self.journal.watch(store)
 
@@ -192,8 +208,14 @@ class Hub:
         expiration: float | None,
         correlation_id: str | bytes | None,
         sow_key: str | None,
+        origin: str = "",
     ) -> tuple[int, str]:
         """Publish to a SOW topic or, without one, to pub/sub listeners.
+
+        In a read-only process a pub/sub publish also goes to the writer's process,
+        which publishes it to every other process (:mod:`sowlib.compat.outlet`);
+        ``origin`` is the read-only process a writer publishes for (it is not sent
+        the bus's copy).
 
         Returns:
             The sequence number and the bookmark ("" when the topic is not journalled).
@@ -210,17 +232,24 @@ class Hub:
             return int(result.seq), mark
         mtype = (message_type or "json").lower()
         corr = correlation_id.encode() if isinstance(correlation_id, str) else correlation_id
+        path = self.store.path
         with self._lock:
             seq, mark, stamp = next(self._seq), "", time.time()
-            if self.journal is not None and self.journal.covers(name, mtype):
+            journalled = self.journal is not None and self.journal.covers(name, mtype)
+            if path is not None and self.store.readonly:
+                # through the writer, to every other process's subscribers
+                self.outlet(path).publish(name, mtype, bytes(data), corr or b"", expiration)
+                if journalled:  # this process's subscribers get it from the journal
+                    return 0, ""
+            elif journalled and self.journal is not None:
                 entry = self.journal.record(
                     "publish", name, mtype, data, correlation_id=corr or b"", expiration=expiration
                 )
                 seq, mark, stamp = entry.seq, self.journal.bookmark(entry), entry.timestamp
-            elif self.store.path is not None and not self.store.readonly:
+            elif path is not None:
                 # for subscribers in read-only processes of this store
-                bus = writer_bus(self.store, self.store.path, self.store.clock)
-                bus.append(name, mtype, data, corr or b"", expiration)
+                bus = writer_bus(self.store, path, self.store.clock)
+                bus.append(name, mtype, data, corr or b"", expiration, origin)
         self.deliver(name, mtype, bytes(data), seq, stamp, corr or b"")
         return seq, mark
 
@@ -241,6 +270,43 @@ class Hub:
                 if listener.filter.matches(doc) is not True:
                     continue
             listener.deliver(attrs.evolve(event, doc=doc))
+
+    def relayed(self, entry: Entry, origin: str) -> None:
+        """Publish what a read-only process of the store asked the writer to publish
+        (the outbox server calls it on the follower thread)."""
+        self.publish(
+            entry.topic,
+            entry.data,
+            entry.message_type,
+            delta=False,
+            expiration=entry.expiration,
+            correlation_id=entry.correlation_id or None,
+            sow_key=None,
+            origin=origin,
+        )
+
+    def outlet(self, path: str) -> Outlet:
+        """This read-only hub's channel to the writer (opened on first use)."""
+        with self._lock:
+            if self._outlet is None:
+                self._outlet = Outlet(path, self.origin)
+            return self._outlet
+
+    def find_queue(self, name: str, message_type: str) -> Queue | None:
+        """The writer's queue ``name`` (of ``message_type`` when given), else None."""
+        journal = self.journal
+        if not isinstance(journal, Journal) or journal.closed:
+            return None
+        return find_queue(journal, name, message_type or None, self.store.clock)
+
+    def remote_queue(self, name: str, message_type: str) -> RemoteQueue:
+        """A read-only store: the writer's queue ``name``, consumed through the writer."""
+        path = self.store.path
+        assert path is not None, "a read-only store has a directory"
+        with self._lock:
+            if self._link is None:
+                self._link = QueueLink(self.outlet(path))
+            return RemoteQueue(self._link, name, message_type)
 
     def _deliver_entry(self, entry: Entry) -> None:
         self.deliver(
@@ -272,7 +338,12 @@ class Hub:
             if self._remote is None:
                 journal = self.journal if isinstance(self.journal, FollowedJournal) else None
                 self._remote = RemoteFeed(
-                    path, journal, self._deliver_entry, self._is_pubsub, self._store_open
+                    path,
+                    journal,
+                    self._deliver_entry,
+                    self._is_pubsub,
+                    self._store_open,
+                    self.origin,
                 )
 
     # ------------------------------------------------------------------ listeners
@@ -301,6 +372,15 @@ class Hub:
         remote, self._remote = self._remote, None
         if remote is not None:
             remote.close()
+        server, self._server = self._server, None
+        if server is not None:
+            server.discard(self.relayed)
+        link, self._link = self._link, None
+        if link is not None:
+            link.close()
+        outlet, self._outlet = self._outlet, None
+        if outlet is not None:
+            outlet.close()
 
     def forget(self, listener: Listener) -> None:
         with self._lock:

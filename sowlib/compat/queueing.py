@@ -16,9 +16,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from sowlib.compat.exceptions import DisconnectedException, UsageException
+from sowlib.compat.exceptions import DisconnectedException
 from sowlib.compat.hub import Hub
 from sowlib.compat.message import Handler, Message
+from sowlib.compat.queuelink import RemoteQueue
 from sowlib.compat.stream import MessageStream
 from sowlib.journal import FollowedJournal
 from sowlib.queues import Delivery, Queue, find_queue
@@ -56,20 +57,22 @@ class QueueConsumer(abc.ABC):
     @abc.abstractmethod
     def get_exception_listener(self) -> Callable[[BaseException], object] | None: ...
 
-    def _queue(self, hub: Hub, name: str) -> Queue | None:
-        """The queue called ``name`` in the connected store's transaction log, if any."""
+    def _queue(self, hub: Hub, name: str) -> Queue | RemoteQueue | None:
+        """The queue called ``name`` in the connected store's transaction log, if any
+        (in a read-only process: the writer's, consumed through it)."""
         if hub.journal is None or not name:
             return None
         if isinstance(hub.journal, FollowedJournal):
-            if any(q.name == name for q in hub.journal.queue_definitions):
-                raise UsageException(
-                    f"queue {name!r}: a read-only process cannot consume a queue (a lease and"
-                    " an acknowledgement are writes); consume it in the store's writer process"
-                )
+            mtype = (self.message_type or "").lower()
+            for definition in hub.journal.queue_definitions:
+                if definition.name == name and mtype in ("", definition.message_type):
+                    return hub.remote_queue(name, definition.message_type)
             return None
         return find_queue(hub.journal, name, self.message_type, hub.store.clock)
 
-    def _queue_message(self, queue: Queue, delivery: Delivery, command: str, **ids: Any) -> Message:
+    def _queue_message(
+        self, queue: Queue | RemoteQueue, delivery: Delivery, command: str, **ids: Any
+    ) -> Message:
         entry = delivery.entry
         return Message(
             command,
@@ -84,13 +87,15 @@ class QueueConsumer(abc.ABC):
             **ids,
         )
 
-    def _queue_browse(self, queue: Queue, flt: str | None, query_id: str) -> list[Message]:
+    def _queue_browse(
+        self, queue: Queue | RemoteQueue, flt: str | None, query_id: str
+    ) -> list[Message]:
         """A ``sow`` query of a queue: the messages available now, none leased."""
         return [self._queue_message(queue, d, "sow", query_id=query_id) for d in queue.browse(flt)]
 
     def _queue_subscribe(
         self,
-        queue: Queue,
+        queue: Queue | RemoteQueue,
         handler: Handler | None,
         a: dict[str, Any],
         opts: dict[str, Any],

@@ -62,8 +62,11 @@ class BusFeed:
     """A read-only process's end of a store's bus: every publish appended after it
     started, handed to ``deliver`` by :meth:`poll` (the follower thread calls it)."""
 
-    def __init__(self, store_path: str, deliver: Deliver, alive: Callable[[], bool]) -> None:
+    def __init__(
+        self, store_path: str, deliver: Deliver, alive: Callable[[], bool], origin: str = ""
+    ) -> None:
         self.directory = bus_directory(store_path)
+        self.origin = origin  # this process's own relayed publishes are skipped
         self._tail = LogTail.at_end(self.directory)
         self._deliver = deliver
         self._alive = alive
@@ -77,6 +80,8 @@ class BusFeed:
                 self._tail.close()
                 return False
             entries = self._tail.poll()
+        if self.origin:
+            entries = [e for e in entries if e.sow_key != self.origin]
         offer_each(entries, (self._deliver,))
         return True
 
@@ -102,8 +107,9 @@ class RemoteFeed:
         deliver: Deliver,
         is_pubsub: Callable[[str, str], bool],
         alive: Callable[[], bool],
+        origin: str = "",
     ) -> None:
-        self.bus = BusFeed(store_path, deliver, alive)
+        self.bus = BusFeed(store_path, deliver, alive, origin)
         self.journal = journal
         self._sub: JournalSubscription | None = None
         if journal is not None:

@@ -106,8 +106,9 @@ SAMPLES: tuple[SampleRow, ...] = (
         " itself, which the transaction log records), then the consumer: each message once,"
         " leased one at a time (`MaxPerSubscriptionBacklog` 1) and acknowledged",
         RUNS,
-        "not run: consuming a queue leases and acknowledges, which writes the queue's state; a "
-        "read-only process cannot consume a queue (it raises `UsageException` saying so)",
+        "runs: the read-only consumer's subscription is held by the writer, which leases it"
+        " each message through the consumer's inbox; its acknowledgements go back through its"
+        " outbox (see docs/queues.md)",
     ),
     SampleRow(
         "RandomServerChooser",
@@ -134,8 +135,9 @@ def render_samples() -> list[str]:
         "directory. A read-only process follows the writer: SOW topics through their logs,",
         "topics the transaction log records through the writer's journal (followed",
         "read-only), other pub/sub topics through the store's pub/sub bus (see \"Live",
-        'subscriptions in other processes"); only the queue pair runs in one process',
-        "only. [R] The read-only store computes the configuration's views itself",
+        'subscriptions in other processes"); a read-only process consumes a queue and',
+        "publishes to pub/sub topics through the writer (its outbox under the store",
+        "directory). [R] The read-only store computes the configuration's views itself",
         "(transient topics, in its own memory, from the records it reads), and a `sow`",
         "through `sowlib.compat` over a read-only store refreshes it first: the query",
         "answers with the writer's state at the time of the call, as a server would.",

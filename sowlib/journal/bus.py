@@ -70,8 +70,13 @@ class PubSubBus:
         data: bytes,
         correlation_id: bytes = b"",
         expiration: float | None = None,
+        origin: str = "",
     ) -> Entry:
         """Append one publish; readers see it once this returns. O(1).
+
+        ``origin`` names the read-only process that asked the writer to publish it
+        (:mod:`sowlib.journal.outbox`; kept in the entry's ``sow_key``): that process
+        delivered it to its own subscribers already and skips it.
 
         Raises:
             StoreFullError: no room for it (nothing of it was written).
@@ -88,7 +93,7 @@ class PubSubBus:
                 topic,
                 message_type,
                 bytes(data),
-                "",
+                origin,
                 correlation_id,
                 expiration,
             )

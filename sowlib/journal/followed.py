@@ -35,8 +35,8 @@ class FollowedJournal(JournalReads):
     Args:
         directory: the writer's ``JournalDirectory``.
         topics: the ``<TransactionLog><Topic>``s, as for :class:`~sowlib.journal.Journal`.
-        queue_definitions: the configuration's queues (a read-only process cannot
-            consume one; they are kept to say so).
+        queue_definitions: the configuration's queues (a read-only process consumes
+            them through the writer's process, :mod:`sowlib.compat.queuelink`).
     Raises:
         ConfigError: no journal in ``directory`` (its writer has never opened the
             store), a damaged id file, a bad topic pattern.

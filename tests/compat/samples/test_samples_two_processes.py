@@ -12,10 +12,8 @@ journal, other pub/sub topics (``messages`` of the console and composite pairs;
 ``messages-sow`` over ``/amps/fix``, since ``sample.xml`` has no fix SOW topic) through
 the store's pub/sub bus.
 
-Left out, for a reason of sowlib's, not of the sample's:
-
-* **queue**: consuming a queue leases and acknowledges, which writes the queue's state;
-  a read-only process cannot consume a queue (it is told so, ``UsageException``).
+The queue pair runs too: the consumer's leases and acknowledgements go through the
+writer (its outbox and inbox under the store directory).
 """
 
 from __future__ import annotations
@@ -41,6 +39,7 @@ from .test_official_samples import (
     check_fix,
     check_nvfix,
     check_oof,
+    check_queue,
     check_replay,
     check_sow,
     check_sow_and_subscribe,
@@ -187,6 +186,15 @@ CASES: list[Any] = [
         ],
         check_nvfix,
         id="nvfix",
+    ),
+    pytest.param(
+        [
+            (W, ["run", "AMPSQueuePublisher.py"]),
+            (R, ["start", "AMPSQueueConsumer.py"]),
+            (R, ["output", "AMPSQueueConsumer.py", "Hello", 1000]),
+        ],
+        check_queue,
+        id="queue",
     ),
 ]
 
