@@ -42,6 +42,7 @@ setup(
         Extension(
             "sowlib.codecs.jsonfields",
             sources=["sowlib/codecs/jsonfields.c"],
+            depends=["sowlib/storage/recordread.h"],
             optional=True,
         ),
     ]

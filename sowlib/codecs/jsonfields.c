@@ -13,10 +13,22 @@
  * object or array, an escape, a long integer, a duplicate name or a missing name
  * all give None. `sowlib/codecs/json_fields.py` states the reference and
  * tests/codecs/test_json_fields.py checks that both agree.
+ *
+ * `top_columns_at(api, buf, offsets, low, limit, names)` gives what `top_columns` gives
+ * for the payloads of the common PUT records at `offsets` of a log file's map `buf`,
+ * reading each payload where it lies in the map: no bytes object per record. `api` is
+ * the capsule `sowlib.storage.recordread.c_api`, handed over by the caller (the codecs
+ * import no storage module): its `common_put` finds each record and checks its
+ * checksum, as `read_put` does. None when a record there is not an intact common PUT
+ * within [low, limit) or a payload is outside the subset: the caller then reads and
+ * decodes the payloads (tests/codecs/test_json_fields_at.py checks both agree).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
+
+#include "../storage/recordread.h"
+
 
 #define MAX_NAMES 32
 #define MAX_INT_DIGITS 18
@@ -334,6 +346,60 @@ read_payload(const unsigned char *data, Py_ssize_t size, PyObject *names, Py_ssi
     return 0;
 }
 
+/* The columns, one list of `rows` places per name (filled by the caller), or NULL. */
+static PyObject *
+new_columns(Py_ssize_t count, Py_ssize_t rows)
+{
+    PyObject *columns = PyList_New(count);
+    if (columns == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *column = PyList_New(rows);
+        if (column == NULL) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        PyList_SET_ITEM(columns, i, column);
+    }
+    return columns;
+}
+
+/* Whether every name is bytes (else a TypeError is set). */
+static int
+names_ok(PyObject *names)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(names, i))) {
+            PyErr_SetString(PyExc_TypeError, "names must be bytes");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Read one payload into row `row` of `columns`: 0, 1 (outside the subset: `columns`
+ * released) or -1 (an error: `columns` released). */
+static int
+fill_row(PyObject *columns, Py_ssize_t row, const unsigned char *data, Py_ssize_t size,
+         PyObject *names, Py_ssize_t count)
+{
+    PyObject *found[MAX_NAMES];
+    memset(found, 0, sizeof found);
+    int got = read_payload(data, size, names, count, found);
+    if (got != 0) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            Py_XDECREF(found[i]);
+        }
+        Py_DECREF(columns);
+        return got;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyList_SET_ITEM(PyList_GET_ITEM(columns, i), row, found[i]);
+    }
+    return 0;
+}
+
 static PyObject *
 top_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -347,54 +413,109 @@ top_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (count == 0 || count > MAX_NAMES) {
         Py_RETURN_NONE;
     }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (!PyBytes_Check(PyTuple_GET_ITEM(names, i))) {
-            PyErr_SetString(PyExc_TypeError, "names must be bytes");
-            return NULL;
-        }
+    if (!names_ok(names)) {
+        return NULL;
     }
-    PyObject *columns = PyList_New(count);
+    PyObject *columns = new_columns(count, rows);
     if (columns == NULL) {
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *column = PyList_New(rows);
-        if (column == NULL) {
-            Py_DECREF(columns);
-            return NULL;
-        }
-        PyList_SET_ITEM(columns, i, column);
-    }
-    PyObject *found[MAX_NAMES];
     for (Py_ssize_t row = 0; row < rows; row++) {
         PyObject *payload = PyList_GET_ITEM(payloads, row);
         if (!PyBytes_CheckExact(payload)) {
             Py_DECREF(columns);
             Py_RETURN_NONE;
         }
-        memset(found, 0, sizeof found);
-        int got = read_payload((const unsigned char *)PyBytes_AS_STRING(payload),
-                               PyBytes_GET_SIZE(payload), names, count, found);
-        if (got != 0) {
-            for (Py_ssize_t i = 0; i < count; i++) {
-                Py_XDECREF(found[i]);
-            }
+        int got = fill_row(columns, row, (const unsigned char *)PyBytes_AS_STRING(payload),
+                           PyBytes_GET_SIZE(payload), names, count);
+        if (got < 0) {
+            return NULL;
+        }
+        if (got > 0) {
+            Py_RETURN_NONE;
+        }
+    }
+    return columns;
+}
+
+static PyObject *
+top_columns_at(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 6 || !PyList_Check(args[2]) || !PyTuple_Check(args[5])) {
+        PyErr_SetString(PyExc_TypeError, "top_columns_at(api, buf, offsets: list, low: int, "
+                                         "limit: int, names: tuple)");
+        return NULL;
+    }
+    const RecordReadApi *records = PyCapsule_GetPointer(args[0], RECORDREAD_API);
+    if (records == NULL) {
+        return NULL;
+    }
+    PyObject *offsets = args[2], *names = args[5];
+    Py_ssize_t low = PyLong_AsSsize_t(args[3]);
+    if (low == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t limit = PyLong_AsSsize_t(args[4]);
+    if (limit == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_ssize_t count = PyTuple_GET_SIZE(names), rows = PyList_GET_SIZE(offsets);
+    if (!names_ok(names)) {
+        return NULL;
+    }
+    if (count == 0 || count > MAX_NAMES) {
+        Py_RETURN_NONE;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[1], &view, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (limit > view.len) {
+        limit = view.len;
+    }
+    PyObject *columns = new_columns(count, rows);
+    if (columns == NULL) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    const unsigned char *base = view.buf;
+    for (Py_ssize_t row = 0; row < rows; row++) {
+        /* offsets holds only what the caller put there and nothing here runs Python
+         * code: the list cannot change while it is read */
+        Py_ssize_t off = PyLong_AsSsize_t(PyList_GET_ITEM(offsets, row));
+        if (off == -1 && PyErr_Occurred()) {
             Py_DECREF(columns);
+            PyBuffer_Release(&view);
+            return NULL;
+        }
+        CommonPut put;
+        int at = off < low ? 0 : records->common_put(base, off, limit, &put);
+        int got = at < 0 ? -1 : at == 0 ? 1 : 0;
+        if (got == 0) {
+            got = fill_row(columns, row, put.payload, put.payload_len, names, count);
+        }
+        else {
+            Py_DECREF(columns);
+        }
+        if (got != 0) {
+            PyBuffer_Release(&view);
             if (got < 0) {
                 return NULL;
             }
             Py_RETURN_NONE;
         }
-        for (Py_ssize_t i = 0; i < count; i++) {
-            PyList_SET_ITEM(PyList_GET_ITEM(columns, i), row, found[i]);
-        }
     }
+    PyBuffer_Release(&view);
     return columns;
 }
 
 static PyMethodDef methods[] = {
     {"top_columns", (PyCFunction)(void (*)(void))top_columns, METH_FASTCALL,
      "top_columns(payloads, names): each name's value in each flat JSON object, or None."},
+    {"top_columns_at", (PyCFunction)(void (*)(void))top_columns_at, METH_FASTCALL,
+     "top_columns_at(api, buf, offsets, low, limit, names): top_columns of the payloads of "
+     "the common PUT records at offsets of a log's map, read in place, or None."},
     {NULL, NULL, 0, NULL},
 };
 
