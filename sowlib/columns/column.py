@@ -145,15 +145,15 @@ class Column:
                 return
         if kinds == {str}:  # text is its own entry key
             lookup = self._lookup
-            codes = list(map(lookup.get, values))
-            if None in codes:  # new text: added once each, in order
+            found: list[Any] = list(map(lookup.get, values))
+            if None in found:  # new text: added once each, in order
                 for value in dict.fromkeys(values):
                     if value not in lookup:
                         lookup[value] = len(self.values)
                         self.values.append(value)
-                codes = list(map(lookup.__getitem__, values))
+                found = list(map(lookup.__getitem__, values))
             self._num[rows] = 0.0
-            self._code[rows] = codes
+            self._code[rows] = found
             return
         nums_, codes = zip(*map(self.encode, values), strict=True)
         self._num[rows] = nums_

@@ -69,7 +69,8 @@ def test_fields_read_in_place_are_the_decoded_fields(
         if got is not None:
             for codec in (JsonCodec(), JsonCodec(use_orjson=False)):
                 want = reference(codec, stored, names)
-                assert want is not None and same(got, want), (stored, got, want)
+                assert want is not None
+                assert same(got, want), (stored, got, want)
 
 
 @needs_c
