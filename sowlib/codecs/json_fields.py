@@ -27,6 +27,7 @@ __all__ = [
     "load_top_columns",
     "reference_columns",
     "top_columns",
+    "top_codes_at",
     "top_columns_at",
 ]
 
@@ -84,15 +85,32 @@ def top_columns_at(
     return native(api, buf, offsets, low, limit, encoded)
 
 
-def _load_at() -> Callable[..., list[list[Any]] | None] | None:
+def top_codes_at(
+    api: object, buf: Any, offsets: list[int], low: int, limit: int, names: Sequence[str]
+) -> list[tuple[bytes, bytes, list[Any], dict[str, int]]] | None:
+    """:func:`top_columns_at` as a coded column per name, ``(num, code, values,
+    strings)`` (see ``jsonfields.c``): what :class:`sowlib.columns.CodedColumn` holds;
+    None where :func:`top_columns_at` gives None. O(their bytes)."""
+    native = _NATIVE_CODES
+    if native is None or not names:
+        return None
+    encoded = tuple(name.encode("utf-8", "surrogatepass") for name in names)
+    return native(api, buf, offsets, low, limit, encoded)
+
+
+_ColumnsAt = Callable[..., list[list[Any]] | None]
+_CodesAt = Callable[..., list[tuple[bytes, bytes, list[Any], dict[str, int]]] | None]
+
+
+def _load_at() -> tuple[_ColumnsAt, _CodesAt] | None:
     if NATIVE_TOP_COLUMNS is None:
         return None
     from sowlib.codecs import jsonfields  # built: top_columns loaded from it
 
-    return jsonfields.top_columns_at
+    return jsonfields.top_columns_at, jsonfields.top_codes_at
 
 
-_NATIVE_AT = _load_at()
+_NATIVE_AT, _NATIVE_CODES = _load_at() or (None, None)
 
 
 def reference_columns(

@@ -144,7 +144,7 @@ class TopicSource:
 
     def field_chunks(
         self, paths: Sequence[FieldPath]
-    ) -> Iterator[tuple[list[Key], list[list[Any]]]]:
+    ) -> Iterator[tuple[list[Key], list[Sequence[Any]]]]:
         """Every live key with the value of each of ``paths`` (a column per path), a batch
         at a time in file order; what an index keeps per key is taken from there, the
         rest read out of the records once (:meth:`field_columns`); nothing is kept."""
@@ -158,7 +158,9 @@ class TopicSource:
                 [list(map(kept[p].__getitem__, keys)) if p in kept else next(got) for p in paths],
             )
 
-    def _columns_at(self, offsets: list[int], paths: Sequence[FieldPath]) -> list[list[Any]]:
+    def _columns_at(
+        self, offsets: list[int], paths: Sequence[FieldPath]
+    ) -> Sequence[Sequence[Any]]:
         """:meth:`field_columns` of the records at ``offsets``: top-level JSON fields read
         where the records lie in the mapped file (:mod:`sowlib.topic.fieldread`), else
         from their payloads."""
