@@ -64,7 +64,9 @@ def test_fields_read_in_place_are_the_decoded_fields(
         stored = list(log.payloads(offsets))
         coded = mapped_columns(log, offsets, names)
         got = None if coded is None else [list(column) for column in coded]
-        assert json_fields.top_columns_at(RECORDREAD.c_api, log.file.mapped, offsets, *log.span,
+        assert RECORDREAD is not None
+        low, end = log.span
+        assert json_fields.top_columns_at(RECORDREAD.c_api, log.file.mapped, offsets, low, end,
                                           names) == got  # fmt: skip
         assert got == json_fields.top_columns(stored, names) or got is None
         if json_fields.top_columns(stored, names) is not None:

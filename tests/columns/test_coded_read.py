@@ -77,7 +77,9 @@ def test_a_coded_column_reads_as_its_values() -> None:
     code = np.array([-1, 0, -2, 1], dtype=np.int32).tobytes()
     column = CodedColumn(num, code, ["x", None])
     assert list(column) == [7, "x", 2.5, None]
-    assert type(column[0]) is int and type(column[2]) is float
-    assert column[1:3] == ["x", 2.5] and len(column) == 4
+    assert type(column[0]) is int
+    assert type(column[2]) is float
+    assert column[1:3] == ["x", 2.5]
+    assert len(column) == 4
     with pytest.raises(ValueError):
         CodedColumn(num[:8], code, [])
