@@ -41,7 +41,8 @@ setup(
         ),
         Extension(
             "sowlib.codecs.jsonfields",
-            sources=["sowlib/codecs/jsonfields.c"],
+            sources=["sowlib/codecs/jsonfields.c", "sowlib/codecs/jsonmapped.c"],
+            depends=["sowlib/codecs/jsonfields.h", "sowlib/storage/recordread.h"],
             optional=True,
         ),
     ]

@@ -7,8 +7,12 @@ the C module ``sowlib.codecs.jsonfields`` reads (see ``jsonfields.c``: one flat 
 strings without escapes, plain numbers, each name once). The C module is built at
 install time where a compiler is found; without it, or with ``SOWLIB_PURE_PYTHON`` set
 to a non-empty value before sowlib is imported, every call gives None and the caller
-decodes. ``tests/codecs/test_json_fields.py`` checks the two agree. Imports nothing
-from sowlib.
+decodes. ``tests/codecs/test_json_fields.py`` checks the two agree.
+
+``top_columns_at(api, buf, offsets, low, limit, names)`` is the same read of the
+payloads of log records where they lie in a mapped file (no bytes object per record),
+the records found and checked by the storage layer's C interface ``api`` that the
+caller hands over. Imports nothing from sowlib.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ __all__ = [
     "load_top_columns",
     "reference_columns",
     "top_columns",
+    "top_codes_at",
+    "top_columns_at",
 ]
 
 TopColumns = Callable[[list[bytes], tuple[bytes, ...]], list[list[Any]] | None]
@@ -59,6 +65,52 @@ def top_columns(payloads: Sequence[bytes], names: Sequence[str]) -> list[list[An
     # document; "surrogatepass" gives bytes no key in the C subset holds, so it is
     # reported missing (None) instead of raising UnicodeEncodeError.
     return native(payloads, tuple(name.encode("utf-8", "surrogatepass") for name in names))
+
+
+def top_columns_at(
+    api: object, buf: Any, offsets: list[int], low: int, limit: int, names: Sequence[str]
+) -> list[list[Any]] | None:
+    """:func:`top_columns` of the payloads of the common PUT records at ``offsets`` of the
+    mapped log file ``buf`` (records in ``[low, limit)``), read in place, or None.
+
+    ``api`` is the capsule ``c_api`` of the storage layer's C record reader: it finds
+    each record and checks its checksum. None when the C form is missing, a record
+    there is not an intact common PUT, or a payload is outside the subset; the caller
+    then reads the payloads (checked) and decodes them. O(their bytes).
+    """
+    native = _NATIVE_AT
+    if native is None or not names:
+        return None
+    encoded = tuple(name.encode("utf-8", "surrogatepass") for name in names)
+    return native(api, buf, offsets, low, limit, encoded)
+
+
+def top_codes_at(
+    api: object, buf: Any, offsets: list[int], low: int, limit: int, names: Sequence[str]
+) -> list[tuple[bytes, bytes, list[Any], dict[str, int]]] | None:
+    """:func:`top_columns_at` as a coded column per name, ``(num, code, values,
+    strings)`` (see ``jsonfields.c``): what :class:`sowlib.columns.CodedColumn` holds;
+    None where :func:`top_columns_at` gives None. O(their bytes)."""
+    native = _NATIVE_CODES
+    if native is None or not names:
+        return None
+    encoded = tuple(name.encode("utf-8", "surrogatepass") for name in names)
+    return native(api, buf, offsets, low, limit, encoded)
+
+
+_ColumnsAt = Callable[..., list[list[Any]] | None]
+_CodesAt = Callable[..., list[tuple[bytes, bytes, list[Any], dict[str, int]]] | None]
+
+
+def _load_at() -> tuple[_ColumnsAt, _CodesAt] | None:
+    if NATIVE_TOP_COLUMNS is None:
+        return None
+    from sowlib.codecs import jsonfields  # built: top_columns loaded from it
+
+    return jsonfields.top_columns_at, jsonfields.top_codes_at
+
+
+_NATIVE_AT, _NATIVE_CODES = _load_at() or (None, None)
 
 
 def reference_columns(

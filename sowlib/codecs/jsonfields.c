@@ -13,12 +13,18 @@
  * object or array, an escape, a long integer, a duplicate name or a missing name
  * all give None. `sowlib/codecs/json_fields.py` states the reference and
  * tests/codecs/test_json_fields.py checks that both agree.
+ *
+ * The reads of payloads where they lie in a log file's map (`top_columns_at`,
+ * `top_codes_at`) are in jsonmapped.c, which shares this file's parser through
+ * jsonfields.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <string.h>
 
-#define MAX_NAMES 32
+#include "jsonfields.h"
+
+
 #define MAX_INT_DIGITS 18
 #define MAX_NUMBER 64
 
@@ -258,10 +264,9 @@ skip_value(Cursor *c)
     return -1;
 }
 
-/* Read one payload's fields into found[]: 0, 1 (outside the subset) or -1 (error). */
-static int
-read_payload(const unsigned char *data, Py_ssize_t size, PyObject *names, Py_ssize_t count,
-             PyObject **found)
+int
+jsonfields_read_payload(const unsigned char *data, Py_ssize_t size, PyObject *names,
+                        Py_ssize_t count, PyObject **found)
 {
     Cursor c = {data, data + size};
     skip_ws(&c);
@@ -334,6 +339,58 @@ read_payload(const unsigned char *data, Py_ssize_t size, PyObject *names, Py_ssi
     return 0;
 }
 
+PyObject *
+jsonfields_new_columns(Py_ssize_t count, Py_ssize_t rows)
+{
+    PyObject *columns = PyList_New(count);
+    if (columns == NULL) {
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *column = PyList_New(rows);
+        if (column == NULL) {
+            Py_DECREF(columns);
+            return NULL;
+        }
+        PyList_SET_ITEM(columns, i, column);
+    }
+    return columns;
+}
+
+int
+jsonfields_names_ok(PyObject *names)
+{
+    for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(names); i++) {
+        if (!PyBytes_Check(PyTuple_GET_ITEM(names, i))) {
+            PyErr_SetString(PyExc_TypeError, "names must be bytes");
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* Read one payload into row `row` of `columns`: 0, 1 (outside the subset: `columns`
+ * released) or -1 (an error: `columns` released). */
+static int
+fill_row(PyObject *columns, Py_ssize_t row, const unsigned char *data, Py_ssize_t size,
+         PyObject *names, Py_ssize_t count)
+{
+    PyObject *found[MAX_NAMES];
+    memset(found, 0, sizeof found);
+    int got = jsonfields_read_payload(data, size, names, count, found);
+    if (got != 0) {
+        for (Py_ssize_t i = 0; i < count; i++) {
+            Py_XDECREF(found[i]);
+        }
+        Py_DECREF(columns);
+        return got;
+    }
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyList_SET_ITEM(PyList_GET_ITEM(columns, i), row, found[i]);
+    }
+    return 0;
+}
+
 static PyObject *
 top_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -347,46 +404,26 @@ top_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     if (count == 0 || count > MAX_NAMES) {
         Py_RETURN_NONE;
     }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        if (!PyBytes_Check(PyTuple_GET_ITEM(names, i))) {
-            PyErr_SetString(PyExc_TypeError, "names must be bytes");
-            return NULL;
-        }
+    if (!jsonfields_names_ok(names)) {
+        return NULL;
     }
-    PyObject *columns = PyList_New(count);
+    PyObject *columns = jsonfields_new_columns(count, rows);
     if (columns == NULL) {
         return NULL;
     }
-    for (Py_ssize_t i = 0; i < count; i++) {
-        PyObject *column = PyList_New(rows);
-        if (column == NULL) {
-            Py_DECREF(columns);
-            return NULL;
-        }
-        PyList_SET_ITEM(columns, i, column);
-    }
-    PyObject *found[MAX_NAMES];
     for (Py_ssize_t row = 0; row < rows; row++) {
         PyObject *payload = PyList_GET_ITEM(payloads, row);
         if (!PyBytes_CheckExact(payload)) {
             Py_DECREF(columns);
             Py_RETURN_NONE;
         }
-        memset(found, 0, sizeof found);
-        int got = read_payload((const unsigned char *)PyBytes_AS_STRING(payload),
-                               PyBytes_GET_SIZE(payload), names, count, found);
-        if (got != 0) {
-            for (Py_ssize_t i = 0; i < count; i++) {
-                Py_XDECREF(found[i]);
-            }
-            Py_DECREF(columns);
-            if (got < 0) {
-                return NULL;
-            }
-            Py_RETURN_NONE;
+        int got = fill_row(columns, row, (const unsigned char *)PyBytes_AS_STRING(payload),
+                           PyBytes_GET_SIZE(payload), names, count);
+        if (got < 0) {
+            return NULL;
         }
-        for (Py_ssize_t i = 0; i < count; i++) {
-            PyList_SET_ITEM(PyList_GET_ITEM(columns, i), row, found[i]);
+        if (got > 0) {
+            Py_RETURN_NONE;
         }
     }
     return columns;
@@ -395,6 +432,12 @@ top_columns(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 static PyMethodDef methods[] = {
     {"top_columns", (PyCFunction)(void (*)(void))top_columns, METH_FASTCALL,
      "top_columns(payloads, names): each name's value in each flat JSON object, or None."},
+    {"top_columns_at", (PyCFunction)(void (*)(void))top_columns_at, METH_FASTCALL,
+     "top_columns_at(api, buf, offsets, low, limit, names): top_columns of the payloads of "
+     "the common PUT records at offsets of a log's map, read in place, or None."},
+    {"top_codes_at", (PyCFunction)(void (*)(void))top_codes_at, METH_FASTCALL,
+     "top_codes_at(api, buf, offsets, low, limit, names): top_columns_at coded: per name "
+     "(num, code, values, strings), or None."},
     {NULL, NULL, 0, NULL},
 };
 

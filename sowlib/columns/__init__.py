@@ -8,6 +8,7 @@ column plan is ever made. Imports only ``expr``, ``paths``, ``errors`` and
 
 from __future__ import annotations
 
+from sowlib.columns.coded import CodedColumn
 from sowlib.columns.plan import ColumnPlan, column_plan, select_docs, vector_filter
 
-__all__ = ["ColumnPlan", "column_plan", "select_docs", "vector_filter"]
+__all__ = ["CodedColumn", "ColumnPlan", "column_plan", "select_docs", "vector_filter"]

@@ -3,7 +3,7 @@
 Exact numbers sit in a float64 array; every other value (text, NULL, missing,
 booleans, integers past 53 bits, NaN, arrays, objects) is a code into the column's
 dictionary, so 12 bytes a row plus one entry per distinct value. Imports only
-``expr``, ``paths`` and ``document``.
+``expr``, ``paths``, ``document`` and ``columns.coded``.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sowlib.columns.coded import CodedColumn
 from sowlib.document import MISSING
 from sowlib.expr.operators import SAFE_INT
 from sowlib.expr.vector import FLOAT_CODE, INT_CODE
@@ -127,10 +128,15 @@ class Column:
         """Store ``values[i]`` at ``rows[i]``; O(len(rows)).
 
         A batch of one kind takes C-level passes: integers of at most 53 bits, floats
-        (NaN and -0.0 excepted) and strings (new ones added once each); anything else
-        goes value by value through :meth:`encode`, the reference.
+        (NaN and -0.0 excepted) and strings (new ones added once each); a
+        :class:`~sowlib.columns.coded.CodedColumn` files its numbers as they are and
+        encodes each value it lists once; anything else goes value by value through
+        :meth:`encode`, the reference.
         """
         if not len(values):
+            return
+        if type(values) is CodedColumn:
+            self._set_coded(rows, values)
             return
         kinds = set(map(type, values))
         if kinds == {int} and min(values) >= -SAFE_INT and max(values) <= SAFE_INT:
@@ -145,16 +151,34 @@ class Column:
                 return
         if kinds == {str}:  # text is its own entry key
             lookup = self._lookup
-            for value in dict.fromkeys(values):
-                if value not in lookup:
-                    lookup[value] = len(self.values)
-                    self.values.append(value)
+            found: list[Any] = list(map(lookup.get, values))
+            if None in found:  # new text: added once each, in order
+                for value in dict.fromkeys(values):
+                    if value not in lookup:
+                        lookup[value] = len(self.values)
+                        self.values.append(value)
+                found = list(map(lookup.__getitem__, values))
             self._num[rows] = 0.0
-            self._code[rows] = list(map(lookup.__getitem__, values))
+            self._code[rows] = found
             return
         nums_, codes = zip(*map(self.encode, values), strict=True)
         self._num[rows] = nums_
         self._code[rows] = codes
+
+    def _set_coded(self, rows: Any, coded: CodedColumn) -> None:
+        """:meth:`set_many` of a coded column: its numbers filed as they are, each of its
+        listed values encoded once (:meth:`encode`, which may file one as a number)."""
+        num = np.frombuffer(coded.num, dtype=np.float64)
+        code = np.frombuffer(coded.code, dtype=np.int32)
+        if coded.values:
+            listed = code >= 0
+            at = code[listed]
+            pairs = list(map(self.encode, coded.values))
+            num, code = num.copy(), code.copy()
+            num[listed] = np.array([n for n, _c in pairs], dtype=np.float64)[at]
+            code[listed] = np.array([c for _n, c in pairs], dtype=np.int32)[at]
+        self._num[rows] = num
+        self._code[rows] = code
 
     def value(self, row: int) -> Any:
         """The value stored at ``row`` (an int or float back from :attr:`num`)."""

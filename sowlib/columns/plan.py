@@ -208,8 +208,15 @@ class _Batch:
 
 def _select_batches(flt: VectorFilter, rows: Rows, node: Node) -> Iterator[Key]:
     """The keys ``flt`` (compiled from ``node``) matches, over columns built a batch of
-    records at a time and dropped: a one-off query's columnar scan, lazy (a query with
-    ``top_n`` stops reading once it has its rows). O(records x fields).
+    records at a time and dropped: a one-off query's columnar scan, lazy a batch at a
+    time (a query with ``top_n`` stops reading once it has its rows). O(records x fields).
+    """
+    return itertools.chain.from_iterable(_batch_matches(flt, rows, node))
+
+
+def _batch_matches(flt: VectorFilter, rows: Rows, node: Node) -> Iterator[list[Key]]:
+    """The matching keys of each batch of records, a list per batch (see
+    :func:`_select_batches`).
 
     A batch where a value makes the vector program raise is evaluated document by
     document by the closures (which raise it again, or not, past a short circuit).
@@ -221,9 +228,9 @@ def _select_batches(flt: VectorFilter, rows: Rows, node: Node) -> Iterator[Key]:
             mask = flt.run(_Batch(flt.fields, values, len(keys)))
         except SowError:
             match = compile_node(node)
-            yield from (k for k, d in rows.docs(keys) if truthy(match(d, None)))
+            yield [k for k, d in rows.docs(keys) if truthy(match(d, None))]
             continue
-        yield from itertools.compress(keys, mask.tolist())
+        yield list(itertools.compress(keys, mask.tolist()))
 
 
 def select_docs(node: Node, docs: Iterable[Any]) -> list[int] | None:

@@ -19,6 +19,7 @@ from sowlib.keys import ContentKeyGenerator
 from sowlib.paths import FieldPath
 from sowlib.record import Record
 from sowlib.topic.bytescan import byte_plan
+from sowlib.topic.fieldread import mapped_columns
 from sowlib.topic.keymap import KeyMap
 from sowlib.topic.slots import new_slots
 from sowlib.topic.views import Views
@@ -93,7 +94,7 @@ class TopicSource:
         """
         views = self._views
         top = getattr(views.codec, "top_columns", None) if views.filterable else None
-        if top is not None and all(len(p.steps) == 1 and p.steps[0].index is None for p in paths):
+        if top is not None and _top_level(paths):
             got: list[list[Any]] | None = top(payloads, [p.steps[0].name for p in paths])
             if got is not None:
                 return got
@@ -143,20 +144,32 @@ class TopicSource:
 
     def field_chunks(
         self, paths: Sequence[FieldPath]
-    ) -> Iterator[tuple[list[Key], list[list[Any]]]]:
+    ) -> Iterator[tuple[list[Key], list[Sequence[Any]]]]:
         """Every live key with the value of each of ``paths`` (a column per path), a batch
         at a time in file order; what an index keeps per key is taken from there, the
         rest read out of the records once (:meth:`field_columns`); nothing is kept."""
         indexes = self.indexes
         kept = dict(indexes.kept_tables()) if indexes.values_known else {}
         read = [p for p in paths if p not in kept]
-        payloads = self._views.log.payloads
         for keys, offsets in self._views.live_chunks():
-            got = iter(self.field_columns(list(payloads(offsets)), read) if read else ())
+            got = iter(self._columns_at(offsets, read) if read else ())
             yield (
                 keys,
                 [list(map(kept[p].__getitem__, keys)) if p in kept else next(got) for p in paths],
             )
+
+    def _columns_at(
+        self, offsets: list[int], paths: Sequence[FieldPath]
+    ) -> Sequence[Sequence[Any]]:
+        """:meth:`field_columns` of the records at ``offsets``: top-level JSON fields read
+        where the records lie in the mapped file (:mod:`sowlib.topic.fieldread`), else
+        from their payloads."""
+        views = self._views
+        if self.message_type == "json" and views.filterable and _top_level(paths):
+            got = mapped_columns(views.log, offsets, [p.steps[0].name for p in paths])
+            if got is not None:
+                return got
+        return self.field_columns(list(views.log.payloads(offsets)), paths)
 
     def column_plan(self, node: Node, scanned: Callable[[FieldPath], bool]) -> ColumnPlan | None:
         """The live keys matching ``node`` read off in-memory columns of its fields (JSON
@@ -198,3 +211,7 @@ class TopicSource:
             seq=rec.seq,
             now=self._clock(),
         )
+
+
+def _top_level(paths: Sequence[FieldPath]) -> bool:
+    return all(len(p.steps) == 1 and p.steps[0].index is None for p in paths)
