@@ -484,6 +484,11 @@ class Writer:
             for off in entries.offsets:
                 self.apply(read(off))
             return
+        plain = entries.plain  # a run of common records, as lists (the log's refresh)
+        if plain is not None and len(plain[1]) <= _FEW:
+            keys = self.keys_of_words(plain[2])
+            self._apply_run(keys, plain[1], plain[3], plain[0], plain[5])
+            return
         offsets, sizes = entries.offsets, entries.sizes()
         if len(offsets) <= _FEW and not entries.others:  # a follower's usual refresh
             words = self.keys_of_words(entries.words)
@@ -509,8 +514,16 @@ class Writer:
         """The in-memory keys of common records' u64 keys."""
         return cast("list[Key]", words) if self.keys.content else list(map(str, words))
 
-    def _apply_run(self, keys: list[Key], offsets: list[int], sizes: list[int], end: int) -> None:
-        """Install a run of common records back to back, ending at ``end``."""
+    def _apply_run(
+        self,
+        keys: list[Key],
+        offsets: list[int],
+        sizes: list[int],
+        end: int,
+        payloads: Sequence[bytes] | None = None,
+    ) -> None:
+        """Install a run of common records back to back, ending at ``end`` (``payloads``:
+        theirs, when the caller read them)."""
         if len(self.views.cache):
             drop = self.views.cache.drop
             for key in keys:
@@ -521,7 +534,8 @@ class Writer:
             for key, new in zip(keys, inserted, strict=True):
                 indexes.on_put_keys(key, (), new)
             return
-        payloads = list(self.log.verified_payloads(offsets, end))
+        if payloads is None:
+            payloads = list(self.log.verified_payloads(offsets, end))
         if indexes.has_field_indexes:
             self._put_columns(keys, payload_columns(self.views, indexes, payloads), inserted)
             return
