@@ -147,12 +147,15 @@ class TopicFiles:
         applied, and whether the directories may have changed (then walk them again:
         :meth:`changed`)."""
         quiet = root is not None and self.unchanged()
+        looks = self.looks
         if quiet:  # no file of the store came, went or was replaced
-            self.looks.begin()
+            looks.begin()
+        applied = 0
         try:
-            applied = sum(refresh() for refresh in refreshes)
+            for refresh in refreshes:
+                applied += refresh()
         finally:
-            self.looks.end()
+            looks.end()
         return applied, root is not None and not quiet
 
     def changed(self, root: str) -> list[str] | None:

@@ -55,6 +55,8 @@ _TAIL = struct.Struct("<QqQ")
 _TAIL_AT = 12
 _LENGTH = struct.Struct("<I")
 
+_RUN_EPOCH = object()
+
 PlainRun = tuple[int, list[int], list[int], list[int], int, list[bytes]]
 """What :func:`tail_run` gives: the end of the run, then the offsets, u64 keys, framed
 sizes, the last record's seq, and the payloads."""
@@ -91,11 +93,11 @@ class EntryList:
     @classmethod
     def of_run(cls, buf: Buf, run: PlainRun) -> EntryList:
         """The entries of a :func:`tail_run` over ``buf``, the run kept as :attr:`plain`."""
-        entries = cls(buf)
-        entries.offsets.fromlist(run[1])
-        entries.words = run[2]
-        entries.end = run[0]
-        entries.plain = run
+        entries = cls.__new__(cls)
+        entries.buf, entries.plain, entries.end, entries.words = buf, run, run[0], run[2]
+        entries.offsets = array.array("q", run[1])
+        entries.others = {}
+        entries._epoch = _RUN_EPOCH  # replaced by clear(), as another list's would be
         return entries
 
     def __len__(self) -> int:

@@ -520,7 +520,7 @@ class Writer:
         offsets: list[int],
         sizes: list[int],
         end: int,
-        payloads: Sequence[bytes] | None = None,
+        payloads: list[bytes] | None = None,
     ) -> None:
         """Install a run of common records back to back, ending at ``end`` (``payloads``:
         theirs, when the caller read them)."""
