@@ -29,6 +29,7 @@ from sowlib.topic.expiry import Expiry
 from sowlib.topic.keymap import KeyMap
 from sowlib.topic.logview import Header
 from sowlib.topic.prepare import Batch, prepare_batch
+from sowlib.topic.runcolumns import LateColumns, payload_columns
 from sowlib.topic.views import Views
 
 __all__ = ["Writer", "payload_columns"]
@@ -71,7 +72,7 @@ class Writer:
         self._key_getters = tuple(path.getter for path in key_fields)
         # A read-only topic files a refresh's writes into its indexes when a query next
         # reads them (IndexSet.defer_columns); a writer at once.
-        self._put_columns = indexes.defer_columns if self.log.log.readonly else indexes.put_columns
+        self._late = self.log.log.readonly
         # put_plain: the log file, when the keys are content keys (u64) of messages kept in
         # a file; write_bytes: the key field's name when it is one top-level field, and
         # how an int value of it is hashed.
@@ -537,11 +538,15 @@ class Writer:
         if payloads is None:
             payloads = list(self.log.verified_payloads(offsets, end))
         if indexes.has_field_indexes:
-            self._put_columns(keys, payload_columns(self.views, indexes, payloads), inserted)
+            if self._late:  # read-only: the values are read when the upkeep is done
+                indexes.defer_columns(keys, LateColumns(self.views, indexes, payloads), inserted)
+            else:
+                indexes.put_columns(keys, payload_columns(self.views, indexes, payloads), inserted)
             return
-        getters = self._key_getters
-        for key, doc, new in zip(keys, self.views.decode_many(payloads), inserted, strict=True):
-            indexes.on_put_keys(key, [g(doc) for g in getters], new)
+        # no field index: the index set's paths are the key fields
+        rows = zip(*payload_columns(self.views, indexes, payloads), strict=True)
+        for key, values, new in zip(keys, rows, inserted, strict=True):
+            indexes.on_put_keys(key, values, new)
 
     # ------------------------------------------------------------------ compaction
 
@@ -579,17 +584,3 @@ class Writer:
         self.keys.remap(mapping)
         if history is not None:
             history.remap(mapping)
-
-
-def payload_columns(views: Views, indexes: IndexSet, payloads: list[bytes]) -> list[list[Any]]:
-    """The values of the index set's paths in ``payloads``, a column per path (as
-    :meth:`IndexSet.columns` gives them from the documents): read out of the bytes by the
-    codec's ``top_columns`` where every path is a top-level field and the codec has one,
-    else from the decoded documents."""
-    top = getattr(views.codec, "top_columns", None) if views.filterable else None
-    names = indexes.top_names
-    if top is not None and None not in names:
-        got: list[list[Any]] | None = top(payloads, names)
-        if got is not None:
-            return got
-    return indexes.columns(views.decode_many(payloads))
