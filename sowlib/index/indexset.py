@@ -144,7 +144,8 @@ class IndexSet:
             for path in paths
         )
         self._top_names = tuple(
-            p.steps[0].name if i is not None else None for p, i in zip(paths, self._items)
+            p.steps[0].name if i is not None else None
+            for p, i in zip(paths, self._items, strict=True)
         )
         self._key_at = range(len(self.key_fields))
         self._hash_at = [(ix, tuple(paths[f] for f in ix.fields)) for ix in self.hashes]

@@ -246,7 +246,10 @@ def tail_run(buf: Buf, off: int, limit: int) -> PlainRun | None:
         return None
     offsets = entries.offsets.tolist()
     sizes = [b - a for a, b in zip(offsets, [*offsets[1:], end], strict=True)]
-    payloads = [bytes(buf[at + _FAST_OVERHEAD - 8 : at + size - 8]) for at, size in zip(offsets, sizes, strict=True)]
+    payloads = [
+        bytes(buf[at + _FAST_OVERHEAD - 8 : at + size - 8])
+        for at, size in zip(offsets, sizes, strict=True)
+    ]
     seq: int = _TAIL.unpack_from(buf, offsets[-1] + _TAIL_AT)[0]
     return end, offsets, entries.words, sizes, seq, payloads
 

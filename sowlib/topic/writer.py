@@ -471,9 +471,11 @@ class Writer:
         installs a batch: one key-map update, the indexed fields read out of the payloads
         (by the codec's ``top_columns`` where it has one, else from the decoded
         documents), index upkeep a column at a time from the kept old values (on a
-        read-only topic, left to the next read of the indexes: ``IndexSet.defer_columns``).
-        Any other record is read whole and applied alone. Equal to :meth:`apply` of each
-        record (``tests/test_refresh_batch.py``).
+        read-only topic, left to the next read of the indexes, the fields read then:
+        ``IndexSet.defer_columns`` of :class:`~sowlib.topic.runcolumns.LateColumns`).
+        A run the log's refresh gave as lists (:attr:`EntryList.plain`) is taken as they
+        are. Any other record is read whole and applied alone. Equal to :meth:`apply` of
+        each record (``tests/test_refresh_batch.py``, ``tests/test_refresh_runs.py``).
         """
         if not entries:
             return
@@ -531,13 +533,14 @@ class Writer:
                 drop(key)
         inserted = self.keys.put_bare(keys, offsets, sizes)
         indexes = self.indexes
-        if not indexes.has_field_indexes and not self._key_getters:
+        fields = indexes.has_field_indexes
+        if not fields and not self._key_getters:
             for key, new in zip(keys, inserted, strict=True):
                 indexes.on_put_keys(key, (), new)
             return
         if payloads is None:
             payloads = list(self.log.verified_payloads(offsets, end))
-        if indexes.has_field_indexes:
+        if fields:
             if self._late:  # read-only: the values are read when the upkeep is done
                 indexes.defer_columns(keys, LateColumns(self.views, indexes, payloads), inserted)
             else:
