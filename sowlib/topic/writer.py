@@ -477,7 +477,8 @@ class Writer:
         are. Any other record is read whole and applied alone. Equal to :meth:`apply` of
         each record (``tests/test_refresh_batch.py``, ``tests/test_refresh_runs.py``).
         """
-        if not entries:
+        plain = entries.plain  # a run of common records, as lists (the log's refresh)
+        if plain is None and not entries:
             return
         self.indexes.ensure_values()
         read = self.log.log.read
@@ -487,7 +488,6 @@ class Writer:
             for off in entries.offsets:
                 self.apply(read(off))
             return
-        plain = entries.plain  # a run of common records, as lists (the log's refresh)
         if plain is not None and len(plain[1]) <= _FEW:
             keys = self.keys_of_words(plain[2])
             self._apply_run(keys, plain[1], plain[3], plain[0], plain[5])
