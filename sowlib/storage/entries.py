@@ -154,6 +154,7 @@ class EntryList:
 
     def append(self, entry: ScanEntry) -> None:
         """Add one record's entry (kept whole) after the others."""
+        self.plain = None  # no longer only the run
         self.others[len(self.offsets)] = entry
         self.offsets.append(entry[0])
         self.words.append(0)
@@ -161,6 +162,7 @@ class EntryList:
 
     def extend(self, more: EntryList) -> None:
         """Add the entries of ``more`` (the records right after these, in the same bytes)."""
+        self.plain = None  # no longer only the run
         shift = len(self.offsets)
         self.others.update((row + shift, entry) for row, entry in more.others.items())
         self.offsets.extend(more.offsets)

@@ -366,3 +366,19 @@ def test_a_batch_is_checked_against_the_keys_the_key_map_expects() -> None:
     assert not logview._ends_match(buf, [0, len(rec)], [42, 43])
     # A header cut off by the end of the bytes is not the record: the checked read follows.
     assert not logview._ends_match(buf[:-40], [0, len(rec)], [42, 42])
+
+
+def test_a_run_list_grown_no_longer_claims_to_be_only_the_run() -> None:
+    rec = encode_record(PUT, b"7", b"", b"{}", 1, 2, 0)
+    other = encode_record(PUT, b"x", b"", b"{}", 2, 2, 0)
+    buf = rec + other + bytes(4)
+    run = tail_run(rec + bytes(4), 0, len(rec) + 4)
+    assert run is not None
+    entries = EntryList.of_run(buf, run)
+    assert entries.plain is run
+    assert len(entries) == 1
+    assert [e[5] for e in entries] == ["7"]
+    _end, more = verify_columns(buf, len(rec), len(buf))
+    entries.extend(more)
+    assert entries.plain is None
+    assert [e[5] for e in entries] == ["7", "x"]
