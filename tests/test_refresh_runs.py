@@ -148,3 +148,25 @@ def test_a_follower_of_runs_of_one_and_ten_records_matches_the_writer(tmp_path: 
         assert len(read.sow("/sym = 'C'")) == 23
         assert _state(read) == _state(topic)
         read.check()
+
+
+def test_a_nested_indexed_field_is_read_from_the_documents_when_the_upkeep_runs(
+    tmp_path: Path,
+) -> None:
+    """An index on a field below the top level: the deferred values come from decoded
+    documents (no byte read), after runs of 1 and 10 records and an update."""
+    with SowStore(tmp_path) as store, SowStore(tmp_path, readonly=True) as follower:
+        topic = store.create_topic("t", keys=["/id"], hash_indexes=[["/a/b"]], indexes=["/a/c"])
+        docs = [orjson.dumps({"id": i, "a": {"b": i % 3, "c": i}}) for i in range(11)]
+        topic.publish(docs[0])
+        assert follower.refresh() == 1
+        topic.publish_many(docs[1:])
+        assert follower.refresh() == 10
+        topic.publish(orjson.dumps({"id": 4, "a": {"b": 7, "c": -1}}))
+        assert follower.refresh() == 1
+        read = follower.topic("t")
+        assert sorted(r.doc["id"] for r in read.sow("/a/b = 1")) == [1, 7, 10]
+        assert [r.doc["id"] for r in read.sow("/a/b = 7")] == [4]
+        assert sorted(r.doc["id"] for r in read.sow("/a/c < 2")) == [0, 1, 4]
+        assert _state(read) == _state(topic)
+        read.check()
