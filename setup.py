@@ -1,4 +1,5 @@
 """The optional C modules (the checked read of the common record and the digests it uses,
+a read-only store's look at its directories,
 the key map's table of content keys with the one reader of records by key, top-level
 fields of flat JSON objects, the moves of index upkeep and the grouping of a rebuild);
 everything else is in pyproject.toml.
@@ -16,6 +17,11 @@ setup(
             "sowlib.storage.recordread",
             sources=["sowlib/storage/recordread.c"],
             depends=["sowlib/storage/recordread.h", "sowlib/storage/digest.h"],
+            optional=True,
+        ),
+        Extension(
+            "sowlib.storage.dirtimes",
+            sources=["sowlib/storage/dirtimes.c"],
             optional=True,
         ),
         Extension(

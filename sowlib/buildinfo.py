@@ -26,6 +26,7 @@ VERSION = "0.1.0"
 COMPILED_MODULES = (
     "sowlib.storage.recordread",
     "sowlib.storage.framepack",
+    "sowlib.storage.dirtimes",
     "sowlib.topic.keytable",
     "sowlib.codecs.jsonfields",
     "sowlib.index.movekeys",

@@ -2,7 +2,8 @@
 operating-system errors on store paths (and, for its callers, the bounded topic-name
 regexes of :mod:`sowlib.config.pattern`).
 
-Imports ``errors``, ``config`` and ``storage.looks`` only; ``store`` composes it.
+Imports ``errors``, ``config``, ``storage.looks`` and ``storage.native`` only; ``store``
+composes it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import cast
 
 import xxhash
 
@@ -19,6 +21,7 @@ from sowlib.config.model import check_file_name
 from sowlib.config.pattern import MAX_TOPIC_REGEX, TOPIC_REGEX_SECONDS, TopicPattern
 from sowlib.errors import ConfigError, SowError, StorePathError
 from sowlib.storage.looks import DirectoryLooks
+from sowlib.storage.native import optional_module
 
 __all__ = [
     "MAX_TOPIC_REGEX",
@@ -28,6 +31,7 @@ __all__ = [
     "TopicPattern",
     "os_errors",
     "path_error",
+    "same_times",
     "store_path",
     "topic_file_name",
 ]
@@ -37,6 +41,29 @@ SUFFIX = ".sow"
 # the file system's clock (its timestamps are coarse) without a new modification time.
 _SETTLE_SECONDS = 1.0
 _SAFE = re.compile(r"[A-Za-z0-9_\-]")
+
+
+def same_times(dirs: tuple[str, ...], times: tuple[int, ...]) -> bool:
+    """Whether every directory of ``dirs`` can be looked at and its modification time
+    (ns) is still the one at the same position of ``times``: one ``stat`` each. The
+    reference of the C form ``storage.dirtimes.same_times`` (which takes the paths
+    encoded, and builds no Python object per ``stat``)."""
+    try:
+        for folder, then in zip(dirs, times, strict=True):
+            if os.stat(folder).st_mtime_ns != then:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def _load_same_times() -> Callable[[tuple[bytes, ...], tuple[int, ...]], bool] | None:
+    module = optional_module("sowlib.storage.dirtimes")
+    return None if module is None else cast("Callable[..., bool]", module.same_times)
+
+
+#: The C form of :func:`same_times` (paths as bytes), or None: not built, or turned off.
+NATIVE_SAME_TIMES = _load_same_times()
 
 
 def _escape(char: str) -> str:
@@ -117,10 +144,11 @@ class TopicFiles:
     the next call walking.
     """
 
-    __slots__ = ("_dirs", "_quiet", "looks")
+    __slots__ = ("_dirs", "_encoded", "_quiet", "looks")
 
     def __init__(self) -> None:
         self._dirs: tuple[str, ...] = ()
+        self._encoded: tuple[bytes, ...] = ()  # the same, as the C form takes them
         self._quiet: tuple[int, ...] | None = None  # the times of a settled walk
         #: What the walks and :meth:`unchanged` tell the logs of the topic files.
         self.looks = DirectoryLooks()
@@ -132,13 +160,10 @@ class TopicFiles:
         quiet = self._quiet
         if quiet is None:
             return False
-        try:
-            for folder, then in zip(self._dirs, quiet, strict=True):
-                if os.stat(folder).st_mtime_ns != then:
-                    return False
-        except OSError:
-            return False
-        return True
+        native = NATIVE_SAME_TIMES
+        if native is not None:
+            return native(self._encoded, quiet)
+        return same_times(self._dirs, quiet)
 
     def refresh_all(self, root: str | None, refreshes: list[Callable[[], int]]) -> tuple[int, bool]:
         """Call each of ``refreshes`` (the topics' ``refresh``) after one look at the
@@ -147,12 +172,15 @@ class TopicFiles:
         applied, and whether the directories may have changed (then walk them again:
         :meth:`changed`)."""
         quiet = root is not None and self.unchanged()
+        looks = self.looks
         if quiet:  # no file of the store came, went or was replaced
-            self.looks.begin()
+            looks.begin()
+        applied = 0
         try:
-            applied = sum(refresh() for refresh in refreshes)
+            for refresh in refreshes:
+                applied += refresh()
         finally:
-            self.looks.end()
+            looks.end()
         return applied, root is not None and not quiet
 
     def changed(self, root: str) -> list[str] | None:
@@ -182,5 +210,6 @@ class TopicFiles:
         )
         self._quiet = times if settled and tuple(dirs) == self._dirs else None
         self._dirs = tuple(dirs)
+        self._encoded = tuple(map(os.fsencode, dirs))
         self.looks.settled(self._quiet is not None)
         return found

@@ -13,7 +13,7 @@ import sowlib
 from sowlib.cli import main
 
 
-def test_build_info_names_the_five_compiled_modules() -> None:
+def test_build_info_names_the_six_compiled_modules() -> None:
     info = sowlib.build_info()
     assert info["version"] == sowlib.__version__
     compiled = info["compiled"]
@@ -21,6 +21,7 @@ def test_build_info_names_the_five_compiled_modules() -> None:
     assert set(compiled) == {
         "sowlib.storage.recordread",
         "sowlib.storage.framepack",
+        "sowlib.storage.dirtimes",
         "sowlib.topic.keytable",
         "sowlib.codecs.jsonfields",
         "sowlib.index.movekeys",

@@ -52,6 +52,12 @@ NATIVE_TOP_COLUMNS: TopColumns | None = load_top_columns()
 """What :func:`load_top_columns` gave when sowlib was imported."""
 
 
+# The names of recent calls as the C form takes them (a topic's refresh asks for the
+# same few names each time).
+_ENCODED: dict[tuple[str, ...], tuple[bytes, ...]] = {}
+_ENCODED_MAX = 256
+
+
 def top_columns(payloads: Sequence[bytes], names: Sequence[str]) -> list[list[Any]] | None:
     """Each of ``names``' value in each payload (a column per name), or None.
 
@@ -64,7 +70,12 @@ def top_columns(payloads: Sequence[bytes], names: Sequence[str]) -> list[list[An
     # A name holding a lone surrogate (an index path may) is missing from every
     # document; "surrogatepass" gives bytes no key in the C subset holds, so it is
     # reported missing (None) instead of raising UnicodeEncodeError.
-    return native(payloads, tuple(name.encode("utf-8", "surrogatepass") for name in names))
+    encoded = _ENCODED.get(names) if isinstance(names, tuple) else None
+    if encoded is None:
+        encoded = tuple(name.encode("utf-8", "surrogatepass") for name in names)
+        if isinstance(names, tuple) and len(_ENCODED) < _ENCODED_MAX:
+            _ENCODED[names] = encoded
+    return native(payloads, encoded)
 
 
 def top_columns_at(

@@ -70,6 +70,7 @@ class IndexSet:
     _getters: tuple[Callable[[Any], Any], ...]
     # Per path: a C-level reader of a top-level field of plain dicts, or None.
     _items: tuple[Callable[[Any], Any] | None, ...]
+    _top_names: tuple[str | None, ...]  # see top_names
     _key_at: range
     _hash_at: list[tuple[HashIndex, tuple[int, ...]]]
     _memo_at: list[tuple[MemoIndex, int]]
@@ -141,6 +142,10 @@ class IndexSet:
             and not path.steps[0].name.startswith("@")
             else None
             for path in paths
+        )
+        self._top_names = tuple(
+            p.steps[0].name if i is not None else None
+            for p, i in zip(paths, self._items, strict=True)
         )
         self._key_at = range(len(self.key_fields))
         self._hash_at = [(ix, tuple(paths[f] for f in ix.fields)) for ix in self.hashes]
@@ -326,10 +331,7 @@ class IndexSet:
     def top_names(self) -> tuple[str | None, ...]:
         """For each of :attr:`paths`, its field name when it is a plain top-level field
         (``/name``: no index, no attribute), else None."""
-        return tuple(
-            path.steps[0].name if item is not None else None
-            for path, item in zip(self._paths, self._items, strict=True)
-        )
+        return self._top_names
 
     def columns(self, docs: Sequence[Any]) -> list[list[Any]]:
         """The value of each of :attr:`paths` in each document, a column per path.

@@ -6,7 +6,9 @@ common record (a PUT with a u64 key, no expiration, no correlation id) leaves it
 and its key in two columns, read back from the bytes if the entries are iterated; any
 other record is checked on its own, as the reference checks it, and kept whole.
 The run of common records is walked by the C form of :func:`common_run` where it was
-built (``storage.native``). Imports only ``sowlib.storage.format`` and
+built (``storage.native``). :func:`tail_run` is a read-only refresh's common case (a
+run of common records, then nothing written yet) in one call, as lists ready for the
+key map and the index set. Imports only ``sowlib.storage.format`` and
 ``sowlib.storage.native``.
 """
 
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import array
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from itertools import islice
 from operator import sub
 
@@ -34,9 +36,10 @@ from sowlib.storage.format import (
     decode_fields,
     expected_length,
 )
-from sowlib.storage.native import NATIVE_COMMON_RUN
+from sowlib.storage.native import NATIVE_COMMON_RUN, optional_module
 
-__all__ = ["EntryList", "ScanEntry", "common_run", "verify_columns"]
+__all__ = ["NATIVE_TAIL_RUN", "EntryList", "PlainRun", "ScanEntry", "common_run", "tail_run"]
+__all__ += ["verify_columns"]
 
 ScanEntry = tuple[int, RecordKind, int, float, float, str, bytes, int]
 """What ``AppendLog.scan_entries`` yields: a LogRecord's fields with the framed size last."""
@@ -50,6 +53,13 @@ _COMMON_TAG = int.from_bytes(bytes([RECORD_MARKER, int(_PUT) | FLAG_U64_KEY, 8, 
 # seq, timestamp and u64 key of a common record, at _TAIL_AT.
 _TAIL = struct.Struct("<QqQ")
 _TAIL_AT = 12
+_LENGTH = struct.Struct("<I")
+
+_RUN_EPOCH = object()
+
+PlainRun = tuple[int, list[int], list[int], list[int], int, list[bytes]]
+"""What :func:`tail_run` gives: the end of the run, then the offsets, u64 keys, framed
+sizes, the last record's seq, and the payloads."""
 
 
 class EntryList:
@@ -66,16 +76,29 @@ class EntryList:
         buf: the bytes the records were verified in (kept until cleared).
     """
 
-    __slots__ = ("__weakref__", "_epoch", "buf", "end", "offsets", "others", "words")
+    __slots__ = ("__weakref__", "_epoch", "buf", "end", "offsets", "others", "plain", "words")
 
     def __init__(self, buf: Buf = b"") -> None:
         self.buf = buf
+        #: Set by :meth:`of_run` only: the run as :func:`tail_run` gave it (every row a
+        #: common record), which the caller may take instead of the columns.
+        self.plain: PlainRun | None = None
         self.offsets: array.array[int] = array.array("q")
         self.words: list[int] = []
         self.others: dict[int, ScanEntry] = {}
         #: Where the last record ends.
         self.end = 0
         self._epoch = object()
+
+    @classmethod
+    def of_run(cls, buf: Buf, run: PlainRun) -> EntryList:
+        """The entries of a :func:`tail_run` over ``buf``, the run kept as :attr:`plain`."""
+        entries = cls.__new__(cls)
+        entries.buf, entries.plain, entries.end, entries.words = buf, run, run[0], run[2]
+        entries.offsets = array.array("q", run[1])
+        entries.others = {}
+        entries._epoch = _RUN_EPOCH  # replaced by clear(), as another list's would be
+        return entries
 
     def __len__(self) -> int:
         return len(self.offsets)
@@ -131,6 +154,7 @@ class EntryList:
 
     def append(self, entry: ScanEntry) -> None:
         """Add one record's entry (kept whole) after the others."""
+        self.plain = None  # no longer only the run
         self.others[len(self.offsets)] = entry
         self.offsets.append(entry[0])
         self.words.append(0)
@@ -138,6 +162,7 @@ class EntryList:
 
     def extend(self, more: EntryList) -> None:
         """Add the entries of ``more`` (the records right after these, in the same bytes)."""
+        self.plain = None  # no longer only the run
         shift = len(self.offsets)
         self.others.update((row + shift, entry) for row, entry in more.others.items())
         self.offsets.extend(more.offsets)
@@ -148,6 +173,7 @@ class EntryList:
         """Forget every entry and end every iterator over them."""
         self._epoch = object()
         self.buf = b""
+        self.plain = None
         del self.offsets[:], self.words[:]
         self.others.clear()
 
@@ -206,6 +232,37 @@ def common_run(buf: Buf, off: int, limit: int, entries: EntryList) -> int:
         add_word(word)
         off = nxt
     return off
+
+
+def tail_run(buf: Buf, off: int, limit: int) -> PlainRun | None:
+    """The intact common records from ``off`` (as :func:`common_run` finds them) when
+    there is at least one and the four bytes after the last, wholly before ``limit``,
+    are a zero length (nothing written there yet), else None: ``(end of the run,
+    offsets, u64 keys, framed sizes, seq of the last record, payloads)``. Then
+    :func:`verify_columns` from ``off`` gives the same records (the record it next
+    looks at, a zero length, is not intact). The reference of the C form
+    ``recordread.tail_run``; O(bytes of the run)."""
+    entries = EntryList(buf)
+    end = common_run(buf, off, limit, entries)
+    if end == off or end + _LENGTH.size > limit or _LENGTH.unpack_from(buf, end)[0] != 0:
+        return None
+    offsets = entries.offsets.tolist()
+    sizes = [b - a for a, b in zip(offsets, [*offsets[1:], end], strict=True)]
+    payloads = [
+        bytes(buf[at + _FAST_OVERHEAD - 8 : at + size - 8])
+        for at, size in zip(offsets, sizes, strict=True)
+    ]
+    seq: int = _TAIL.unpack_from(buf, offsets[-1] + _TAIL_AT)[0]
+    return end, offsets, entries.words, sizes, seq, payloads
+
+
+def _load_tail_run() -> Callable[[Buf, int, int], PlainRun | None] | None:
+    module = optional_module("sowlib.storage.recordread")
+    return None if module is None else getattr(module, "tail_run", None)
+
+
+NATIVE_TAIL_RUN = _load_tail_run()
+"""The C form of :func:`tail_run`, or None (not built, or turned off)."""
 
 
 def _check_other(buf: Buf, off: int, limit: int) -> ScanEntry | None:

@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Callable, Iterator
 
 from sowlib.errors import ArgumentError, CorruptRecordError, StoreClosedError
-from sowlib.storage.entries import verify_columns
+from sowlib.storage.entries import NATIVE_TAIL_RUN, verify_columns
 from sowlib.storage.format import (
     KIND_MASK,
     KINDS,
@@ -415,10 +415,22 @@ class LogReader:
         writer leaves before it replaces the file (then, as when the file is looked at
         first, None: the records just read are not taken). Agrees with
         :meth:`refresh_reference` (``tests/storage/test_refresh_fast.py``).
+
+        [R] The common case, a run of common records (PUTs with a u64 key, nothing
+        optional) followed by nothing written yet, is one C call (``tail_run``) whose
+        lists are kept in the result (:attr:`EntryList.plain`) for the topic to apply.
         """
         mm = self._live()
         if not self.readonly:
             return EntryList()
+        native = NATIVE_TAIL_RUN
+        if native is not None and (run := native(mm, self._end, self._size)) is not None:
+            self._last_off = run[1][-1]
+            self._end = run[0]
+            self._records += len(run[1])
+            if run[4] > self.last_seq:
+                self.last_seq = run[4]
+            return EntryList.of_run(mm, run)
         new = None
         state = (self._end, self._records, self._last_off, self.last_seq)
         looks = self.looks

@@ -13,6 +13,10 @@
  * the recovery walk over a run of common records: it stops exactly where the reference
  * stops and gives the same offsets and keys.
  *
+ * `tail_run(buf, off, limit)` is the C form of `sowlib.storage.entries.tail_run`: a
+ * read-only refresh's common case (a run of common records, then nothing written yet)
+ * in one call, its lists ready for the key map and the index set.
+ *
  * `put_payloads(buf, offsets, limit)` gives what `sowlib.storage.walk.put_payloads`
  * gives for those offsets (the payload of each PUT record, found from its framing,
  * checksums not checked) or None when a record does not look like a PUT there; it is
@@ -334,6 +338,74 @@ done:
     return result;
 }
 
+/* Append v to list (a new reference given up either way); 0, or -1 with an error set. */
+static int
+append_new(PyObject *list, PyObject *v)
+{
+    if (v == NULL) {
+        return -1;
+    }
+    int failed = PyList_Append(list, v);
+    Py_DECREF(v);
+    return failed;
+}
+
+/* tail_run(buf, off, limit): the C form of sowlib.storage.entries.tail_run (the
+ * reference; see its docstring): a refresh's run of new common records, when at least
+ * one starts at off and the run is followed by a zero length field (nothing written
+ * yet) wholly before limit: (end of the run, offsets, u64 keys, framed sizes, seq of
+ * the last, payloads), lists; else None. */
+static PyObject *
+tail_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    Py_buffer buf;
+    Py_ssize_t off, limit;
+    if (buffer_args(args, nargs, "tail_run(buf, off, limit)", &buf, &off, &limit) < 0) {
+        return NULL;
+    }
+    const unsigned char *base = (const unsigned char *)buf.buf;
+    Py_ssize_t start = off, last = -1;
+    /* first pass: where the run stops, and whether nothing follows it */
+    for (;;) {
+        Py_ssize_t length = intact_common(base, off, limit);
+        if (length <= 0) {
+            break;
+        }
+        last = off;
+        off += length;
+    }
+    if (last < 0 || off > limit - 4 || load_u32(base + off) != 0) {
+        PyBuffer_Release(&buf);
+        Py_RETURN_NONE;
+    }
+    PyObject *lists[4] = {PyList_New(0), PyList_New(0), PyList_New(0), PyList_New(0)};
+    PyObject *result = NULL;
+    if (lists[0] == NULL || lists[1] == NULL || lists[2] == NULL || lists[3] == NULL) {
+        goto done;
+    }
+    for (Py_ssize_t at = start; at < off;) {
+        const unsigned char *rec = base + at;
+        Py_ssize_t length = (Py_ssize_t)load_u32(rec);
+        if (append_new(lists[0], PyLong_FromSsize_t(at)) < 0
+            || append_new(lists[1], PyLong_FromUnsignedLongLong(load_u64(rec + 28))) < 0
+            || append_new(lists[2], PyLong_FromSsize_t(length)) < 0
+            || append_new(lists[3], PyBytes_FromStringAndSize((const char *)rec + HEAD_SIZE,
+                                                             length - OVERHEAD)) < 0) {
+            goto done;
+        }
+        at += length;
+    }
+    result = Py_BuildValue("(nOOONO)", off, lists[0], lists[1], lists[2],
+                           PyLong_FromUnsignedLongLong(load_u64(base + last + 12)), lists[3]);
+done:
+    for (int i = 0; i < 4; i++) {
+        Py_XDECREF(lists[i]);
+    }
+    PyBuffer_Release(&buf);
+    return result;
+}
+
 /* kept_runs(buf, offsets, first, limit, chunk): the C form of
  * sowlib.storage.compaction.kept_runs (the reference; see its docstring). */
 static PyObject *
@@ -479,6 +551,9 @@ static PyMethodDef methods[] = {
     {"common_run", (PyCFunction)(void (*)(void))common_run, METH_FASTCALL,
      "common_run(buf, off, limit): (where the run of intact common records from off stops, "
      "their offsets as native int64 bytes, their u64 keys)."},
+    {"tail_run", (PyCFunction)(void (*)(void))tail_run, METH_FASTCALL,
+     "tail_run(buf, off, limit): (end, offsets, keys, sizes, last seq, payloads) of the run "
+     "of new common records from off when nothing follows it, else None."},
     {"put_payloads", (PyCFunction)(void (*)(void))put_payloads, METH_FASTCALL,
      "put_payloads(buf, offsets, limit): the payloads of the PUT records at offsets, or None."},
     {"xxh3_64", xxh3_64, METH_O, "xxh3_64(buf): XXH3-64 of the bytes (seed 0): the record checksum."},

@@ -29,6 +29,7 @@ from sowlib.topic.expiry import Expiry
 from sowlib.topic.keymap import KeyMap
 from sowlib.topic.logview import Header
 from sowlib.topic.prepare import Batch, prepare_batch
+from sowlib.topic.runcolumns import LateColumns, payload_columns
 from sowlib.topic.views import Views
 
 __all__ = ["Writer", "payload_columns"]
@@ -71,7 +72,7 @@ class Writer:
         self._key_getters = tuple(path.getter for path in key_fields)
         # A read-only topic files a refresh's writes into its indexes when a query next
         # reads them (IndexSet.defer_columns); a writer at once.
-        self._put_columns = indexes.defer_columns if self.log.log.readonly else indexes.put_columns
+        self._late = self.log.log.readonly
         # put_plain: the log file, when the keys are content keys (u64) of messages kept in
         # a file; write_bytes: the key field's name when it is one top-level field, and
         # how an int value of it is hashed.
@@ -470,11 +471,14 @@ class Writer:
         installs a batch: one key-map update, the indexed fields read out of the payloads
         (by the codec's ``top_columns`` where it has one, else from the decoded
         documents), index upkeep a column at a time from the kept old values (on a
-        read-only topic, left to the next read of the indexes: ``IndexSet.defer_columns``).
-        Any other record is read whole and applied alone. Equal to :meth:`apply` of each
-        record (``tests/test_refresh_batch.py``).
+        read-only topic, left to the next read of the indexes, the fields read then:
+        ``IndexSet.defer_columns`` of :class:`~sowlib.topic.runcolumns.LateColumns`).
+        A run the log's refresh gave as lists (:attr:`EntryList.plain`) is taken as they
+        are. Any other record is read whole and applied alone. Equal to :meth:`apply` of
+        each record (``tests/test_refresh_batch.py``, ``tests/test_refresh_runs.py``).
         """
-        if not entries:
+        plain = entries.plain  # a run of common records, as lists (the log's refresh)
+        if plain is None and not entries:
             return
         self.indexes.ensure_values()
         read = self.log.log.read
@@ -483,6 +487,10 @@ class Writer:
         ):
             for off in entries.offsets:
                 self.apply(read(off))
+            return
+        if plain is not None and len(plain[1]) <= _FEW:
+            keys = self.keys_of_words(plain[2])
+            self._apply_run(keys, plain[1], plain[3], plain[0], plain[5])
             return
         offsets, sizes = entries.offsets, entries.sizes()
         if len(offsets) <= _FEW and not entries.others:  # a follower's usual refresh
@@ -509,25 +517,39 @@ class Writer:
         """The in-memory keys of common records' u64 keys."""
         return cast("list[Key]", words) if self.keys.content else list(map(str, words))
 
-    def _apply_run(self, keys: list[Key], offsets: list[int], sizes: list[int], end: int) -> None:
-        """Install a run of common records back to back, ending at ``end``."""
+    def _apply_run(
+        self,
+        keys: list[Key],
+        offsets: list[int],
+        sizes: list[int],
+        end: int,
+        payloads: list[bytes] | None = None,
+    ) -> None:
+        """Install a run of common records back to back, ending at ``end`` (``payloads``:
+        theirs, when the caller read them)."""
         if len(self.views.cache):
             drop = self.views.cache.drop
             for key in keys:
                 drop(key)
         inserted = self.keys.put_bare(keys, offsets, sizes)
         indexes = self.indexes
-        if not indexes.has_field_indexes and not self._key_getters:
+        fields = indexes.has_field_indexes
+        if not fields and not self._key_getters:
             for key, new in zip(keys, inserted, strict=True):
                 indexes.on_put_keys(key, (), new)
             return
-        payloads = list(self.log.verified_payloads(offsets, end))
-        if indexes.has_field_indexes:
-            self._put_columns(keys, payload_columns(self.views, indexes, payloads), inserted)
+        if payloads is None:
+            payloads = list(self.log.verified_payloads(offsets, end))
+        if fields:
+            if self._late:  # read-only: the values are read when the upkeep is done
+                indexes.defer_columns(keys, LateColumns(self.views, indexes, payloads), inserted)
+            else:
+                indexes.put_columns(keys, payload_columns(self.views, indexes, payloads), inserted)
             return
-        getters = self._key_getters
-        for key, doc, new in zip(keys, self.views.decode_many(payloads), inserted, strict=True):
-            indexes.on_put_keys(key, [g(doc) for g in getters], new)
+        # no field index: the index set's paths are the key fields
+        rows = zip(*payload_columns(self.views, indexes, payloads), strict=True)
+        for key, values, new in zip(keys, rows, inserted, strict=True):
+            indexes.on_put_keys(key, values, new)
 
     # ------------------------------------------------------------------ compaction
 
@@ -566,17 +588,3 @@ class Writer:
         self.keys.remap(mapping)
         if history is not None:
             history.remap(mapping)
-
-
-def payload_columns(views: Views, indexes: IndexSet, payloads: list[bytes]) -> list[list[Any]]:
-    """The values of the index set's paths in ``payloads``, a column per path (as
-    :meth:`IndexSet.columns` gives them from the documents): read out of the bytes by the
-    codec's ``top_columns`` where every path is a top-level field and the codec has one,
-    else from the decoded documents."""
-    top = getattr(views.codec, "top_columns", None) if views.filterable else None
-    names = indexes.top_names
-    if top is not None and None not in names:
-        got: list[list[Any]] | None = top(payloads, names)
-        if got is not None:
-            return got
-    return indexes.columns(views.decode_many(payloads))

@@ -20,8 +20,9 @@ from hypothesis import strategies as st
 from sowlib import SowStore
 from sowlib.errors import CorruptRecordError
 from sowlib.storage import native, reader
-from sowlib.storage.entries import EntryList, common_run
+from sowlib.storage.entries import NATIVE_TAIL_RUN, EntryList, common_run, tail_run, verify_columns
 from sowlib.storage.format import HEAD_U64, RECORD_MARKER, RecordKind, encode_record, u64_key
+from sowlib.storage.reader import SEAL
 from sowlib.storage.walk import put_payloads, read_put
 from sowlib.topic import logview
 
@@ -296,6 +297,52 @@ def test_the_c_walk_of_common_records_stops_where_the_reference_stops(
             assert (got_end, list(got), words) == (end, list(want.offsets), want.words)
 
 
+@settings(max_examples=300)
+@given(
+    recs=common_records,
+    start=st.integers(-3, 3000),
+    cut=st.integers(0, 80),
+    pad=st.sampled_from([0, 2, 4, 64]),
+    tail=st.sampled_from([b"", b"\x01", SEAL]),
+    flip=st.one_of(st.none(), st.tuples(st.integers(min_value=0), st.integers(0, 7))),
+)
+def test_the_c_tail_run_agrees_with_its_reference(
+    recs: list[tuple[RecordKind, bytes, bytes, int, bytes]],
+    start: int,
+    cut: int,
+    pad: int,
+    tail: bytes,
+    flip: tuple[int, int] | None,
+) -> None:
+    """A refresh's common case in one call: a run of common records followed by a zero
+    length (zeros to the end, as a log's unwritten part); anything else (no run, a
+    record of another form after it, a SEAL, bytes cut short, a flipped bit) is None,
+    and when it is not, what the recovery walk takes from the same offset."""
+    buf = bytearray(_log(recs)[0] + tail + bytes(pad))
+    if flip is not None and buf:
+        buf[flip[0] % len(buf)] ^= 1 << flip[1]
+    data = bytes(buf)
+    for begin in (0, start):
+        for limit in (len(data), max(0, len(data) - cut)):
+            want = tail_run(data, begin, limit) if begin >= 0 else None
+            assert recordread.tail_run(data, begin, limit) == want
+            if want is not None:
+                end, entries = verify_columns(data, begin, limit)
+                assert (end, entries.offsets.tolist(), entries.words) == want[:3]
+                assert want[3] == entries.sizes().tolist()
+                assert want[4] == entries.seq_at(len(entries) - 1)
+                assert want[5] == put_payloads(data, want[1], limit)
+
+
+def test_a_tail_run_needs_room_for_the_zero_after_it() -> None:
+    rec = encode_record(PUT, b"7", b"", b"{}", 1, 2, 0)
+    assert tail_run(rec, 0, len(rec)) is None  # the map ends before a length could be read
+    assert tail_run(rec + bytes(3), 0, len(rec) + 3) is None
+    run = tail_run(rec + bytes(4), 0, len(rec) + 4)
+    assert run == (len(rec), [0], [7], [len(rec)], 1, [b"{}"])
+    assert NATIVE_TAIL_RUN is None or NATIVE_TAIL_RUN(rec + bytes(4), 0, len(rec) + 4) == run
+
+
 def test_the_pure_python_setting_turns_the_c_forms_off(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(native.PURE_PYTHON_ENV, "1")
     loaders = (
@@ -319,3 +366,19 @@ def test_a_batch_is_checked_against_the_keys_the_key_map_expects() -> None:
     assert not logview._ends_match(buf, [0, len(rec)], [42, 43])
     # A header cut off by the end of the bytes is not the record: the checked read follows.
     assert not logview._ends_match(buf[:-40], [0, len(rec)], [42, 42])
+
+
+def test_a_run_list_grown_no_longer_claims_to_be_only_the_run() -> None:
+    rec = encode_record(PUT, b"7", b"", b"{}", 1, 2, 0)
+    other = encode_record(PUT, b"x", b"", b"{}", 2, 2, 0)
+    buf = rec + other + bytes(4)
+    run = tail_run(rec + bytes(4), 0, len(rec) + 4)
+    assert run is not None
+    entries = EntryList.of_run(buf, run)
+    assert entries.plain is run
+    assert len(entries) == 1
+    assert [e[5] for e in entries] == ["7"]
+    _end, more = verify_columns(buf, len(rec), len(buf))
+    entries.extend(more)
+    assert entries.plain is None
+    assert [e[5] for e in entries] == ["7", "x"]

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from sowlib.storage import AppendLog, EntryList, FileSystem, RecordKind
+from sowlib.storage.entries import NATIVE_TAIL_RUN
 from sowlib.storage.format import HEAD_BYTES, encode_record
 from sowlib.storage.reader import SEAL, seal_end, written_at
 from sowlib.store_files import TopicFiles
@@ -41,6 +42,11 @@ def _same(fast: EntryList | None, ref: EntryList | None) -> None:
         assert fast.others == ref.others
         assert fast.end == ref.end
         assert list(fast) == list(ref)
+        if fast.plain is not None:  # the one-call path: its lists are the same records
+            end, offsets, words, sizes, seq, _payloads = fast.plain
+            assert (end, offsets, words) == (ref.end, ref.offsets.tolist(), ref.words)
+            assert (sizes, seq) == (ref.sizes().tolist(), ref.seq_at(len(ref) - 1))
+            assert not ref.others
 
 
 class FastVsReference(RuleBasedStateMachine):
@@ -75,6 +81,19 @@ class FastVsReference(RuleBasedStateMachine):
     def put_u64(self, word: int, size: int) -> None:  # the common form of a record
         self.writer.append_put(word, b"x" * size, 1.0)
         self.model[str(word)] = b"x" * size
+
+    @rule(
+        k=st.sampled_from([1, 10]),
+        first=st.integers(0, 2**64 - 11),
+        size=st.integers(0, 300),
+    )
+    def put_u64_run(self, k: int, first: int, size: int) -> None:
+        """k common records in one batch (a publish_many of k messages): a refresh that
+        finds only them takes the one-call path (``EntryList.plain``)."""
+        words = list(range(first, first + k))
+        payloads = [b"%d" % w + b"y" * size for w in words]
+        self.writer.append_puts([str(w) for w in words], payloads, 2.0, 0.0, key_ints=words)
+        self.model.update(zip(map(str, words), payloads, strict=True))
 
     @rule(values=st.lists(st.tuples(KEYS, st.binary(max_size=400)), max_size=12))
     def put_many(self, values: list[tuple[str, bytes]]) -> None:  # may cross slabs
@@ -138,6 +157,8 @@ class FastVsReference(RuleBasedStateMachine):
                 log.adopt(open_log(self.path, readonly=True))
             self.applied = replay(self.fast.scan())
         else:
+            if fast.plain is not None:
+                assert fast.plain[5] == [self.ref.read(off).payload for off in fast.plain[1]]
             replay((self.fast.read(off) for off in fast.offsets), self.applied)
 
     @invariant()
@@ -231,3 +252,33 @@ def test_a_compaction_that_fails_at_the_rename_unseals(tmp_path: Path) -> None:
     finally:
         writer.close()
         reader.close()
+
+
+@pytest.mark.parametrize("k", [1, 10])
+def test_a_run_of_common_records_is_taken_in_one_call(tmp_path: Path, k: int) -> None:
+    """k common records then nothing written: the refresh gives them as lists (where
+    the C form is built), the same records its reference finds; a record of another
+    form after them sends the next refresh down the general walk."""
+    path = tmp_path / "t.log"
+    writer = open_log(path)
+    fast, ref = open_log(path, readonly=True), open_log(path, readonly=True)
+    try:
+        for round_ in range(3):
+            words = list(range(round_ * k, round_ * k + k))
+            writer.append_puts([str(w) for w in words], [b"{}"] * k, 1.0, 0.0, key_ints=words)
+            got, want = fast.refresh(), ref.refresh_reference()
+            _same(got, want)
+            assert got is not None
+            assert (got.plain is not None) == (NATIVE_TAIL_RUN is not None)
+            assert len(got) == k
+        put(writer, "a", b"v")
+        writer.append_puts(["7"], [b"{}"], 1.0, 0.0, key_ints=[7])
+        got, want = fast.refresh(), ref.refresh_reference()
+        _same(got, want)
+        assert got is not None
+        assert got.plain is None
+        assert len(got) == 2
+        assert fast.last_seq == ref.last_seq == writer.last_seq
+    finally:
+        for log in (writer, fast, ref):
+            log.close()
