@@ -13,6 +13,7 @@ from collections.abc import Collection, Iterable, Sequence
 from math import isnan
 from typing import Any, Protocol
 
+from sowlib.index.packed import PackedKeys
 from sowlib.index.planner import FilterLike, Plan, plan
 from sowlib.index.source import QuerySource
 from sowlib.index.types import Key
@@ -115,6 +116,19 @@ def _candidates(
 ) -> list[Key]:
     cands = found.candidates()
     return _matching(source, flt, cands, found.unsure() if found.exact else None, limit)
+
+
+def _candidate_rows(
+    source: QuerySource, flt: QueryFilter | None, found: Plan, limit: int | None
+) -> list[Record]:
+    """The records of :func:`_candidates`, in its order. A saved key set an exact plan
+    hands over whole (nothing unsure, no limit) is read as it is, off its positions,
+    with no list of its keys made first."""
+    cands = found.candidates()
+    unsure = found.unsure() if found.exact else None
+    if type(cands) is PackedKeys and limit is None and unsure is not None and not unsure:
+        return _rows(source, cands)
+    return _rows(source, _matching(source, flt, cands, unsure, limit))
 
 
 def _walk(
@@ -320,8 +334,7 @@ def run_query(
             return _results(source, rows[skip:], options.select)
     found = _plan(source, flt, sow_keys)
     if order is None and not skip:
-        rows = _rows(source, _candidates(source, flt, found, top))
-        return _results(source, rows, options.select)
+        return _results(source, _candidate_rows(source, flt, found, top), options.select)
     need = None if top is None else skip + top
     keys = None if need is None or order is None else _walk(source, flt, found, order, need)
     if keys is None:

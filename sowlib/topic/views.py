@@ -17,6 +17,7 @@ from xxhash import xxh64_intdigest
 
 from sowlib.codecs import Codec
 from sowlib.document import MISSING
+from sowlib.index.packed import PackedKeys
 from sowlib.index.types import Key
 from sowlib.paths import FieldPath
 from sowlib.record import DeferredDoc, Record
@@ -231,16 +232,18 @@ class Views:
         holds the keys, one C call does all of it (``reader.c``), leaving to
         :meth:`records_of_log` only the keys it cannot read.
         """
-        keys = keys if type(keys) is list else list(keys)
         reader = self._reader
-        if reader is not None:
-            got = reader.rows(keys)
-            if got is not NotImplemented:
-                rows, pending = got
-                if not pending:
-                    return rows  # type: ignore[no-any-return]
-                return self.records_of_log(rows)
-        return self.records_of_log(keys)
+        if type(keys) is PackedKeys and reader is not None:  # a saved key set: its positions
+            got = reader.rows_at(keys.keys, keys.positions, keys.start, keys.count)
+        else:
+            keys = keys if type(keys) is list else list(keys)
+            got = NotImplemented if reader is None else reader.rows(keys)
+        if got is not NotImplemented:
+            rows, pending = got
+            if not pending:
+                return rows  # type: ignore[no-any-return]
+            return self.records_of_log(rows)
+        return self.records_of_log(keys if type(keys) is list else list(keys))
 
     def first_keys(self, n: int) -> list[Key]:
         """The first ``n`` live keys in the key map's order (``keys()[:n]``), listing no
