@@ -311,13 +311,11 @@ def _bytes_plan(source: QuerySource, node: Node, conj: list[Node]) -> Plan | Non
 
 def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
     by_field: dict[FieldPath, list[Region]] = {}
-    counts: dict[FieldPath, int] = {}
     for clause in conj:
         got = regions(clause)
         if got is None:
             continue
         path, found, _ = got
-        counts[path] = counts.get(path, 0) + 1
         if path not in by_field:
             by_field[path] = found
         elif len(by_field[path]) == 1 and len(found) == 1:
@@ -329,15 +327,17 @@ def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
     # Memo indexes that exist serve the query; without any, one is built on demand
     # for the first field tested (each costs memory per record for good, so a
     # query does not add one for every field it names).
-    existing = [p for p in by_field if source.indexes.memo(p) is not None]
+    indexes = source.indexes
+    existing = [p for p in by_field if indexes.memo(p) is not None]
     fields = existing or list(by_field)[:1]
     probes = []
     for path in fields:
         regs = by_field[path]
-        memo = source.indexes.ensure_memo(path, source)
+        memo = indexes.ensure_memo(path, source)
         est = sum(memo.estimate(r) for r in regs) if regs else memo.estimate(Region())
         probes.append(_Probe(path, memo, tuple(regs), est))
-    probes.sort(key=lambda p: p.estimate)
+    if len(probes) > 1:
+        probes.sort(key=lambda p: p.estimate)
     best = probes[0]
     n = len(source)
     if best.estimate > n * _MEMO_MAX_FRACTION:

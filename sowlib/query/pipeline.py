@@ -13,7 +13,6 @@ from collections.abc import Collection, Iterable, Sequence
 from math import isnan
 from typing import Any, Protocol
 
-from sowlib.index.packed import PackedKeys
 from sowlib.index.planner import FilterLike, Plan, plan
 from sowlib.index.source import QuerySource
 from sowlib.index.types import Key
@@ -121,12 +120,13 @@ def _candidates(
 def _candidate_rows(
     source: QuerySource, flt: QueryFilter | None, found: Plan, limit: int | None
 ) -> list[Record]:
-    """The records of :func:`_candidates`, in its order. A saved key set an exact plan
-    hands over whole (nothing unsure, no limit) is read as it is, off its positions,
-    with no list of its keys made first."""
+    """The records of :func:`_candidates`, in its order. The candidates an exact plan
+    hands over whole (nothing unsure, no limit) are read as they are, with no copy made
+    first (an index gives each query keys of its own, a saved key set included: that
+    one is read off its positions)."""
     cands = found.candidates()
     unsure = found.unsure() if found.exact else None
-    if type(cands) is PackedKeys and limit is None and unsure is not None and not unsure:
+    if cands is not None and limit is None and unsure is not None and not unsure:
         return read_rows(source, cands)
     return read_rows(source, _matching(source, flt, cands, unsure, limit))
 

@@ -14,8 +14,7 @@ memo-indexed field with no filter (``top_n`` and one ``order_by`` term, no ``ski
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from functools import partial
+from collections.abc import Sequence
 
 from sowlib.index.indexset import IndexSet
 from sowlib.index.memo import MemoIndex
@@ -25,7 +24,6 @@ from sowlib.paths import FieldPath
 from sowlib.query.options import QueryOptions
 from sowlib.query.pipeline import QueryFilter, read_rows, run_query
 from sowlib.query.resultset import ResultSet
-from sowlib.record import Record
 
 __all__ = ["MOST", "PLAIN", "Prepared"]
 
@@ -44,44 +42,49 @@ class Prepared:
         options: the checked options.
     """
 
-    __slots__ = ("_memo", "_page", "flt", "options")
+    __slots__ = ("flt", "memo", "options", "page")
 
     def __init__(self, flt: QueryFilter | None, options: QueryOptions) -> None:
         self.flt = flt
         self.options = options
         order, top = options.order_by, options.top_n
-        page = flt is None and order is not None and len(order.keys) == 1 and top
-        term = None if order is None else order.keys[0]
-        #: (path, descending, top_n) of a page of a memo-indexed order, or None
-        self._page: tuple[FieldPath, bool, int] | None = None
-        if page and term is not None and not term.text and top and not options.skip_n:
-            self._page = None if options.select is not None else (term.path, term.descending, top)
-        #: (the source, its index set, memo index on the page's path and batch read of
-        #: records) last found
-        self._memo: tuple[QuerySource, IndexSet, MemoIndex, Callable[..., list[Record]]] | None
-        self._memo = None
+        term = None if order is None or len(order.keys) != 1 else order.keys[0]
+        page = flt is None and term is not None and not term.text and top and not options.skip_n
+        #: (path, descending, top_n) of a page of a memo-indexed order (see
+        #: :meth:`page_keys`), or None
+        self.page: tuple[FieldPath, bool, int] | None = None
+        if page and term is not None and top and options.select is None:
+            self.page = (term.path, term.descending, top)
+        #: (the source, its index set and its memo index on the page's path) last found
+        self.memo: tuple[QuerySource, IndexSet, MemoIndex] | None = None
+
+    def page_keys(self, source: QuerySource) -> list[Key] | None:
+        """The keys of this query's page over ``source`` in order (whole tie groups: at
+        least the page's, all there are when fewer), off the memo index's top keys
+        (:meth:`MemoIndex.top_keys`, as :func:`~sowlib.query.pipeline.top_rows` reads
+        them), or None where that does not serve. The memo index is looked up once per
+        source (a source reads one index set, which never drops or replaces a memo
+        index); the index set's waiting upkeep is done first each time, as reading
+        ``source.indexes`` does."""
+        page = self.page
+        if page is None:
+            return None
+        kept = self.memo
+        if kept is not None and kept[0] is source:
+            kept[1].settle()
+        else:
+            indexes = source.indexes
+            memo = indexes.memo(page[0])
+            kept = self.memo = None if memo is None else (source, indexes, memo)
+        return None if kept is None else kept[2].top_keys(page[2], page[1])
 
     def run(self, source: QuerySource, sow_keys: Sequence[Key] | None = None) -> ResultSet:
-        """:func:`run_query` of this query over ``source``: the page of a memo-indexed
-        order read off the index's top keys where it serves (as
-        :func:`~sowlib.query.pipeline.top_rows` does). The memo index is looked up once
-        per source: a source reads one index set, which never drops or replaces a memo
-        index; the index set's waiting upkeep is done first each time, as reading
-        ``source.indexes`` does."""
-        page = self._page
-        if page is not None and sow_keys is None:
-            kept = self._memo
-            if kept is not None and kept[0] is source:
-                kept[1].settle()
-            else:
-                indexes = source.indexes
-                memo = indexes.memo(page[0])
-                many = getattr(source, "records_of", None)
-                read = partial(read_rows, source) if many is None else many
-                kept = self._memo = None if memo is None else (source, indexes, memo, read)
-            keys = None if kept is None else kept[2].top_keys(page[2], page[1])
-            if keys is not None:
-                rows = kept[3](keys)  # type: ignore[index]
-                if len(rows) == len(keys):  # (else a key not live: the reference decides)
-                    return ResultSet(rows if len(rows) <= page[2] else rows[: page[2]])
+        """:func:`run_query` of this query over ``source``: a page read off
+        :meth:`page_keys` where they serve."""
+        keys = None if sow_keys is not None else self.page_keys(source)
+        if keys is not None and self.page is not None:
+            rows = read_rows(source, keys)
+            if len(rows) == len(keys):  # (else a key not live: the reference decides)
+                need = self.page[2]
+                return ResultSet(rows if len(rows) <= need else rows[:need])
         return run_query(source, self.flt, self.options, sow_keys)

@@ -87,6 +87,9 @@ class Queries(KeyReads):
         plain = PLAIN.issuperset(map(type, asked))
         kept = self._prepared
         prepared = kept[1].get(asked) if plain and kept is not None and kept[0] is self._p else None
+        if prepared is not None and prepared.page is not None and sow_keys is None:
+            if bookmark is None and project is None and (page := self._page(prepared)):
+                return page
         if prepared is None:  # checked now (before the lock, as it always was)
             options = QueryOptions.make(
                 order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
@@ -129,6 +132,25 @@ class Queries(KeyReads):
                 return prepared.run(source, keys)
             with regex_budget():
                 return prepared.run(source, keys)
+
+    def _page(self, prepared: Prepared) -> ResultSet | None:
+        """A kept page query (:attr:`Prepared.page`: no filter, ``top_n`` records in the
+        order of one memo-indexed field) read off the index's top keys by the C reader
+        in one call; None where the general path decides (a check or expiration due,
+        the page not served, a key the reader hands back). An empty page is left to it
+        too."""
+        with self._lock:
+            p = self._p
+            rows_of = p.views.rows_reader
+            if self._closed or self._materialize is not None or p.expiry.heap or rows_of is None:
+                return None
+            keys = prepared.page_keys(p.source)
+            got = None if keys is None else rows_of(keys)
+            if got is None or got is NotImplemented or got[1] or len(got[0]) != len(keys):
+                return None
+            p.writer.counts["queries"] += 1
+            rows, need = got[0], prepared.options.top_n
+            return ResultSet(rows if need is None or len(rows) <= need else rows[:need])
 
     def _keep_prepared(self, parts: object, asked: tuple[object, ...], prepared: Prepared) -> None:
         """Keep ``prepared`` for the next ``sow`` asked with ``asked`` (see

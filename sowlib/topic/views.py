@@ -97,6 +97,9 @@ class Views:
             else None
         )
         self._reader = reader
+        #: The C reader's ``rows(keys)``: ``(rows, pending)`` as :meth:`records` takes it
+        #: (keys it did not read left in place, counted), NotImplemented, or None here.
+        self.rows_reader = None if reader is None else reader.rows
         if reader is not None and file is not None:
             keys.watch_slots(reader.set_table)
             file.watch_map(reader.set_map)
