@@ -31,6 +31,7 @@ from hypothesis import strategies as st
 from sowlib import SowStore
 from sowlib.errors import FilterError, QueryOptionError
 from sowlib.expr import compile_filter
+from sowlib.expr.nodes import Between
 from sowlib.index import MemoIndex
 from sowlib.index.clauses import compare_region, regions
 from sowlib.index.packed import PackedKeys
@@ -207,8 +208,9 @@ def test_a_saved_bucket_is_read_off_its_positions(tmp_path: Path) -> None:
         views = topic._p.views
         listed = list(bucket)
         assert views.records(bucket) == views.records(listed) == views.records_of_log(listed)
-        assert len(listed) == len(set(listed)) == 13 and all(k in bucket for k in listed)
-        reader = views.rows_reader.__self__
+        assert len(listed) == len(set(listed)) == 13
+        assert all(k in bucket for k in listed)
+        reader: Any = getattr(views.rows_reader, "__self__", None)
         with pytest.raises(TypeError):
             reader.rows_at(bucket.keys, array.array("H", [0]), 0, 1)
         with pytest.raises(IndexError):
@@ -218,9 +220,9 @@ def test_a_saved_bucket_is_read_off_its_positions(tmp_path: Path) -> None:
         assert reader.rows_at(tuple(bucket.keys), bucket.positions, 0, 1) is NotImplemented
         topic.publish(_doc(1, "S0", 1))  # a write: the bucket is no longer the saved one
         after = index.probe_keys(probes[0])
-        assert type(after) is not PackedKeys and sorted(after) == sorted(set(listed) - {
-            topic._p.keys.key_of(topic.key_for({"id": 1}))
-        })
+        assert type(after) is not PackedKeys
+        moved = topic._p.keys.key_of(topic.key_for({"id": 1}))
+        assert sorted(after) == sorted(set(listed) - {moved})
         assert sorted(r.sow_key for r in topic.sow("/s = 'S1'")) == sorted(
             r.sow_key for r in topic.sow() if r.doc["s"] == "S1"
         )
@@ -234,6 +236,7 @@ NUMBERS = st.one_of(
 @given(lo=NUMBERS, hi=NUMBERS)
 def test_a_numeric_between_region_is_the_two_bounds_intersected(lo: Any, hi: Any) -> None:
     parsed = compile_filter("/p BETWEEN 1 AND 2").node
+    assert isinstance(parsed, Between)
     low_node, high_node = attrs.evolve(parsed.low, value=lo), attrs.evolve(parsed.high, value=hi)
     node = attrs.evolve(parsed, low=low_node, high=high_node)
     low, high = compare_region(">=", lo), compare_region("<=", hi)
@@ -242,7 +245,8 @@ def test_a_numeric_between_region_is_the_two_bounds_intersected(lo: Any, hi: Any
     if want is None:
         assert got is None
     else:
-        assert got is not None and got[1] == [want]
+        assert got is not None
+        assert got[1] == [want]
 
 
 def test_kept_queries_check_their_options_by_exact_type(tmp_path: Path) -> None:
@@ -262,7 +266,8 @@ def test_kept_queries_check_their_options_by_exact_type(tmp_path: Path) -> None:
         for i in range(MOST + 5):
             topic.sow(f"/p > {i}")
         kept = topic._prepared
-        assert kept is not None and 0 < len(kept[1]) <= MOST
+        assert kept is not None
+        assert 0 < len(kept[1]) <= MOST
         store.close()
         with pytest.raises(Exception, match="closed"):
             topic.sow(order_by="/p", top_n=1)

@@ -22,7 +22,15 @@ from sowlib.query.resultset import ResultSet
 from sowlib.query.select import SelectList
 from sowlib.record import Record
 
-__all__ = ["WALK_RATIO", "QueryFilter", "explain", "live_rows", "read_rows", "run_query", "top_rows"]
+__all__ = [
+    "WALK_RATIO",
+    "QueryFilter",
+    "explain",
+    "live_rows",
+    "read_rows",
+    "run_query",
+    "top_rows",
+]
 
 
 class QueryFilter(FilterLike, Protocol):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sowlib.errors import UnsupportedOperationError
 from sowlib.expr import Filter, compile_filter, regex_budget
@@ -88,7 +88,8 @@ class Queries(KeyReads):
         kept = self._prepared
         prepared = kept[1].get(asked) if plain and kept is not None and kept[0] is self._p else None
         if prepared is not None and prepared.page is not None and sow_keys is None:
-            if bookmark is None and project is None and (page := self._page(prepared)):
+            plain_page = bookmark is None and project is None
+            if plain_page and (page := self._page(prepared)):
                 return page
         if prepared is None:  # checked now (before the lock, as it always was)
             options = QueryOptions.make(
@@ -118,7 +119,7 @@ class Queries(KeyReads):
                 prepared = Prepared(None if filter is None else self._compile(filter), options)
                 if asked is not None:
                     self._keep_prepared(p, asked, prepared)
-            flt = prepared.flt
+            flt = cast("Filter | None", prepared.flt)  # (made by _compile)
             p.writer.counts["queries"] += 1
             keys = None if texts is None else [p.keys.key_of(k) for k in texts]
             source: QuerySource = p.source
@@ -145,8 +146,10 @@ class Queries(KeyReads):
             if self._closed or self._materialize is not None or p.expiry.heap or rows_of is None:
                 return None
             keys = prepared.page_keys(p.source)
-            got = None if keys is None else rows_of(keys)
-            if got is None or got is NotImplemented or got[1] or len(got[0]) != len(keys):
+            if keys is None:
+                return None
+            got = rows_of(keys)
+            if got is NotImplemented or got[1] or len(got[0]) != len(keys):
                 return None
             p.writer.counts["queries"] += 1
             rows, need = got[0], prepared.options.top_n

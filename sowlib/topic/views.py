@@ -237,7 +237,8 @@ class Views:
         """
         reader = self._reader
         if type(keys) is PackedKeys and reader is not None:  # a saved key set: its positions
-            got = reader.rows_at(keys.keys, keys.positions, keys.start, keys.count)
+            # (NotImplemented when its key list is not a list)
+            got = reader.rows_at(keys.keys, keys.positions, keys.start, keys.count)  # type: ignore[arg-type]
         else:
             keys = keys if type(keys) is list else list(keys)
             got = NotImplemented if reader is None else reader.rows(keys)
