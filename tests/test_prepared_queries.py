@@ -32,7 +32,7 @@ from sowlib import SowStore
 from sowlib.errors import FilterError, QueryOptionError
 from sowlib.expr import compile_filter
 from sowlib.expr.nodes import Between
-from sowlib.index import MemoIndex
+from sowlib.index import HashIndex, MemoIndex
 from sowlib.index.clauses import compare_region, regions
 from sowlib.index.packed import PackedKeys
 from sowlib.query import OrderBy, QueryOptions, run_query
@@ -271,3 +271,23 @@ def test_kept_queries_check_their_options_by_exact_type(tmp_path: Path) -> None:
         store.close()
         with pytest.raises(Exception, match="closed"):
             topic.sow(order_by="/p", top_n=1)
+
+
+LITERALS = st.one_of(
+    st.integers(-5, 5),
+    st.floats(allow_nan=True),
+    st.text(max_size=3),
+    st.none(),
+    st.booleans(),
+    st.sampled_from(["05", "5", "5.0", "", "x", 2**60]),
+)
+
+
+@given(value=LITERALS)
+def test_the_probes_of_one_literal_are_those_of_the_general_path(value: Any) -> None:
+    index = HashIndex(["/s"])
+    # the same literal twice takes the general path (texts gathered, then made distinct)
+    assert index.probes([[value]]) == index.probes([[value, value]])
+    probes = index.probes([[value]])
+    if probes is not None:
+        assert index.estimate(probes) == index.estimate(iter(probes))

@@ -389,6 +389,9 @@ class HashIndex:
         Args:
             values: for each indexed field (in index order), the literals it may equal.
         """
+        if len(values) == 1 and len(values[0]) == 1:  # one field, one literal: the usual
+            got = literal_texts(values[0][0])
+            return None if got is None else [(text,) for text in dict.fromkeys(got)]
         per_field: list[list[str]] = []
         for alternatives in values:
             texts: list[str] = []
@@ -438,6 +441,8 @@ class HashIndex:
 
     def estimate(self, probes: Iterable[tuple[str, ...]]) -> int:
         """How many candidates :meth:`lookup_probes` would return (upper bound); O(probes)."""
+        if type(probes) is list and len(probes) == 1:
+            return len(self._loose) + len(self._map.get(probes[0], ()))
         return len(self._loose) + sum(len(self._map.get(p, ())) for p in probes)
 
     def check(self) -> None:

@@ -47,16 +47,17 @@ class Prepared:
     def __init__(self, flt: QueryFilter | None, options: QueryOptions) -> None:
         self.flt = flt
         self.options = options
-        order, top = options.order_by, options.top_n
-        term = None if order is None or len(order.keys) != 1 else order.keys[0]
-        page = flt is None and term is not None and not term.text and top and not options.skip_n
         #: (path, descending, top_n) of a page of a memo-indexed order (see
         #: :meth:`page_keys`), or None
         self.page: tuple[FieldPath, bool, int] | None = None
-        if page and term is not None and top and options.select is None:
-            self.page = (term.path, term.descending, top)
         #: (the source, its index set and its memo index on the page's path) last found
         self.memo: tuple[QuerySource, IndexSet, MemoIndex] | None = None
+        order, top = options.order_by, options.top_n
+        if flt is not None or order is None or not top or len(order.keys) != 1:
+            return
+        term = order.keys[0]
+        if not term.text and not options.skip_n and options.select is None:
+            self.page = (term.path, term.descending, top)
 
     def page_keys(self, source: QuerySource) -> list[Key] | None:
         """The keys of this query's page over ``source`` in order (whole tie groups: at
