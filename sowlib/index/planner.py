@@ -248,7 +248,10 @@ def _hash_plan(
 
     # Exactly one equality/IN per indexed field and nothing else: the tagged
     # lookup returns precisely the matches, bar the verify-always records.
-    exact = not residual and {eq[0] for eq in eq_of if eq is not None} == set(fields)
+    if len(conj) == 1 and len(fields) == 1:  # the usual case, at once (as below)
+        exact = first is not None and first[0] == fields[0]
+    else:
+        exact = not residual and {eq[0] for eq in eq_of if eq is not None} == set(fields)
     if len(probes) == 1:  # one probe: one key set, counted exactly
         fetch: Callable[[], Iterable[Key]] = lambda: index.probe_keys(probes[0])  # noqa: E731
     else:  # several may share a record's keys

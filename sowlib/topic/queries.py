@@ -145,7 +145,13 @@ class Queries(KeyReads):
             rows_of = p.views.rows_reader
             if self._closed or self._materialize is not None or p.expiry.heap or rows_of is None:
                 return None
-            keys = prepared.page_keys(p.source)
+            source, kept, page = p.source, prepared.memo, prepared.page
+            if kept is None or kept[0] is not source or page is None:
+                keys = prepared.page_keys(source)  # (finds the memo index)
+            else:  # prepared.page_keys, inline; only a read-only topic defers index upkeep
+                if self._readonly:  # (to its next read: IndexSet.defer_columns)
+                    kept[1].settle()
+                keys = kept[2].top_keys(page[2], page[1])
             if keys is None:
                 return None
             got = rows_of(keys)
