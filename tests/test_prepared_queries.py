@@ -218,6 +218,8 @@ def test_a_saved_bucket_is_read_off_its_positions(tmp_path: Path) -> None:
         with pytest.raises(IndexError):
             reader.rows_at(bucket.keys, array.array("I", [len(bucket.keys)]), 0, 1)
         assert reader.rows_at(tuple(bucket.keys), bucket.positions, 0, 1) is NotImplemented
+        other = PackedKeys(tuple(bucket.keys), bucket.positions, bucket.start, bucket.count)
+        assert views.records(other) == views.records(listed)  # listed, then read in C
         topic.publish(_doc(1, "S0", 1))  # a write: the bucket is no longer the saved one
         after = index.probe_keys(probes[0])
         assert type(after) is not PackedKeys

@@ -233,13 +233,15 @@ class Views:
         between pages), their documents left to decode on first access; nothing is
         added to the cache (it keeps the records read by key). Where the C KeyTable
         holds the keys, one C call does all of it (``reader.c``), leaving to
-        :meth:`records_of_log` only the keys it cannot read.
+        :meth:`records_of_log` only the keys it cannot read; a saved key set
+        (``PackedKeys``) is read off its positions, no list of its keys made first.
         """
         reader = self._reader
+        got: Any = NotImplemented
         if type(keys) is PackedKeys and reader is not None:  # a saved key set: its positions
-            # (NotImplemented when its key list is not a list)
+            # (NotImplemented when its key list is not a list: listed, then as any keys)
             got = reader.rows_at(keys.keys, keys.positions, keys.start, keys.count)  # type: ignore[arg-type]
-        else:
+        if got is NotImplemented:
             keys = keys if type(keys) is list else list(keys)
             got = NotImplemented if reader is None else reader.rows(keys)
         if got is not NotImplemented:
