@@ -1,7 +1,7 @@
 """Indexed query shortcuts against their references (issue 29).
 
 - ``top_n`` + ``order_by`` on a memo-indexed field with no filter, read off the index's
-  top tie groups (``pipeline._top_rows``) = every record sorted by ``OrderBy.sort_key``
+  top tie groups (``pipeline.top_rows``) = every record sorted by ``OrderBy.sort_key``
   (ties by SOW key), across mixed value kinds, writes, deletes and a reopen;
 - a memo range's keys as a list (``MemoIndex.candidate_keys``) = the set of
   ``MemoIndex.candidates``, no key twice;
@@ -181,11 +181,11 @@ def test_the_top_n_fast_path_serves_a_numeric_field(tmp_path: Path) -> None:
         for i in range(20):
             topic.publish({"id": i, "v": i % 7})
         source = topic._p.source
-        rows = pipeline_module._top_rows(source, OrderBy.parse("/v DESC"), 4)
+        rows = pipeline_module.top_rows(source, OrderBy.parse("/v DESC"), 4)
         assert rows is not None
         assert [r.sow_key for r in rows] == _expected(topic, "/v DESC", 0, 4)
-        assert pipeline_module._top_rows(source, OrderBy.parse("/v TEXT"), 4) is None
-        assert pipeline_module._top_rows(source, OrderBy.parse("/v, /id"), 4) is None
+        assert pipeline_module.top_rows(source, OrderBy.parse("/v TEXT"), 4) is None
+        assert pipeline_module.top_rows(source, OrderBy.parse("/v, /id"), 4) is None
 
 
 def test_one_hash_bucket_is_the_lookup() -> None:

@@ -36,6 +36,9 @@ __all__ = ["conjuncts", "equality", "like_prefix", "literal_value", "regions"]
 _PREFIX = re.compile(r"\^([^\\.^$|?*+()\[\]{}]*)(.?)")
 # First characters the text of a number can start with (``-1``, ``inf``...).
 _NUMBER_START = frozenset("0123456789+-.iIeEnN")
+# The comparison operators a memo index can serve, and the true number types.
+_COMPARE_OPS = frozenset(("=", "<", "<=", ">", ">="))
+_NUMBER_TYPES = frozenset((int, float))
 
 
 class _NoLiteral(Exception):
@@ -105,8 +108,13 @@ def _bound(op: str, value: Any) -> Interval:
 
 def compare_region(op: str, value: Any) -> Region | None:
     """Region of values ``v`` for which ``v op value`` may hold (spec §2.4), or None."""
-    if op not in ("=", "<", "<=", ">", ">="):
+    if op not in _COMPARE_OPS:
         return None
+    kind = type(value)
+    if kind is float or kind is int:  # the usual operand, at once (as below)
+        if value != value or abs(value) >= EXACT_LIMIT:  # (NaN, an infinity, too big)
+            return None
+        return Region(nums=_bound(op, value), words=op in (">", ">="), by_value=True)
     if value is None or value == "":
         return Region()  # a NULL operand never compares TRUE
     if isinstance(value, bool) or not isinstance(value, int | float | str):
@@ -125,6 +133,15 @@ def compare_region(op: str, value: Any) -> Region | None:
     else:
         nums = _bound(op, num)
     return Region(nums=nums, texts=_bound(op, value))
+
+
+def _number_between(lo: float, hi: float) -> Region | None:
+    """What ``compare_region(">=", lo).intersect(compare_region("<=", hi), multi=False)``
+    gives for two true numbers (an int or a float each), made at once: the numbers from
+    ``lo`` to ``hi`` (none when ``lo > hi``) and nothing else; None as compare_region."""
+    if lo != lo or hi != hi or abs(lo) >= EXACT_LIMIT or abs(hi) >= EXACT_LIMIT:
+        return None
+    return Region(nums=Interval(lo, hi) if lo <= hi else None, by_value=True)
 
 
 def like_prefix(pattern: str) -> str:
@@ -175,6 +192,9 @@ def regions(node: Node) -> tuple[FieldPath, list[Region], bool] | None:
             return None
         if lo is None or lo == "" or hi is None or hi == "":
             return node.value.path, [Region()], True  # a NULL bound: never TRUE
+        if type(lo) in _NUMBER_TYPES and type(hi) in _NUMBER_TYPES:
+            region = _number_between(lo, hi)
+            return None if region is None else (node.value.path, [region], True)
         low, high = compare_region(">=", lo), compare_region("<=", hi)
         if low is None or high is None:
             return None

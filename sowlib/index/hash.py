@@ -389,6 +389,9 @@ class HashIndex:
         Args:
             values: for each indexed field (in index order), the literals it may equal.
         """
+        if len(values) == 1 and len(values[0]) == 1:  # one field, one literal: the usual
+            got = literal_texts(values[0][0])
+            return None if got is None else [(text,) for text in dict.fromkeys(got)]
         per_field: list[list[str]] = []
         for alternatives in values:
             texts: list[str] = []
@@ -415,15 +418,15 @@ class HashIndex:
     def probe_keys(self, probe: tuple[str, ...]) -> Collection[Key]:
         """:meth:`lookup_probes` of one probe as a list (no set is built when no record
         is verify-always: a bucket's keys are distinct); O(keys). A saved bucket no write
-        has changed is listed off its positions and stays packed (building its key set
-        hashes every key, which cost a query's first read of a bucket after a reopen
-        about half of its time)."""
+        has changed is returned packed, as it is (an iterable of its distinct keys, which
+        the topic's reader reads off its positions): building its key set hashes every
+        key, and even listing it costs an int per position and a visit per key, most of
+        a query's time after a reopen."""
         if self._loose:
             return self.lookup_probes((probe,))
         saved = self._map.get(probe)
-        if type(saved) is PackedKeys:  # saved, unchanged since: listed off its positions
-            at = saved.start
-            return list(map(saved.keys.__getitem__, saved.positions[at : at + saved.count]))
+        if type(saved) is PackedKeys:  # saved, unchanged since: handed over as it is
+            return saved
         bucket = self._bucket(probe)
         return list(bucket) if bucket else []
 
@@ -438,6 +441,8 @@ class HashIndex:
 
     def estimate(self, probes: Iterable[tuple[str, ...]]) -> int:
         """How many candidates :meth:`lookup_probes` would return (upper bound); O(probes)."""
+        if type(probes) is list and len(probes) == 1:
+            return len(self._loose) + len(self._map.get(probes[0], ()))
         return len(self._loose) + sum(len(self._map.get(p, ())) for p in probes)
 
     def check(self) -> None:

@@ -96,7 +96,7 @@ class NumberRanges:
 
     __slots__ = (
         "_changed", "_count", "_kept", "_keys", "_pending", "_per_value", "_runs", "_served",
-        "_sorted", "_values", "_wait",
+        "_sorted", "_values", "_wait", "stamp",
     )  # fmt: skip
 
     def __init__(self) -> None:
@@ -119,6 +119,9 @@ class NumberRanges:
         self._wait = _COLD_READS
         self._served = 0  # keys returned since the snapshot was made
         self._per_value = 1  # keys per distinct value when the snapshot was built
+        #: Counts the changes told (snapshot or not): the index's true numbers are as they
+        #: were while it is the same (what a reader of them may keep answers by).
+        self.stamp = 0
 
     @property
     def built(self) -> bool:
@@ -130,6 +133,7 @@ class NumberRanges:
     def reset(self, wait: int = _COLD_READS) -> None:
         """Drop the snapshot and its delta; the key sets serve reads of ``wait`` values
         in all (at least one read) before it is built again."""
+        self.stamp += 1
         self._values = None
         self._keys = []
         self._clear()
@@ -141,6 +145,7 @@ class NumberRanges:
 
     def note(self, key: Key, value: Any) -> None:
         """``key`` is now filed under the true number ``value`` (and nowhere else)."""
+        self.stamp += 1
         if self._values is not None:
             self._kept = None
             self._changed[key] = self._count
@@ -153,6 +158,7 @@ class NumberRanges:
 
     def note_many(self, keys: Sequence[Key], values: Iterable[Any]) -> None:
         """:meth:`note` for each pair (C-level passes)."""
+        self.stamp += 1
         if self._values is not None:
             self._kept = None
             start = self._count
@@ -169,6 +175,7 @@ class NumberRanges:
     def note_moves(self, keys: Sequence[Key], olds: Sequence[Any], news: Sequence[Any]) -> None:
         """:meth:`note` for each key whose new value is not its old one (the same number
         of another type counts as another: the key set then files it again)."""
+        self.stamp += 1
         if self._values is not None:
             types = map(is_not, map(type, olds), map(type, news))
             moved = list(map(or_, types, map(ne, olds, news)))
@@ -176,18 +183,21 @@ class NumberRanges:
 
     def gone(self, key: Key) -> None:
         """``key`` is no longer filed under any true number."""
+        self.stamp += 1
         if self._values is not None:
             self._kept = None
             self._changed[key] = -1
 
     def note_group(self, keys: Iterable[Key], value: Any) -> None:
         """:meth:`note` of each of ``keys`` under one ``value``."""
+        self.stamp += 1
         if self._values is not None:
             news = list(keys)
             self.note_many(news, repeat(value, len(news)))
 
     def gone_many(self, keys: Iterable[Key], among: Collection[Key]) -> None:
         """:meth:`gone` for each of ``keys`` found in ``among`` (the key set they leave)."""
+        self.stamp += 1
         if self._values is not None:
             self._kept = None
             self._changed.update(dict.fromkeys([k for k in keys if k in among], -1))

@@ -7,7 +7,7 @@ write first reads or changes it.
 from __future__ import annotations
 
 import array
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import attrs
 
@@ -20,9 +20,10 @@ __all__ = ["PackedKeys", "PendingKeys", "pack_positions"]
 class PackedKeys:
     """A saved key set not yet used: positions into the topic's key list.
 
-    Turned into a key set the first time the index reads or changes it, so a reopen
-    does not build a set for every value and a bucket no query touches costs four
-    bytes per key.
+    Turned into a key set the first time the index changes it (or, for most reads, reads
+    it), so a reopen does not build a set for every value and a bucket no query touches
+    costs four bytes per key. Iterating it lists its keys; a hash index hands it to a
+    query as it is, and the topic's C reader reads its records off the positions.
     """
 
     keys: Sequence[Key]
@@ -32,6 +33,13 @@ class PackedKeys:
 
     def __len__(self) -> int:
         return self.count
+
+    def __iter__(self) -> Iterator[Key]:
+        """The keys, in their saved order (each looked up in the key list)."""
+        return map(self.keys.__getitem__, self.positions[self.start : self.start + self.count])
+
+    def __contains__(self, key: object) -> bool:
+        return key in list(self)
 
     def unpack(self) -> KeySet:
         """The keys as a key set (sized for its length)."""

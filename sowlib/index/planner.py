@@ -248,7 +248,10 @@ def _hash_plan(
 
     # Exactly one equality/IN per indexed field and nothing else: the tagged
     # lookup returns precisely the matches, bar the verify-always records.
-    exact = not residual and {eq[0] for eq in eq_of if eq is not None} == set(fields)
+    if len(conj) == 1 and len(fields) == 1:  # the usual case, at once (as below)
+        exact = first is not None and first[0] == fields[0]
+    else:
+        exact = not residual and {eq[0] for eq in eq_of if eq is not None} == set(fields)
     if len(probes) == 1:  # one probe: one key set, counted exactly
         fetch: Callable[[], Iterable[Key]] = lambda: index.probe_keys(probes[0])  # noqa: E731
     else:  # several may share a record's keys
@@ -311,13 +314,11 @@ def _bytes_plan(source: QuerySource, node: Node, conj: list[Node]) -> Plan | Non
 
 def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
     by_field: dict[FieldPath, list[Region]] = {}
-    counts: dict[FieldPath, int] = {}
     for clause in conj:
         got = regions(clause)
         if got is None:
             continue
         path, found, _ = got
-        counts[path] = counts.get(path, 0) + 1
         if path not in by_field:
             by_field[path] = found
         elif len(by_field[path]) == 1 and len(found) == 1:
@@ -329,15 +330,17 @@ def _memo_plan(source: QuerySource, conj: list[Node]) -> Plan | None:
     # Memo indexes that exist serve the query; without any, one is built on demand
     # for the first field tested (each costs memory per record for good, so a
     # query does not add one for every field it names).
-    existing = [p for p in by_field if source.indexes.memo(p) is not None]
+    indexes = source.indexes
+    existing = [p for p in by_field if indexes.memo(p) is not None]
     fields = existing or list(by_field)[:1]
     probes = []
     for path in fields:
         regs = by_field[path]
-        memo = source.indexes.ensure_memo(path, source)
+        memo = indexes.ensure_memo(path, source)
         est = sum(memo.estimate(r) for r in regs) if regs else memo.estimate(Region())
         probes.append(_Probe(path, memo, tuple(regs), est))
-    probes.sort(key=lambda p: p.estimate)
+    if len(probes) > 1:
+        probes.sort(key=lambda p: p.estimate)
     best = probes[0]
     n = len(source)
     if best.estimate > n * _MEMO_MAX_FRACTION:

@@ -22,7 +22,15 @@ from sowlib.query.resultset import ResultSet
 from sowlib.query.select import SelectList
 from sowlib.record import Record
 
-__all__ = ["WALK_RATIO", "QueryFilter", "explain", "live_rows", "run_query"]
+__all__ = [
+    "WALK_RATIO",
+    "QueryFilter",
+    "explain",
+    "live_rows",
+    "read_rows",
+    "run_query",
+    "top_rows",
+]
 
 
 class QueryFilter(FilterLike, Protocol):
@@ -117,6 +125,20 @@ def _candidates(
     return _matching(source, flt, cands, found.unsure() if found.exact else None, limit)
 
 
+def _candidate_rows(
+    source: QuerySource, flt: QueryFilter | None, found: Plan, limit: int | None
+) -> list[Record]:
+    """The records of :func:`_candidates`, in its order. The candidates an exact plan
+    hands over whole (nothing unsure, no limit) are read as they are, with no copy made
+    first (an index gives each query keys of its own, a saved key set included: that
+    one is read off its positions)."""
+    cands = found.candidates()
+    unsure = found.unsure() if found.exact else None
+    if cands is not None and limit is None and unsure is not None and not unsure:
+        return read_rows(source, cands)
+    return read_rows(source, _matching(source, flt, cands, unsure, limit))
+
+
 def _walk(
     source: QuerySource, flt: QueryFilter | None, found: Plan, order: OrderBy, need: int
 ) -> list[Key] | None:
@@ -142,31 +164,26 @@ def _walk(
     return out
 
 
-def _top_rows(source: QuerySource, order: OrderBy, need: int) -> list[Record] | None:
+def top_rows(source: QuerySource, order: OrderBy, need: int) -> list[Record] | None:
     """The first ``need`` records of every record in ``order``, or None where this fast
     path does not serve (:func:`_ordered` of all keys is its reference).
 
-    Serves one term that is not TEXT over a memo index whose :meth:`top_groups` promises
-    exact tie groups: only those records are read, and the keys of each group of several
-    are put in SOW key order (the tie-break: a key's text is ``str(key)``) before they are
-    read. O(log n + need).
+    Serves one term that is not TEXT over a memo index whose :meth:`top_keys` promises
+    exact tie groups: only those records are read, the keys of each group of several in
+    SOW key order (the tie-break: a key's text is ``str(key)``). O(log n + need), O(need)
+    while the index's numbers are unchanged (it keeps its last answer).
     """
     if len(order.keys) != 1:
         return None
     term = order.keys[0]
     memo = None if term.text else source.indexes.memo(term.path)
-    groups = None if memo is None else memo.top_groups(need, term.descending)
-    if groups is None:
+    keys = None if memo is None else memo.top_keys(need, term.descending)
+    if keys is None:
         return None
-    keys = list(itertools.chain.from_iterable(groups))
-    if len(keys) != len(groups):  # ties: each group's keys in SOW key order (their text)
-        keys = []
-        for group in groups:
-            keys += group if len(group) == 1 else sorted(group, key=str)
-    rows = _rows(source, keys)
+    rows = read_rows(source, keys)
     if len(rows) != len(keys):
         return None  # a key the index holds is not live: leave it to the reference
-    return rows[:need]
+    return rows if len(rows) <= need else rows[:need]
 
 
 #: Rows whose documents are decoded at once to compute their sort components.
@@ -178,7 +195,7 @@ _CUT_RATIO = 4
 _NUMBER_TYPES = frozenset((int, float))
 
 
-def _rows(source: QuerySource, keys: Iterable[Key]) -> list[Record]:
+def read_rows(source: QuerySource, keys: Iterable[Key]) -> list[Record]:
     """The live records of ``keys``, in order (absent keys left out); one batch read."""
     many = getattr(source, "records_of", None)
     if many is not None:
@@ -246,7 +263,7 @@ def _ordered(
     good as the ``need``-th best are sorted (when that leaves out many).
     Complexity: O(m log m) for m keys, O(m log need) when few tie at the cut.
     """
-    rows = _rows(source, keys)
+    rows = read_rows(source, keys)
     columns = _components(source, rows, order, keys if len(rows) == len(keys) else None)
     first = columns[0]
     texts = [r[0] for r in rows]
@@ -315,20 +332,19 @@ def run_query(
     if top is not None and top == 0:
         return ResultSet()
     if flt is None and sow_keys is None and order is not None and top is not None:
-        rows = _top_rows(source, order, skip + top)
+        rows = top_rows(source, order, skip + top)
         if rows is not None:
             return _results(source, rows[skip:], options.select)
     found = _plan(source, flt, sow_keys)
     if order is None and not skip:
-        rows = _rows(source, _candidates(source, flt, found, top))
-        return _results(source, rows, options.select)
+        return _results(source, _candidate_rows(source, flt, found, top), options.select)
     need = None if top is None else skip + top
     keys = None if need is None or order is None else _walk(source, flt, found, order, need)
     if keys is None:
         keys = _candidates(source, flt, found)
     if order is None:
         keys.sort(key=str)
-        rows = _rows(source, keys[skip:] if need is None else keys[skip:need])
+        rows = read_rows(source, keys[skip:] if need is None else keys[skip:need])
     else:
         rows = _ordered(source, keys, order, need)[skip:]
     return _results(source, rows, options.select)
@@ -338,7 +354,7 @@ def live_rows(source: QuerySource, keys: list[Key], options: QueryOptions) -> Re
     """What :func:`run_query` gives for ``sow_keys=keys`` with no filter and no order or
     skip, for keys the caller knows are live (the first ``top_n`` keys it listed): their
     records read in one batch, ``options.select`` applied; O(len(keys))."""
-    return _results(source, _rows(source, keys), options.select)
+    return _results(source, read_rows(source, keys), options.select)
 
 
 def explain(

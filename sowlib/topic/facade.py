@@ -82,6 +82,7 @@ class Topic(Queries, Following):
             load(parts.writer, callback)
         self.config, self.name, self.message_type = config, config.name, config.message_type
         self._p = parts
+        self._prepared = None  # the queries kept for the parts before (see queries.py)
         self.key_fields = parts.key_fields
         self._int_key = int_key_format(parts.content)  # see lookup
         # lookup of one value, get of a SOW key: one C call each (None: the Python path only)

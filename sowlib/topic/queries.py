@@ -3,7 +3,9 @@
 :class:`~sowlib.topic.facade.Topic` inherits :class:`Queries`. A query takes the topic's
 lock, runs what is due (expirations, a lazy writer's changes), compiles its filter (the
 cached compile) and hands the source to :func:`sowlib.query.run_query`; only a filter
-that can run a regex (LIKE, REGEXP_REPLACE) opens a regex budget. Imports ``expr``,
+that can run a regex (LIKE, REGEXP_REPLACE) opens a regex budget. A query asked with
+plain arguments is kept prepared (:mod:`sowlib.query.prepared`): asked again, its filter
+is not compiled nor its options checked again. Imports ``expr``,
 ``query``, ``results`` and the sibling ``parts``/``views``/``keyreads``.
 """
 
@@ -11,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from sowlib.errors import UnsupportedOperationError
 from sowlib.expr import Filter, compile_filter, regex_budget
-from sowlib.query import QueryOptions, QuerySource, ResultSet, explain, live_rows, run_query
+from sowlib.query import QueryOptions, QuerySource, ResultSet, explain, live_rows
+from sowlib.query.prepared import MOST, PLAIN, Prepared
 from sowlib.results import split_keys
 from sowlib.topic.keyreads import KeyReads
 from sowlib.topic.parts import as_of
@@ -28,6 +31,10 @@ class Queries(KeyReads):
     the Topic's constructor)."""
 
     message_type: str
+    #: The queries kept prepared (:mod:`sowlib.query.prepared`), with the parts they
+    #: were asked of: ``(parts, {(filter, order_by, top_n, skip_n, select,
+    #: batch_size): Prepared})``.
+    _prepared: tuple[object, dict[tuple[object, ...], Prepared]] | None = None
 
     def _compile(self, flt: str | Filter | None) -> Filter | None:
         if flt is None:
@@ -76,11 +83,22 @@ class Queries(KeyReads):
             RegexBudgetError: LIKE matching spent the query's regex budget.
             QueryOptionError: a bad query option or projection.
         """
-        options = QueryOptions.make(
-            order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
-        )
+        asked = (filter, order_by, top_n, skip_n, select, batch_size)
+        plain = PLAIN.issuperset(map(type, asked))
+        kept = self._prepared
+        prepared = kept[1].get(asked) if plain and kept is not None and kept[0] is self._p else None
+        if prepared is not None and prepared.page is not None and sow_keys is None:
+            plain_page = bookmark is None and project is None
+            if plain_page and (page := self._page(prepared)):
+                return page
+        if prepared is None:  # checked now (before the lock, as it always was)
+            options = QueryOptions.make(
+                order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
+            )
+        else:
+            options = prepared.options
         texts = None if sow_keys is None else split_keys(sow_keys)
-        results = self._query(filter, options, texts, bookmark)
+        results = self._query(filter, options, texts, bookmark, prepared, asked if plain else None)
         return results if project is None else results.project(project)
 
     def _query(
@@ -89,13 +107,19 @@ class Queries(KeyReads):
         options: QueryOptions,
         texts: list[str] | None,
         bookmark: int | float | str | datetime | None,
+        prepared: Prepared | None = None,
+        asked: tuple[object, ...] | None = None,
     ) -> ResultSet:
         with self._lock:
             p = self._p
             if self._closed or self._materialize is not None or p.expiry.heap:
                 self._check_open()
                 self._tick()  # (the checks inline: nothing is due in the common case)
-            flt = None if filter is None else self._compile(filter)
+            if prepared is None:
+                prepared = Prepared(None if filter is None else self._compile(filter), options)
+                if asked is not None:
+                    self._keep_prepared(p, asked, prepared)
+            flt = cast("Filter | None", prepared.flt)  # (made by _compile)
             p.writer.counts["queries"] += 1
             keys = None if texts is None else [p.keys.key_of(k) for k in texts]
             source: QuerySource = p.source
@@ -106,9 +130,44 @@ class Queries(KeyReads):
                 if not options.skip_n and top is not None:
                     return live_rows(source, p.views.first_keys(top), options)
             if flt is None or not flt.regex:  # no regex to bound
-                return run_query(source, flt, options, keys)
+                return prepared.run(source, keys)
             with regex_budget():
-                return run_query(source, flt, options, keys)
+                return prepared.run(source, keys)
+
+    def _page(self, prepared: Prepared) -> ResultSet | None:
+        """A kept page query (:attr:`Prepared.page`: no filter, ``top_n`` records in the
+        order of one memo-indexed field) read off the index's top keys by the C reader
+        in one call; None where the general path decides (a check or expiration due,
+        the page not served, a key the reader hands back). An empty page is left to it
+        too."""
+        with self._lock:
+            p = self._p
+            rows_of = p.views.rows_reader
+            if self._closed or self._materialize is not None or p.expiry.heap or rows_of is None:
+                return None
+            source, kept, page = p.source, prepared.memo, prepared.page
+            if kept is None or kept[0] is not source or page is None:
+                keys = prepared.page_keys(source)  # (finds the memo index)
+            else:  # prepared.page_keys, inline; only a read-only topic defers index upkeep
+                if self._readonly:  # (to its next read: IndexSet.defer_columns)
+                    kept[1].settle()
+                keys = kept[2].top_keys(page[2], page[1])
+            if keys is None:
+                return None
+            got = rows_of(keys)
+            if got is NotImplemented or got[1] or len(got[0]) != len(keys):
+                return None
+            p.writer.counts["queries"] += 1
+            rows, need = got[0], prepared.options.top_n
+            return ResultSet(rows if need is None or len(rows) <= need else rows[:need])
+
+    def _keep_prepared(self, parts: object, asked: tuple[object, ...], prepared: Prepared) -> None:
+        """Keep ``prepared`` for the next ``sow`` asked with ``asked`` (see
+        :mod:`sowlib.query.prepared`); the kept queries are those of the current parts."""
+        kept = self._prepared
+        if kept is None or kept[0] is not parts or len(kept[1]) >= MOST:
+            kept = self._prepared = (parts, {})
+        kept[1][asked] = prepared
 
     def explain(self, filter: str | Filter | None = None, *, sow_keys: Any = None) -> Any:
         """The plan a query with this filter would use (index, candidates)."""

@@ -338,20 +338,21 @@ u64_of(PyObject *key, uint64_t *out)
 /* Step 1 of `rows`: where each key's record is. The keys left to the Python path go to
  * `found` (counted in `*pending`), the records to read to `wanted`; gives their number. */
 static Py_ssize_t
-locate(KeyTable *table, PyObject *keys, PyObject **found, Wanted *wanted, Py_ssize_t *pending)
+locate(KeyTable *table, PyObject *const *keys, Py_ssize_t n, PyObject **found, Wanted *wanted,
+       Py_ssize_t *pending)
 {
-    Py_ssize_t n = PyList_GET_SIZE(keys), m = 0;
+    Py_ssize_t m = 0;
     uint64_t ks[GROUP];
     Py_ssize_t at[GROUP];
     for (Py_ssize_t lo = 0; lo < n; lo += GROUP) {
         Py_ssize_t hi = lo + GROUP < n ? lo + GROUP : n;
         /* the next group's int objects, scattered in memory */
         for (Py_ssize_t i = hi; i < hi + GROUP && i < n; i++) {
-            prefetch(PyList_GET_ITEM(keys, i));
+            prefetch(keys[i]);
         }
         int g = 0;
         for (Py_ssize_t i = lo; i < hi; i++) {
-            PyObject *key = PyList_GET_ITEM(keys, i);
+            PyObject *key = keys[i];
             uint64_t k;
             if (PyLong_CheckExact(key) && u64_of(key, &k)) {
                 ks[g] = k;
@@ -382,7 +383,7 @@ locate(KeyTable *table, PyObject *keys, PyObject **found, Wanted *wanted, Py_ssi
                 m++;
             }
             else {
-                found[at[q]] = Py_NewRef(PyList_GET_ITEM(keys, at[q]));
+                found[at[q]] = Py_NewRef(keys[at[q]]);
                 (*pending)++;
             }
         }
@@ -393,7 +394,7 @@ locate(KeyTable *table, PyObject *keys, PyObject **found, Wanted *wanted, Py_ssi
 /* Step 2 of `rows`: read the wanted records in file order into `found`. 0, or -1 with
  * an error set. */
 static int
-read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize_t m,
+read_wanted(Reader *r, Py_buffer *view, PyObject *const *keys, Wanted *wanted, Py_ssize_t m,
             PyObject **found, Py_ssize_t *pending)
 {
     sort_by_offset(wanted, m);
@@ -418,7 +419,7 @@ read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize
             return -1;
         }
         if (got == 0) {
-            found[w->pos] = Py_NewRef(PyList_GET_ITEM(keys, w->pos));
+            found[w->pos] = Py_NewRef(keys[w->pos]);
             (*pending)++;
         }
         else if ((found[w->pos] = record_of(r, w->key, &put)) == NULL) {
@@ -433,19 +434,11 @@ read_wanted(Reader *r, Py_buffer *view, PyObject *keys, Wanted *wanted, Py_ssize
     return 0;
 }
 
+/* `rows` of the n keys at `keys` (borrowed: nothing below runs Python code, and the
+ * caller holds the container they are in). */
 static PyObject *
-Reader_rows(Reader *r, PyObject *keys)
+rows_of(Reader *r, KeyTable *table, Py_buffer *view, PyObject *const *keys, Py_ssize_t n)
 {
-    if (!PyList_CheckExact(keys)) {
-        PyErr_SetString(PyExc_TypeError, "Reader.rows: keys must be a list");
-        return NULL;
-    }
-    KeyTable *table;
-    Py_buffer view;
-    if (!table_and_map(r, &table, &view)) {
-        Py_RETURN_NOTIMPLEMENTED;
-    }
-    Py_ssize_t n = PyList_GET_SIZE(keys);
     PyObject **found = PyMem_Calloc((size_t)n + 1, sizeof(PyObject *));
     Wanted *wanted = PyMem_Malloc(((size_t)n + 1) * sizeof(Wanted));
     PyObject *out = NULL;
@@ -454,9 +447,8 @@ Reader_rows(Reader *r, PyObject *keys)
         PyErr_NoMemory();
         goto done;
     }
-    /* keys holds only what the caller put there and nothing below runs Python code */
-    Py_ssize_t m = locate(table, keys, found, wanted, &pending);
-    if (read_wanted(r, &view, keys, wanted, m, found, &pending) < 0) {
+    Py_ssize_t m = locate(table, keys, n, found, wanted, &pending);
+    if (read_wanted(r, view, keys, wanted, m, found, &pending) < 0) {
         goto done;
     }
     Py_ssize_t count = 0;
@@ -485,7 +477,96 @@ done:
     }
     PyMem_Free(found);
     PyMem_Free(wanted);
+    return out;
+}
+
+static PyObject *
+Reader_rows(Reader *r, PyObject *keys)
+{
+    if (!PyList_CheckExact(keys)) {
+        PyErr_SetString(PyExc_TypeError, "Reader.rows: keys must be a list");
+        return NULL;
+    }
+    KeyTable *table;
+    Py_buffer view;
+    if (!table_and_map(r, &table, &view)) {
+        Py_RETURN_NOTIMPLEMENTED;
+    }
+    /* keys holds only what the caller put there and nothing below runs Python code */
+    PyObject *out = rows_of(r, table, &view, PySequence_Fast_ITEMS(keys), PyList_GET_SIZE(keys));
     PyBuffer_Release(&view);
+    return out;
+}
+
+/* How far ahead `rows_at` prefetches the places of the key list it reads. */
+#define AHEAD_KEYS 16
+
+/* rows_at(keys, positions, start, count): `rows` of keys[positions[start + i]] for i in
+ * range(count) (a saved key set: positions, 4-byte unsigned ints, into the key list it
+ * was saved against), without the list of those keys or an int per position. */
+static PyObject *
+Reader_rows_at(Reader *r, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "Reader.rows_at takes 4 arguments");
+        return NULL;
+    }
+    PyObject *keys = args[0];
+    if (!PyList_CheckExact(keys)) {
+        Py_RETURN_NOTIMPLEMENTED; /* another sequence of keys: the Python path lists them */
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[2]);
+    Py_ssize_t count = start == -1 && PyErr_Occurred() ? -1 : PyLong_AsSsize_t(args[3]);
+    if (count == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer at;
+    if (PyObject_GetBuffer(args[1], &at, PyBUF_FORMAT) < 0) {
+        return NULL;
+    }
+    PyObject *out = NULL;
+    PyObject **items = NULL;
+    if (at.itemsize != 4 || at.format == NULL || strcmp(at.format, "I") != 0) {
+        PyErr_SetString(PyExc_TypeError, "Reader.rows_at: positions must be an array('I')");
+        goto done;
+    }
+    Py_ssize_t size = at.len / 4;
+    if (start < 0 || count < 0 || start > size || count > size - start) {
+        PyErr_SetString(PyExc_IndexError, "Reader.rows_at: start and count out of range");
+        goto done;
+    }
+    KeyTable *table;
+    Py_buffer view;
+    if (!table_and_map(r, &table, &view)) {
+        out = Py_NewRef(Py_NotImplemented);
+        goto done;
+    }
+    items = PyMem_Malloc(((size_t)count + 1) * sizeof(PyObject *));
+    if (items == NULL) {
+        PyErr_NoMemory();
+        PyBuffer_Release(&view);
+        goto done;
+    }
+    const uint32_t *pos = (const uint32_t *)at.buf + start;
+    PyObject *const *all = PySequence_Fast_ITEMS(keys);
+    Py_ssize_t n = PyList_GET_SIZE(keys);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        if (i + AHEAD_KEYS < count && pos[i + AHEAD_KEYS] < (uint64_t)n) {
+            prefetch(&all[pos[i + AHEAD_KEYS]]);
+        }
+        if (pos[i] >= (uint64_t)n) {
+            PyErr_SetString(PyExc_IndexError, "Reader.rows_at: a position past the keys");
+            PyBuffer_Release(&view);
+            goto done;
+        }
+        items[i] = all[pos[i]];
+    }
+    /* the list and the positions are the caller's, and nothing below runs Python code */
+    out = rows_of(r, table, &view, items, count);
+    PyBuffer_Release(&view);
+done:
+    PyMem_Free(items);
+    PyBuffer_Release(&at);
     return out;
 }
 
@@ -825,6 +906,10 @@ static PyMethodDef Reader_methods[] = {
     {"rows", (PyCFunction)Reader_rows, METH_O,
      "rows(keys, /): (rows, pending): the Records of many keys, those not read left in "
      "place and counted; NotImplemented without a KeyTable and an open map."},
+    {"rows_at", (PyCFunction)(void (*)(void))Reader_rows_at, METH_FASTCALL,
+     "rows_at(keys, positions, start, count, /): rows of keys[positions[start + i]] for i "
+     "in range(count) (positions: an array('I')); NotImplemented as rows, or when keys is "
+     "not a list."},
     {"head", (PyCFunction)Reader_head, METH_O,
      "head(n, /): the first n live keys of the table in its order, listing no more; "
      "NotImplemented without a KeyTable or when other keys would be reached."},

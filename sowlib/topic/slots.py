@@ -63,6 +63,10 @@ class Reader(Protocol):
         """``(rows, pending)``: the Records of ``keys`` in order, absent keys left out, the
         keys it could not read left in place and counted; or NotImplemented."""
 
+    def rows_at(self, keys: list[Key], positions: Any, start: int, count: int, /) -> Any:
+        """:meth:`rows` of ``keys[positions[start + i]]`` for i in range(count) (a saved
+        key set: ``positions`` an ``array('I')``), no list of those keys made."""
+
     def head(self, n: int, /) -> Any:
         """The first ``n`` live keys of the table in its order, or NotImplemented (no
         KeyTable, or its other keys would be reached)."""

@@ -17,6 +17,7 @@ from xxhash import xxh64_intdigest
 
 from sowlib.codecs import Codec
 from sowlib.document import MISSING
+from sowlib.index.packed import PackedKeys
 from sowlib.index.types import Key
 from sowlib.paths import FieldPath
 from sowlib.record import DeferredDoc, Record
@@ -96,6 +97,9 @@ class Views:
             else None
         )
         self._reader = reader
+        #: The C reader's ``rows(keys)``: ``(rows, pending)`` as :meth:`records` takes it
+        #: (keys it did not read left in place, counted), NotImplemented, or None here.
+        self.rows_reader = None if reader is None else reader.rows
         if reader is not None and file is not None:
             keys.watch_slots(reader.set_table)
             file.watch_map(reader.set_map)
@@ -238,18 +242,23 @@ class Views:
         between pages), their documents left to decode on first access; nothing is
         added to the cache (it keeps the records read by key). Where the C KeyTable
         holds the keys, one C call does all of it (``reader.c``), leaving to
-        :meth:`records_of_log` only the keys it cannot read.
+        :meth:`records_of_log` only the keys it cannot read; a saved key set
+        (``PackedKeys``) is read off its positions, no list of its keys made first.
         """
-        keys = keys if type(keys) is list else list(keys)
         reader = self._reader
-        if reader is not None:
-            got = reader.rows(keys)
-            if got is not NotImplemented:
-                rows, pending = got
-                if not pending:
-                    return rows  # type: ignore[no-any-return]
-                return self.records_of_log(rows)
-        return self.records_of_log(keys)
+        got: Any = NotImplemented
+        if type(keys) is PackedKeys and reader is not None:  # a saved key set: its positions
+            # (NotImplemented when its key list is not a list: listed, then as any keys)
+            got = reader.rows_at(keys.keys, keys.positions, keys.start, keys.count)  # type: ignore[arg-type]
+        if got is NotImplemented:
+            keys = keys if type(keys) is list else list(keys)
+            got = NotImplemented if reader is None else reader.rows(keys)
+        if got is not NotImplemented:
+            rows, pending = got
+            if not pending:
+                return rows  # type: ignore[no-any-return]
+            return self.records_of_log(rows)
+        return self.records_of_log(keys if type(keys) is list else list(keys))
 
     def first_keys(self, n: int) -> list[Key]:
         """The first ``n`` live keys in the key map's order (``keys()[:n]``), listing no
