@@ -5,11 +5,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 import sowlib.compat
 from sowlib import SowStore
+
+if TYPE_CHECKING:
+    from tests.compat.processes import Peer
 
 URI = "tcp://127.0.0.1:9007/amps/json"
 
@@ -79,3 +83,12 @@ def instance(tmp_path: Path, clock: Clock) -> Iterator[SowStore]:
 @pytest.fixture
 def uri(instance: SowStore) -> str:
     return URI
+
+
+@pytest.fixture
+def peers() -> Iterator[list[Peer]]:
+    """The processes a test starts (``tests.compat.processes.start``), killed when it ends."""
+    started: list[Peer] = []
+    yield started
+    for peer in started:
+        peer.kill()

@@ -20,7 +20,7 @@ import pytest
 import sowlib.compat as AMPS  # was: import AMPS
 from sowlib import SowStore
 from sowlib.journal.outbox import ChannelWriter, outbox_directory
-from tests.compat.test_process_programs import QUEUE_CONFIG, URI, Peer, start
+from tests.compat.processes import QUEUE_CONFIG, URI, Peer, start, writer_client
 
 pytestmark = pytest.mark.slow  # subprocesses
 
@@ -47,25 +47,7 @@ class Received:
 
 @pytest.fixture
 def writer(tmp_path: Path) -> Iterator[AMPS.Client]:
-    (tmp_path / "amps.xml").write_text(QUEUE_CONFIG)
-    store = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path)
-    AMPS.reset()
-    AMPS.attach(store, URI)
-    client = AMPS.Client("writer-side")
-    client.connect(URI)
-    client.logon()
-    yield client
-    client.close()
-    AMPS.reset()
-    store.close()
-
-
-@pytest.fixture
-def peers() -> Iterator[list[Peer]]:
-    started: list[Peer] = []
-    yield started
-    for peer in started:
-        peer.kill()
+    yield from writer_client(tmp_path, "writer-side")
 
 
 def finish(peer: Peer) -> None:

@@ -12,109 +12,22 @@ transaction log from its bookmark, then continues live.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 import sowlib.compat as AMPS  # was: import AMPS
 from sowlib import SowStore
-from tests.compat.conftest import CONFIG
+from tests.compat.processes import QUEUE_CONFIG, URI, Peer, start, writer_client
 
 pytestmark = pytest.mark.slow  # subprocesses
-
-ROOT = Path(__file__).resolve().parents[2]
-PEER = Path(__file__).with_name("peer.py")
-URI = "tcp://127.0.0.1:9107/amps/json"
-WAIT = 60.0
-
-QUEUE_CONFIG = CONFIG.replace(
-    "  </SOW>",
-    "    <Queue><Name>work</Name><MessageType>json</MessageType>"
-    "<UnderlyingTopic>work-in</UnderlyingTopic></Queue>\n  </SOW>",
-).replace(
-    "  </TransactionLog>",
-    "    <Topic><Name>work.*</Name><MessageType>json</MessageType></Topic>\n"
-    "    <JournalSize>2KB</JournalSize>\n  </TransactionLog>",
-)
-
-
-class Peer:
-    """A subscriber process; its printed lines are read as they come."""
-
-    def __init__(self, base: Path, **spec: Any) -> None:
-        spec = {"config": str(base / "amps.xml"), "base": str(base), "uri": URI, **spec}
-        self.proc = subprocess.Popen(
-            [sys.executable, str(PEER), json.dumps(spec)],
-            env={**os.environ, "PYTHONPATH": str(ROOT)},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def line(self) -> str:
-        assert self.proc.stdout is not None
-        return self.proc.stdout.readline().strip()
-
-    def ready(self) -> None:
-        first = self.line()
-        assert first == "ready", first + self.rest()
-
-    def messages(self) -> list[dict[str, Any]]:
-        """Every message line up to ``done`` (the process then ends)."""
-        out = []
-        while (line := self.line()) not in ("done", ""):
-            assert line != "timeout", "the peer waited in vain"
-            out.append(json.loads(line))
-        assert self.proc.wait(WAIT) == 0, self.rest()
-        return out
-
-    def rest(self) -> str:
-        if self.proc.poll() is None:
-            self.proc.kill()
-        out, err = self.proc.communicate(timeout=WAIT)
-        return out + err
-
-    def kill(self) -> None:
-        """End the process (if it runs) and close its pipes."""
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.communicate(timeout=WAIT)
 
 
 @pytest.fixture
 def writer(tmp_path: Path) -> Iterator[AMPS.Client]:
     """The writer's store (QUEUE_CONFIG) attached to URI, and a connected client."""
-    (tmp_path / "amps.xml").write_text(QUEUE_CONFIG)
-    store = SowStore.from_config(tmp_path / "amps.xml", base_dir=tmp_path)
-    AMPS.reset()
-    AMPS.attach(store, URI)
-    client = AMPS.Client("publisher")
-    client.connect(URI)
-    client.logon()
-    yield client
-    client.close()
-    AMPS.reset()
-    store.close()
-
-
-@pytest.fixture
-def peers() -> Iterator[list[Peer]]:
-    started: list[Peer] = []
-    yield started
-    for peer in started:
-        peer.kill()
-
-
-def start(peers: list[Peer], base: Path, **spec: Any) -> Peer:
-    peer = Peer(base, **spec)
-    peers.append(peer)
-    peer.ready()
-    return peer
+    yield from writer_client(tmp_path, "publisher")
 
 
 def test_a_subscriber_process_receives_publishes_to_a_topic_without_a_sow(

@@ -22,7 +22,7 @@ import sowlib.compat as AMPS  # was: import AMPS
 from sowlib import SowStore
 from sowlib.journal import Journal
 from sowlib.queues import Queue, find_queue
-from tests.compat.test_process_programs import QUEUE_CONFIG, URI, Peer, start
+from tests.compat.processes import QUEUE_CONFIG, URI, Peer, start
 
 pytestmark = pytest.mark.slow  # subprocesses
 
@@ -47,14 +47,6 @@ def writer(store: SowStore) -> Iterator[AMPS.Client]:
     client.logon()
     yield client
     client.close()
-
-
-@pytest.fixture
-def peers() -> Iterator[list[Peer]]:
-    started: list[Peer] = []
-    yield started
-    for peer in started:
-        peer.kill()
 
 
 def the_queue(store: SowStore) -> Queue:
