@@ -14,7 +14,8 @@ memo-indexed field with no filter (``top_n`` and one ``order_by`` term, no ``ski
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from sowlib.index.indexset import IndexSet
 from sowlib.index.memo import MemoIndex
@@ -25,13 +26,18 @@ from sowlib.query.options import QueryOptions
 from sowlib.query.pipeline import QueryFilter, read_rows, run_query
 from sowlib.query.resultset import ResultSet
 
-__all__ = ["MOST", "PLAIN", "Prepared"]
+__all__ = ["MOST", "PLAIN", "Prepared", "RowsOf", "TopKeys"]
 
 #: Queries a topic keeps prepared at most (all are forgotten past it).
 MOST = 256
 #: The types of the arguments a query is kept by (exact types: ``top_n=True`` must not
 #: find the query asked with ``top_n=1``).
 PLAIN = frozenset((str, int, type(None)))
+
+#: A memo index's ``top_keys(need, descending)``.
+TopKeys = Callable[[int, bool], "list[Key] | None"]
+#: A topic's C row reader: ``rows(keys)`` -> ``(rows, pending)`` or NotImplemented.
+RowsOf = Callable[[list[Key]], Any]
 
 
 class Prepared:
@@ -42,7 +48,7 @@ class Prepared:
         options: the checked options.
     """
 
-    __slots__ = ("flt", "memo", "options", "page")
+    __slots__ = ("fast", "flt", "memo", "options", "page")
 
     def __init__(self, flt: QueryFilter | None, options: QueryOptions) -> None:
         self.flt = flt
@@ -52,6 +58,11 @@ class Prepared:
         self.page: tuple[FieldPath, bool, int] | None = None
         #: (the source, its index set and its memo index on the page's path) last found
         self.memo: tuple[QuerySource, IndexSet, MemoIndex] | None = None
+        #: What a topic binds once its page was served, to serve it again in one call
+        #: per step (see :meth:`bind`): (the index set's ``settle`` where it must run
+        #: first, else None; the memo index's ``top_keys``; the topic's row reader;
+        #: ``top_n``; descending), or None
+        self.fast: tuple[Callable[[], None] | None, TopKeys, RowsOf, int, bool] | None = None
         order, top = options.order_by, options.top_n
         if flt is not None or order is None or not top or len(order.keys) != 1:
             return
@@ -78,6 +89,15 @@ class Prepared:
             memo = indexes.memo(page[0])
             kept = self.memo = None if memo is None else (source, indexes, memo)
         return None if kept is None else kept[2].top_keys(page[2], page[1])
+
+    def bind(self, rows_of: RowsOf, settle: bool) -> None:
+        """Bind :attr:`fast` to the memo index :meth:`page_keys` found last and the
+        topic's row reader ``rows_of``; ``settle``: the index set's waiting upkeep must
+        be done before each read (a read-only topic defers it)."""
+        kept, page = self.memo, self.page
+        if kept is not None and page is not None:
+            first = kept[1].settle if settle else None
+            self.fast = (first, kept[2].top_keys, rows_of, page[2], page[1])
 
     def run(self, source: QuerySource, sow_keys: Sequence[Key] | None = None) -> ResultSet:
         """:func:`run_query` of this query over ``source``: a page read off
