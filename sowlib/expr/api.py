@@ -19,6 +19,7 @@ from sowlib.expr.context import EvalContext
 from sowlib.expr.functions import FUNCTIONS
 from sowlib.expr.nodes import Call, Field, Like, Node, walk
 from sowlib.expr.parser import parse
+from sowlib.expr.shape import Equality, equality_shape
 from sowlib.expr.to_python import Compiled, compile_tree
 from sowlib.expr.to_text import to_text
 from sowlib.gcpause import paused_gc
@@ -113,6 +114,15 @@ class Filter:
     #: Whether evaluating the filter may run a regex (a LIKE, a REGEXP_REPLACE): only
     #: such a filter needs a query's regex budget (:func:`~sowlib.expr.regex_budget`).
     regex: bool = attrs.field(init=False, eq=False, repr=False)
+
+    #: ``(path, literals)`` when the filter is one equality of a field and literals
+    #: (``/f = 'x'``, ``/f IN (1, 2)``), else None: read once, when compiled, for the
+    #: query planner (:func:`~sowlib.expr.shape.equality_shape`).
+    equality: Equality | None = attrs.field(init=False, eq=False, repr=False)
+
+    @equality.default
+    def _equality(self) -> Equality | None:
+        return equality_shape(self.node)
 
     @regex.default
     def _uses_regex(self) -> bool:

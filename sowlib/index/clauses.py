@@ -19,13 +19,13 @@ from sowlib.expr.nodes import (
     Between,
     Compare,
     Field,
-    InList,
     Like,
     Literal,
     Neg,
     Node,
 )
 from sowlib.expr.operators import FLIP
+from sowlib.expr.shape import equality_shape
 from sowlib.index.memo import ALL, Interval, Region
 from sowlib.index.values import EXACT_LIMIT, to_number
 from sowlib.paths import FieldPath
@@ -86,16 +86,10 @@ def _field_compare(node: Compare) -> tuple[FieldPath, str, Any] | None:
 
 
 def equality(node: Node) -> tuple[FieldPath, list[Any]] | None:
-    """``(path, literals)`` when ``node`` is ``/f = lit`` or ``/f IN (lit, ...)``."""
-    if isinstance(node, Compare) and node.op == "=":
-        got = _field_compare(node)
-        return None if got is None else (got[0], [got[2]])
-    if isinstance(node, InList) and not node.negated and isinstance(node.value, Field):
-        try:
-            return node.value.path, [literal_value(item) for item in node.items]
-        except _NoLiteral:
-            return None
-    return None
+    """``(path, literals)`` when ``node`` is ``/f = lit`` or ``/f IN (lit, ...)``
+    (:func:`~sowlib.expr.shape.equality_shape`, the shape a compiled filter keeps)."""
+    got = equality_shape(node)
+    return None if got is None else (got[0], list(got[1]))
 
 
 def _bound(op: str, value: Any) -> Interval:

@@ -267,6 +267,50 @@ def _hash_plan(
     )
 
 
+def _equality_plan(source: QuerySource, path: FieldPath, literals: tuple[Any, ...]) -> Plan | None:
+    """The plan of a filter that is one equality or IN of ``path`` (its kept shape,
+    :attr:`sowlib.expr.Filter.equality`) where a key-field or hash plan serves: the
+    plan :func:`_key_plan` and :func:`_hash_plan` give for its one clause, found with
+    no walk of the tree; None where they do not serve (the general rules decide)."""
+    values = list(literals)
+    keyed = source.key_fields  # (the key fields must all be this one field)
+    if keyed and all(f == path for f in keyed):
+        found = _key_plan(source, {path: values})
+        if found is not None:
+            return found
+    best: tuple[int, HashIndex, list[tuple[str, ...]]] | None = None
+    for index in source.indexes.hashes:
+        fields = index.fields
+        if len(fields) != 1:
+            if all(f == path for f in fields):
+                return None  # (a compound index on this field alone: left to them)
+            continue
+        if fields[0] != path or len(values) > _MAX_COMBOS:
+            continue
+        probes = index.probes([values])
+        if probes is None:
+            continue
+        est = index.estimate(probes)
+        if best is None or est < best[0]:
+            best = (est, index, probes)
+    if best is None:
+        return None
+    est, index, probes = best
+    if len(probes) == 1:
+        fetch: Callable[[], Iterable[Key]] = lambda: index.probe_keys(probes[0])  # noqa: E731
+    else:
+        fetch = lambda: index.lookup_probes(probes)  # noqa: E731
+    return Plan(
+        "hash",
+        lambda: index.name,
+        est,
+        lambda: _eq_text(path, values),
+        "exact" if len(probes) == 1 else "at_most",
+        fetch=fetch,
+        unsure=lambda: index.loose,
+    )
+
+
 @attrs.define(slots=True)
 class _Probe:
     path: FieldPath
@@ -418,6 +462,11 @@ def plan(
             "at_most",
             fetch=lambda: _live(source, wanted),
         )
+    shape = getattr(flt, "equality", None)  # (kept by a compiled filter)
+    if shape is not None:
+        lean = _equality_plan(source, shape[0], shape[1])
+        if lean is not None:
+            return lean
     n = len(source)
     if flt is None:
         return Plan("scan", None, n, "no filter", "every")

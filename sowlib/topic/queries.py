@@ -87,20 +87,20 @@ class Queries(KeyReads):
         plain = PLAIN.issuperset(map(type, asked))
         kept = self._prepared
         prepared = kept[1].get(asked) if plain and kept is not None and kept[0] is self._p else None
-        if prepared is not None and (fast := prepared.fast) is not None:
-            if sow_keys is None and bookmark is None and project is None:
-                with self._lock:  # a bound page (see _page, which this inlines)
-                    p = self._p
-                    if not (self._closed or self._materialize is not None or p.expiry.heap):
-                        settle, top_keys, rows_of, need, descending = fast
-                        if settle is not None:
-                            settle()
-                        keys = top_keys(need, descending)
-                        got = NotImplemented if keys is None else rows_of(keys)
-                        if got is not NotImplemented and not got[1] and len(got[0]) == len(keys):
-                            p.writer.counts["queries"] += 1
-                            rows = got[0]
-                            return ResultSet(rows if len(rows) <= need else rows[:need])
+        fast = None if prepared is None else prepared.fast
+        if fast is not None and sow_keys is None and bookmark is None and project is None:
+            with self._lock:  # a bound page (Prepared.bind): _page, inline
+                p = self._p
+                if not (self._closed or self._materialize is not None or p.expiry.heap):
+                    settle, top_keys, rows_of, need, descending = fast
+                    if settle is not None:
+                        settle()
+                    keys = top_keys(need, descending) or ()  # (None: not served)
+                    got = rows_of(keys) if keys else NotImplemented
+                    if got is not NotImplemented and not got[1] and len(got[0]) == len(keys):
+                        p.writer.counts["queries"] += 1
+                        rows = got[0]
+                        return ResultSet(rows if len(rows) <= need else rows[:need])
         if prepared is not None and prepared.page is not None and sow_keys is None:
             plain_page = bookmark is None and project is None
             if plain_page and (page := self._page(prepared)):
