@@ -267,6 +267,12 @@ def _hash_plan(
     )
 
 
+def _same(a: FieldPath, b: FieldPath) -> bool:
+    """``a == b``, told at once where their (kept) hashes differ or they are one object
+    (parsed paths are cached: the usual case)."""
+    return a is b or (hash(a) == hash(b) and a == b)
+
+
 def _equality_plan(source: QuerySource, path: FieldPath, literals: tuple[Any, ...]) -> Plan | None:
     """The plan of a filter that is one equality or IN of ``path`` (its kept shape,
     :attr:`sowlib.expr.Filter.equality`) where a key-field or hash plan serves: the
@@ -274,7 +280,7 @@ def _equality_plan(source: QuerySource, path: FieldPath, literals: tuple[Any, ..
     no walk of the tree; None where they do not serve (the general rules decide)."""
     values = list(literals)
     keyed = source.key_fields  # (the key fields must all be this one field)
-    if keyed and all(f == path for f in keyed):
+    if keyed and all(_same(f, path) for f in keyed):
         found = _key_plan(source, {path: values})
         if found is not None:
             return found
@@ -282,10 +288,10 @@ def _equality_plan(source: QuerySource, path: FieldPath, literals: tuple[Any, ..
     for index in source.indexes.hashes:
         fields = index.fields
         if len(fields) != 1:
-            if all(f == path for f in fields):
+            if all(_same(f, path) for f in fields):
                 return None  # (a compound index on this field alone: left to them)
             continue
-        if fields[0] != path or len(values) > _MAX_COMBOS:
+        if not _same(fields[0], path) or len(values) > _MAX_COMBOS:
             continue
         probes = index.probes([values])
         if probes is None:
