@@ -18,11 +18,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sowlib import SowStore
-from sowlib.expr import compile_filter, parse_filter
+from sowlib.expr import compile_filter
 from sowlib.expr.nodes import Node
 from sowlib.expr.shape import equality_shape
 from sowlib.index.clauses import equality
 from sowlib.index.planner import Plan, plan
+from sowlib.paths import FieldPath
 
 _MISSING = object()
 #: The plans that change nothing (a scan or a memo probe notes or builds what the next
@@ -151,7 +152,7 @@ def test_lean_plans_are_the_general_plans(
 
 
 def test_the_kept_shape() -> None:
-    path = parse_filter("/a").path  # type: ignore[attr-defined]
+    path = FieldPath.parse("/a")
     assert compile_filter("/a = 1").equality == (path, (1,))
     assert compile_filter("'x' = /a").equality == (path, ("x",))
     assert compile_filter("/a IN (1, -2, NULL)").equality == (path, (1, -2, None))
