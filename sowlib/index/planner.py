@@ -280,7 +280,7 @@ def _equality_plan(source: QuerySource, path: FieldPath, literals: tuple[Any, ..
     no walk of the tree; None where they do not serve (the general rules decide)."""
     values = list(literals)
     keyed = source.key_fields  # (the key fields must all be this one field)
-    if keyed and all(_same(f, path) for f in keyed):
+    if keyed and _same(keyed[0], path) and all(_same(f, path) for f in keyed[1:]):
         found = _key_plan(source, {path: values})
         if found is not None:
             return found
