@@ -17,8 +17,9 @@ __all__ = ["NOT_CONSTANT", "Equality", "constant", "equality_shape"]
 #: ``(path, literals)``: the field and the literals it is compared to.
 Equality = tuple[FieldPath, tuple[Any, ...]]
 
-#: Marks an operand that is not a constant (a literal value may be None: NULL).
-_NOT_CONSTANT: Any = object()
+#: What :func:`constant` gives for an operand that is not a constant (a literal's value
+#: may be None, NULL: so a marker, compared with ``is``).
+NOT_CONSTANT: Any = object()
 
 
 def constant(node: Node) -> Any:
@@ -30,11 +31,7 @@ def constant(node: Node) -> Any:
         value = node.operand.value
         if isinstance(value, int | float) and not isinstance(value, bool):
             return -value
-    return _NOT_CONSTANT
-
-
-#: What :func:`constant` gives for an operand that is not a constant.
-NOT_CONSTANT = _NOT_CONSTANT
+    return NOT_CONSTANT
 
 
 def equality_shape(node: Node) -> Equality | None:
@@ -48,10 +45,10 @@ def equality_shape(node: Node) -> Equality | None:
         else:
             return None
         value = constant(other)
-        return None if value is _NOT_CONSTANT else (path, (value,))
+        return None if value is NOT_CONSTANT else (path, (value,))
     if isinstance(node, InList) and not node.negated and isinstance(node.value, Field):
         values = tuple(map(constant, node.items))
-        if any(v is _NOT_CONSTANT for v in values):
+        if any(v is NOT_CONSTANT for v in values):
             return None
         return node.value.path, values
     return None
