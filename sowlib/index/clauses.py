@@ -20,12 +20,10 @@ from sowlib.expr.nodes import (
     Compare,
     Field,
     Like,
-    Literal,
-    Neg,
     Node,
 )
 from sowlib.expr.operators import FLIP
-from sowlib.expr.shape import equality_shape
+from sowlib.expr.shape import NOT_CONSTANT, constant, equality_shape
 from sowlib.index.memo import ALL, Interval, Region
 from sowlib.index.values import EXACT_LIMIT, to_number
 from sowlib.paths import FieldPath
@@ -59,18 +57,16 @@ def conjuncts(node: Node) -> list[Node]:
 
 
 def literal_value(node: Node) -> Any:
-    """The constant ``node`` stands for (a literal or a negated number).
+    """The constant ``node`` stands for (a literal or a negated number:
+    :func:`~sowlib.expr.shape.constant`).
 
     Raises:
         _NoLiteral: the node is not a constant.
     """
-    if isinstance(node, Literal):
-        return node.value
-    if isinstance(node, Neg) and isinstance(node.operand, Literal):
-        value = node.operand.value
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            return -value
-    raise _NoLiteral
+    value = constant(node)
+    if value is NOT_CONSTANT:
+        raise _NoLiteral
+    return value
 
 
 def _field_compare(node: Compare) -> tuple[FieldPath, str, Any] | None:
