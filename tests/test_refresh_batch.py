@@ -120,3 +120,32 @@ def test_a_reader_carries_its_state_over_a_compaction(tmp_path: Path) -> None:
         assert reader.refresh() == 1
         assert _state(follower) == _state(topic)
         follower.check()
+
+
+def test_a_reader_reloads_when_the_new_file_is_not_a_copy_of_what_it_followed(
+    tmp_path: Path,
+) -> None:
+    """A file put in place of the log that holds keys the reader never saw is not a
+    compaction's copy: the key map the carry-over began to move is dropped and the
+    topic is loaded from the new file."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    with SowStore(theirs) as other:
+        copy = _topic(other)
+        copy.publish_many([orjson.dumps({"id": 100 + i, "sym": "B", "px": i}) for i in range(5)])
+        copy.compact()
+    with SowStore(ours) as store:
+        _topic(store).publish_many(
+            [orjson.dumps({"id": i, "sym": "AB"[i % 2], "px": i}) for i in range(10)]
+        )
+    with SowStore(ours, readonly=True) as reader:
+        follower = reader.topic("t")
+        parts = follower._p
+        assert len(follower.sow("/sym = 'A'")) == 5
+        (ours / "t.json.sow.ckpt").unlink()  # as a compaction leaves it: no checkpoint
+        (theirs / "t.json.sow").replace(ours / "t.json.sow")  # renamed in, as it does
+        assert reader.refresh() == 5
+        assert follower._p is not parts  # loaded anew
+        assert sorted(r.doc["id"] for r in follower.sow()) == [100, 101, 102, 103, 104]
+        assert follower.sow("/sym = 'A'") == []
+        assert len(follower.sow("/sym = 'B'")) == 5
+        follower.check()
