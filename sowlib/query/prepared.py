@@ -90,22 +90,24 @@ class Prepared:
             kept = self.memo = None if memo is None else (source, indexes, memo)
         return None if kept is None else kept[2].top_keys(page[2], page[1])
 
-    def bind(self, rows_of: RowsOf, settle: bool) -> None:
-        """Bind :attr:`fast` to the memo index :meth:`page_keys` found last and the
-        topic's row reader ``rows_of``; ``settle``: the index set's waiting upkeep must
-        be done before each read (a read-only topic defers it)."""
+    def bind(self, source: QuerySource, rows_of: RowsOf, settle: bool) -> None:
+        """Bind :attr:`fast` to the memo index :meth:`page_keys` found last over
+        ``source`` (nothing when it found none there) and the topic's row reader
+        ``rows_of``, which reads ``source``'s records; ``settle``: the index set's
+        waiting upkeep must be done before each read (a read-only topic defers it)."""
         kept, page = self.memo, self.page
-        if kept is not None and page is not None:
+        if kept is not None and kept[0] is source and page is not None:
             first = kept[1].settle if settle else None
             self.fast = (first, kept[2].top_keys, rows_of, page[2], page[1])
 
     def run(self, source: QuerySource, sow_keys: Sequence[Key] | None = None) -> ResultSet:
         """:func:`run_query` of this query over ``source``: a page read off
         :meth:`page_keys` where they serve."""
-        keys = None if sow_keys is not None else self.page_keys(source)
-        if keys is not None and self.page is not None:
+        page = self.page
+        keys = None if page is None or sow_keys is not None else self.page_keys(source)
+        if keys is not None and page is not None:
             rows = read_rows(source, keys)
             if len(rows) == len(keys):  # (else a key not live: the reference decides)
-                need = self.page[2]
+                need = page[2]
                 return ResultSet(rows if len(rows) <= need else rows[:need])
         return run_query(source, self.flt, self.options, sow_keys)
