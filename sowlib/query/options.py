@@ -61,7 +61,7 @@ class QueryOptions:
         asked = (order_by, top_n, skip_n, select, batch_size)
         # a repeated query takes the options made last time (exact types only: a bool
         # must not find the options of the equal int)
-        plain = all(type(value) in _PLAIN for value in asked)
+        plain = _PLAIN.issuperset(map(type, asked))
         if plain and (made := _MADE.get(asked)) is not None:
             return made
         made = cls._check(*asked)

@@ -84,15 +84,7 @@ class Queries(KeyReads):
             QueryOptionError: a bad query option or projection.
         """
         asked = (filter, order_by, top_n, skip_n, select, batch_size)
-        # (each type looked up in turn: ``PLAIN.issuperset(map(type, asked))`` builds a set)
-        plain = (
-            type(filter) in PLAIN
-            and type(order_by) in PLAIN
-            and type(top_n) in PLAIN
-            and type(skip_n) in PLAIN
-            and type(select) in PLAIN
-            and type(batch_size) in PLAIN
-        )
+        plain = PLAIN.issuperset(map(type, asked))
         kept = self._prepared
         prepared = kept[1].get(asked) if plain and kept is not None and kept[0] is self._p else None
         fast = None if prepared is None else prepared.fast
