@@ -5,7 +5,10 @@ lock, runs what is due (expirations, a lazy writer's changes), compiles its filt
 cached compile) and hands the source to :func:`sowlib.query.run_query`; only a filter
 that can run a regex (LIKE, REGEXP_REPLACE) opens a regex budget. A query asked with
 plain arguments is kept prepared (:mod:`sowlib.query.prepared`): asked again, its filter
-is not compiled nor its options checked again. Imports ``expr``,
+is not compiled nor its options checked again, and a page of a memo-indexed order
+(``top_n``, one ``order_by`` term, no filter), once served, is read the next time off
+the index's top keys by the C reader, straight from ``sow`` (``Prepared.bind``; anything
+that path does not serve falls through to the query). Imports ``expr``,
 ``query``, ``results`` and the sibling ``parts``/``views``/``keyreads``.
 """
 
@@ -144,7 +147,7 @@ class Queries(KeyReads):
                     return prepared.run(source, keys)
             results = prepared.run(source, keys)
             if prepared.page is not None and prepared.fast is None and keys is None:
-                rows_of = p.views.rows_reader  # (a page served: next time, inline in sow)
+                rows_of = p.views.rows_reader  # (served: the next time, from sow at once)
                 if rows_of is not None and source is p.source:
                     prepared.bind(source, rows_of, self._readonly)
             return results
