@@ -147,7 +147,7 @@ class Queries(KeyReads):
                     return prepared.run(source, keys)
             results = prepared.run(source, keys)
             if prepared.page is not None and prepared.fast is None and keys is None:
-                rows_of = p.views.rows_reader  # (served: the next time, from sow at once)
+                rows_of = p.views.rows_reader  # (the next time, from sow at once)
                 if rows_of is not None and source is p.source:
                     prepared.bind(source, rows_of, self._readonly)
             return results
