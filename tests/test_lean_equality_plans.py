@@ -1,5 +1,6 @@
 """A filter that is one equality or IN of literals is planned from the shape its
-compiled form keeps (``Filter.equality``, ``planner._equality_plan``): the plan must be
+compiled form keeps (``Filter.equality``: the planner takes its one clause and its
+equality from it, with no walk of the tree): the plan must be
 the one the general rules make from its tree (same kind, index, estimate, count,
 description, candidates and unsure keys), and the query must return what testing every
 record gives, for values of every kind (numbers and numeric strings, NULL, missing

@@ -293,3 +293,31 @@ def test_the_probes_of_one_literal_are_those_of_the_general_path(value: Any) -> 
     probes = index.probes([[value]])
     if probes is not None:
         assert index.estimate(probes) == index.estimate(iter(probes))
+
+
+def _by_price_desc(got: Any) -> list[tuple[str, bytes]]:
+    return _rows(sorted(got, key=lambda r: -orjson.loads(r.data)["p"]))
+
+
+def test_a_page_asked_as_of_a_bookmark_binds_nothing(tmp_path: Path) -> None:
+    """A kept page is bound to the topic's own index only: asked first as of a bookmark
+    (a history source of its own), it still answers each form as its reference."""
+    history = {"window": "1d", "granularity": "0s"}
+    with SowStore(tmp_path / "s") as store:
+        topic = store.create_topic("t", keys=["/id"], indexes=["/p"], history=history)
+        topic.publish_many([_doc(i, "S0", i) for i in range(8)])
+        then = max(r.seq for r in topic.sow())
+        topic.publish_many([_doc(i, "S0", -i) for i in range(0, 8, 2)])
+        old = [(r.sow_key, r.data) for r in topic.sow(bookmark=then)]
+        want_then = _by_price_desc(topic.sow(bookmark=then))  # (prices are distinct)
+        want_now = _by_price_desc(topic.sow())
+        assert sorted(old) != sorted(_rows(topic.sow()))
+        for _ in range(3):
+            assert _rows(topic.sow(order_by="/p DESC", top_n=3, bookmark=then)) == want_then[:3]
+        assert topic._prepared is not None
+        kept = topic._prepared[1][(None, "/p DESC", 3, None, None, 10)]
+        assert kept.fast is None  # (served as of the bookmark: nothing bound)
+        for _ in range(3):
+            assert _rows(topic.sow(order_by="/p DESC", top_n=3)) == want_now[:3]
+            assert _rows(topic.sow(order_by="/p DESC", top_n=3, bookmark=then)) == want_then[:3]
+        assert kept.fast is not None  # (the plain page bound to the topic's own index)

@@ -59,9 +59,11 @@ class FilterLike(Protocol):
     def node(self) -> Node: ...
 
 
-@attrs.frozen
+@attrs.define
 class Plan:
-    """How a query finds its candidates.
+    """How a query finds its candidates (read it, do not change it: a query source may
+    keep a plan for the next query; not frozen, as setting a frozen class's fields is
+    a tenth of planning an equality).
 
     Attributes:
         kind: one of :data:`KINDS`.
@@ -164,8 +166,11 @@ def _live(source: QuerySource, keys: Iterable[Key]) -> list[Key]:
 
 def _key_plan(source: QuerySource, eqs: dict[FieldPath, list[Any]]) -> Plan | None:
     fields = source.key_fields
-    if not fields or not all(f in eqs for f in fields):
+    if not fields:
         return None
+    for f in fields:
+        if f not in eqs:
+            return None
     if not source.indexes.maintained(len(source)):
         return None  # the irregular-key set is only known for maintained indexes
     per_field: list[list[Any]] = []
@@ -202,19 +207,19 @@ def _key_plan(source: QuerySource, eqs: dict[FieldPath, list[Any]]) -> Plan | No
     )
 
 
-def _hash_plan(
-    source: QuerySource,
-    conj: list[Node],
-    eqs: dict[FieldPath, list[Any]],
-    eq_of: list[tuple[FieldPath, list[Any]] | None],
-) -> Plan | None:
-    """A hash index lookup; ``eq_of`` is :func:`equality` of each clause of ``conj``."""
+def _cheapest_hash(
+    source: QuerySource, eqs: dict[FieldPath, list[Any]]
+) -> tuple[int, HashIndex, list[tuple[str, ...]]] | None:
+    """``(estimate, index, probes)`` of the hash index whose fields all have equalities
+    in ``eqs`` and whose lookup hands over the fewest candidates, or None; an index
+    whose lookup would enumerate more than :data:`_MAX_COMBOS` probes, or a literal it
+    cannot look up, is passed over."""
     best: tuple[int, HashIndex, list[tuple[str, ...]]] | None = None
     for index in source.indexes.hashes:
         fields = index.fields
         if len(fields) == 1:  # the usual case
             got = eqs.get(fields[0])
-            if got is None:
+            if got is None or len(got) > _MAX_COMBOS:
                 continue
             values = [got]
         else:
@@ -226,14 +231,23 @@ def _hash_plan(
                 combos *= max(1, len(v))
             if combos > _MAX_COMBOS:
                 continue
-        if len(values[0]) > _MAX_COMBOS:
-            continue
         probes = index.probes(values)
         if probes is None:
             continue
         est = index.estimate(probes)
         if best is None or est < best[0]:
             best = (est, index, probes)
+    return best
+
+
+def _hash_plan(
+    source: QuerySource,
+    conj: list[Node],
+    eqs: dict[FieldPath, list[Any]],
+    eq_of: list[tuple[FieldPath, list[Any]] | None],
+) -> Plan | None:
+    """A hash index lookup; ``eq_of`` is :func:`equality` of each clause of ``conj``."""
+    best = _cheapest_hash(source, eqs)
     if best is None:
         return None
     est, index, probes = best
@@ -249,7 +263,7 @@ def _hash_plan(
     # Exactly one equality/IN per indexed field and nothing else: the tagged
     # lookup returns precisely the matches, bar the verify-always records.
     if len(conj) == 1 and len(fields) == 1:  # the usual case, at once (as below)
-        exact = first is not None and first[0] == fields[0]
+        exact = first is not None and (first[0] is fields[0] or first[0] == fields[0])
     else:
         exact = not residual and {eq[0] for eq in eq_of if eq is not None} == set(fields)
     if len(probes) == 1:  # one probe: one key set, counted exactly
@@ -264,56 +278,6 @@ def _hash_plan(
         "exact" if len(probes) == 1 else "at_most",
         fetch=fetch,
         unsure=(lambda: index.loose) if exact else None,
-    )
-
-
-def _same(a: FieldPath, b: FieldPath) -> bool:
-    """``a == b``, told at once where their (kept) hashes differ or they are one object
-    (parsed paths are cached: the usual case)."""
-    return a is b or (hash(a) == hash(b) and a == b)
-
-
-def _equality_plan(source: QuerySource, path: FieldPath, literals: tuple[Any, ...]) -> Plan | None:
-    """The plan of a filter that is one equality or IN of ``path`` (its kept shape,
-    :attr:`sowlib.expr.Filter.equality`) where a key-field or hash plan serves: the
-    plan :func:`_key_plan` and :func:`_hash_plan` give for its one clause, found with
-    no walk of the tree; None where they do not serve (the general rules decide)."""
-    values = list(literals)
-    keyed = source.key_fields  # (the key fields must all be this one field)
-    if keyed and _same(keyed[0], path) and all(_same(f, path) for f in keyed[1:]):
-        found = _key_plan(source, {path: values})
-        if found is not None:
-            return found
-    best: tuple[int, HashIndex, list[tuple[str, ...]]] | None = None
-    for index in source.indexes.hashes:
-        fields = index.fields
-        if len(fields) != 1:
-            if all(_same(f, path) for f in fields):
-                return None  # (a compound index on this field alone: left to them)
-            continue
-        if not _same(fields[0], path) or len(values) > _MAX_COMBOS:
-            continue
-        probes = index.probes([values])
-        if probes is None:
-            continue
-        est = index.estimate(probes)
-        if best is None or est < best[0]:
-            best = (est, index, probes)
-    if best is None:
-        return None
-    est, index, probes = best
-    if len(probes) == 1:
-        fetch: Callable[[], Iterable[Key]] = lambda: index.probe_keys(probes[0])  # noqa: E731
-    else:
-        fetch = lambda: index.lookup_probes(probes)  # noqa: E731
-    return Plan(
-        "hash",
-        lambda: index.name,
-        est,
-        lambda: _eq_text(path, values),
-        "exact" if len(probes) == 1 else "at_most",
-        fetch=fetch,
-        unsure=lambda: index.loose,
     )
 
 
@@ -468,24 +432,26 @@ def plan(
             "at_most",
             fetch=lambda: _live(source, wanted),
         )
-    shape = getattr(flt, "equality", None)  # (kept by a compiled filter)
-    if shape is not None:
-        lean = _equality_plan(source, shape[0], shape[1])
-        if lean is not None:
-            return lean
-    n = len(source)
     if flt is None:
-        return Plan("scan", None, n, "no filter", "every")
-    conj = conjuncts(flt.node)
-    eq_of = list(map(equality, conj))
+        return Plan("scan", None, len(source), "no filter", "every")
+    shape = getattr(flt, "equality", None)  # (kept by a compiled filter)
     eqs: dict[FieldPath, list[Any]] = {}
-    for eq in eq_of:
-        if eq is not None and eq[0] not in eqs:
-            eqs[eq[0]] = eq[1]
+    conj: list[Node]
+    eq_of: list[tuple[FieldPath, list[Any]] | None]
+    if shape is None:
+        conj = conjuncts(flt.node)
+        eq_of = list(map(equality, conj))
+        for eq in eq_of:
+            if eq is not None and eq[0] not in eqs:
+                eqs[eq[0]] = eq[1]
+    else:  # one equality or IN of literals: its one clause, read when it was compiled
+        values = eqs[shape[0]] = list(shape[1])
+        conj, eq_of = [flt.node], [(shape[0], values)]
     if eqs:
         found = _key_plan(source, eqs) or _hash_plan(source, conj, eqs, eq_of)
         if found is not None:
             return found
+    n = len(source)
     found = (_bytes_plan(source, flt.node, conj) if eqs else None) or _memo_plan(source, conj)
     narrow = max(_COLUMNS_MIN, n * _COLUMNS_FRACTION)
     if found is not None and found.kind != "scan" and (found.exact or found.estimated <= narrow):

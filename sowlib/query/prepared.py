@@ -1,15 +1,16 @@
 """Prepared queries: what a topic keeps of a query asked once for the next time it is
-asked (spec §13), and the page of a memo-indexed order that needs no plan.
+asked (spec §13), and how a kept page of a memo-indexed order is served again.
 
 A topic keeps a :class:`Prepared` per query it was asked with plain arguments (the
 filter's text and the options; at most :data:`MOST`): asking the same again skips
-compiling the filter and checking the options. A page of records in the order of one
+compiling the filter and checking the options. Every kept query runs
+:func:`~sowlib.query.pipeline.run_query`; a page of records in the order of one
 memo-indexed field with no filter (``top_n`` and one ``order_by`` term, no ``skip_n`` or
-``select``) goes straight to the index's top keys (as
-:func:`~sowlib.query.pipeline.top_rows` does), with no plan; everything else runs
-:func:`~sowlib.query.pipeline.run_query`, the reference both are tested against
-(``tests/test_prepared_queries.py``). Imports ``index``, ``paths`` and the sibling
-``options``, ``pipeline`` and ``resultset``.
+``select``), once served, is bound to that index's top keys and the topic's row reader
+(:meth:`Prepared.bind`), which the topic's ``sow`` calls directly the next time (what
+:func:`~sowlib.query.pipeline.top_rows` does, with no plan); ``run_query`` is the
+reference it is tested against (``tests/test_prepared_queries.py``). Imports ``index``,
+``paths`` and the sibling ``options``, ``pipeline`` and ``resultset``.
 """
 
 from __future__ import annotations
@@ -17,13 +18,11 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sowlib.index.indexset import IndexSet
-from sowlib.index.memo import MemoIndex
 from sowlib.index.source import QuerySource
 from sowlib.index.types import Key
 from sowlib.paths import FieldPath
 from sowlib.query.options import QueryOptions
-from sowlib.query.pipeline import QueryFilter, read_rows, run_query
+from sowlib.query.pipeline import QueryFilter, run_query
 from sowlib.query.resultset import ResultSet
 
 __all__ = ["MOST", "PLAIN", "Prepared", "RowsOf", "TopKeys"]
@@ -48,16 +47,14 @@ class Prepared:
         options: the checked options.
     """
 
-    __slots__ = ("fast", "flt", "memo", "options", "page")
+    __slots__ = ("fast", "flt", "options", "page")
 
     def __init__(self, flt: QueryFilter | None, options: QueryOptions) -> None:
         self.flt = flt
         self.options = options
-        #: (path, descending, top_n) of a page of a memo-indexed order (see
-        #: :meth:`page_keys`), or None
+        #: (path, descending, top_n) of a page of a memo-indexed order (see :meth:`bind`),
+        #: or None
         self.page: tuple[FieldPath, bool, int] | None = None
-        #: (the source, its index set and its memo index on the page's path) last found
-        self.memo: tuple[QuerySource, IndexSet, MemoIndex] | None = None
         #: What a topic binds once its page was served, to serve it again in one call
         #: per step (see :meth:`bind`): (the index set's ``settle`` where it must run
         #: first, else None; the memo index's ``top_keys``; the topic's row reader;
@@ -70,42 +67,24 @@ class Prepared:
         if not term.text and not options.skip_n and options.select is None:
             self.page = (term.path, term.descending, top)
 
-    def page_keys(self, source: QuerySource) -> list[Key] | None:
-        """The keys of this query's page over ``source`` in order (whole tie groups: at
-        least the page's, all there are when fewer), off the memo index's top keys
-        (:meth:`MemoIndex.top_keys`, as :func:`~sowlib.query.pipeline.top_rows` reads
-        them), or None where that does not serve. The memo index is looked up once per
-        source (a source reads one index set, which never drops or replaces a memo
-        index); the index set's waiting upkeep is done first each time, as reading
-        ``source.indexes`` does."""
+    def bind(self, source: QuerySource, rows_of: RowsOf, settle: bool) -> None:
+        """Bind :attr:`fast` to the memo index on this page's path over ``source``
+        (nothing when there is none, or this query is no page) and the topic's row
+        reader ``rows_of``, which reads ``source``'s records. The keys the index's
+        ``top_keys`` gives (whole tie groups, each in SOW key order: at least the page's)
+        are read as :func:`~sowlib.query.pipeline.top_rows` reads them; a source reads
+        one index set, which never drops or replaces a memo index. ``settle``: the index
+        set's waiting upkeep must be done before each read (a read-only topic defers it,
+        and reading ``source.indexes`` does it)."""
         page = self.page
         if page is None:
-            return None
-        kept = self.memo
-        if kept is not None and kept[0] is source:
-            kept[1].settle()
-        else:
-            indexes = source.indexes
-            memo = indexes.memo(page[0])
-            kept = self.memo = None if memo is None else (source, indexes, memo)
-        return None if kept is None else kept[2].top_keys(page[2], page[1])
-
-    def bind(self, rows_of: RowsOf, settle: bool) -> None:
-        """Bind :attr:`fast` to the memo index :meth:`page_keys` found last and the
-        topic's row reader ``rows_of``; ``settle``: the index set's waiting upkeep must
-        be done before each read (a read-only topic defers it)."""
-        kept, page = self.memo, self.page
-        if kept is not None and page is not None:
-            first = kept[1].settle if settle else None
-            self.fast = (first, kept[2].top_keys, rows_of, page[2], page[1])
+            return
+        indexes = source.indexes
+        memo = indexes.memo(page[0])
+        if memo is not None:
+            first = indexes.settle if settle else None
+            self.fast = (first, memo.top_keys, rows_of, page[2], page[1])
 
     def run(self, source: QuerySource, sow_keys: Sequence[Key] | None = None) -> ResultSet:
-        """:func:`run_query` of this query over ``source``: a page read off
-        :meth:`page_keys` where they serve."""
-        keys = None if sow_keys is not None else self.page_keys(source)
-        if keys is not None and self.page is not None:
-            rows = read_rows(source, keys)
-            if len(rows) == len(keys):  # (else a key not live: the reference decides)
-                need = self.page[2]
-                return ResultSet(rows if len(rows) <= need else rows[:need])
+        """:func:`run_query` of this query over ``source``."""
         return run_query(source, self.flt, self.options, sow_keys)

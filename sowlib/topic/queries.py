@@ -5,7 +5,10 @@ lock, runs what is due (expirations, a lazy writer's changes), compiles its filt
 cached compile) and hands the source to :func:`sowlib.query.run_query`; only a filter
 that can run a regex (LIKE, REGEXP_REPLACE) opens a regex budget. A query asked with
 plain arguments is kept prepared (:mod:`sowlib.query.prepared`): asked again, its filter
-is not compiled nor its options checked again. Imports ``expr``,
+is not compiled nor its options checked again, and a page of a memo-indexed order
+(``top_n``, one ``order_by`` term, no filter), once served, is read the next time off
+the index's top keys by the C reader, straight from ``sow`` (``Prepared.bind``; anything
+that path does not serve falls through to the query). Imports ``expr``,
 ``query``, ``results`` and the sibling ``parts``/``views``/``keyreads``.
 """
 
@@ -89,7 +92,7 @@ class Queries(KeyReads):
         prepared = kept[1].get(asked) if plain and kept is not None and kept[0] is self._p else None
         fast = None if prepared is None else prepared.fast
         if fast is not None and sow_keys is None and bookmark is None and project is None:
-            with self._lock:  # a bound page (Prepared.bind): _page, inline
+            with self._lock:  # a page bound to its memo index (Prepared.bind)
                 p = self._p
                 if not (self._closed or self._materialize is not None or p.expiry.heap):
                     settle, top_keys, rows_of, need, descending = fast
@@ -101,10 +104,6 @@ class Queries(KeyReads):
                         p.writer.counts["queries"] += 1
                         rows = got[0]
                         return ResultSet(rows if len(rows) <= need else rows[:need])
-        if prepared is not None and prepared.page is not None and sow_keys is None:
-            plain_page = bookmark is None and project is None
-            if plain_page and (page := self._page(prepared)):
-                return page
         if prepared is None:  # checked now (before the lock, as it always was)
             options = QueryOptions.make(
                 order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
@@ -143,39 +142,15 @@ class Queries(KeyReads):
                 top = options.top_n  # the first top_n records, unordered: only those are read
                 if not options.skip_n and top is not None:
                     return live_rows(source, p.views.first_keys(top), options)
-            if flt is None or not flt.regex:  # no regex to bound
-                return prepared.run(source, keys)
-            with regex_budget():
-                return prepared.run(source, keys)
-
-    def _page(self, prepared: Prepared) -> ResultSet | None:
-        """A kept page query (:attr:`Prepared.page`: no filter, ``top_n`` records in the
-        order of one memo-indexed field) read off the index's top keys by the C reader
-        in one call; None where the general path decides (a check or expiration due,
-        the page not served, a key the reader hands back). An empty page is left to it
-        too."""
-        with self._lock:
-            p = self._p
-            rows_of = p.views.rows_reader
-            if self._closed or self._materialize is not None or p.expiry.heap or rows_of is None:
-                return None
-            source, kept, page = p.source, prepared.memo, prepared.page
-            if kept is None or kept[0] is not source or page is None:
-                keys = prepared.page_keys(source)  # (finds the memo index)
-            else:  # prepared.page_keys, inline; only a read-only topic defers index upkeep
-                if self._readonly:  # (to its next read: IndexSet.defer_columns)
-                    kept[1].settle()
-                keys = kept[2].top_keys(page[2], page[1])
-            if keys is None:
-                return None
-            got = rows_of(keys)
-            if got is NotImplemented or got[1] or len(got[0]) != len(keys):
-                return None
-            p.writer.counts["queries"] += 1
-            if prepared.fast is None:
-                prepared.bind(rows_of, self._readonly)
-            rows, need = got[0], prepared.options.top_n
-            return ResultSet(rows if need is None or len(rows) <= need else rows[:need])
+            if flt is not None and flt.regex:
+                with regex_budget():
+                    return prepared.run(source, keys)
+            results = prepared.run(source, keys)
+            if prepared.page is not None and prepared.fast is None and keys is None:
+                rows_of = p.views.rows_reader  # (the next time, from sow at once)
+                if rows_of is not None and source is p.source:
+                    prepared.bind(source, rows_of, self._readonly)
+            return results
 
     def _keep_prepared(self, parts: object, asked: tuple[object, ...], prepared: Prepared) -> None:
         """Keep ``prepared`` for the next ``sow`` asked with ``asked`` (see
