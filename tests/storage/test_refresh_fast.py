@@ -143,11 +143,14 @@ class FastVsReference(RuleBasedStateMachine):
     def refresh(self) -> None:
         got: list[EntryList | None] = []
 
-        def refresh_fast() -> int:
-            got.append(self.fast.refresh())
-            return 0
+        fast_log = self.fast
 
-        _, walk = self.files.refresh_all(str(self.dir), [refresh_fast])
+        class Topic:
+            def refresh(self) -> int:
+                got.append(fast_log.refresh())
+                return 0
+
+        _, walk = self.files.refresh_all(str(self.dir), (Topic(),))
         if walk:
             self.files.changed(str(self.dir))
         fast, ref = got[0], self.ref.refresh_reference()
