@@ -32,8 +32,10 @@ from sowlib.storage.format import (
     RECORD_OVERHEAD,
     U64,
     Buf,
+    LogRecord,
     RecordKind,
     decode_fields,
+    decode_intact,
     expected_length,
 )
 from sowlib.storage.native import NATIVE_COMMON_RUN, optional_module
@@ -119,6 +121,18 @@ class EntryList:
             else:
                 yield other
             row += 1
+
+    def records(self, file: str = "") -> list[LogRecord]:
+        """Every record of the list, whole, as the log's ``read`` gives it, without
+        checking the checksums again: the walk that made the list verified them in
+        :attr:`buf` (a refresh's records, for the subscribers). O(their bytes).
+
+        Raises:
+            CorruptRecordError: a key text is not UTF-8 (a record no sowlib writes),
+                naming ``file``.
+        """
+        buf = self.buf
+        return [decode_intact(buf, off, file) for off in self.offsets]
 
     @property
     def last_offset(self) -> int:
