@@ -329,7 +329,7 @@ def test_the_c_tail_run_agrees_with_its_reference(
             assert recordread.tail_run(data, begin, limit) == want
             if want == ():  # nothing written at begin: the walk finds nothing there
                 assert not verify_columns(data, begin, limit)[1]
-            elif want is not None:
+            elif want:
                 end, entries = verify_columns(data, begin, limit)
                 assert (end, entries.offsets.tolist(), entries.words) == want[:3]
                 assert want[3] == entries.sizes().tolist()
@@ -391,7 +391,7 @@ def test_a_run_list_grown_no_longer_claims_to_be_only_the_run() -> None:
     other = encode_record(PUT, b"x", b"", b"{}", 2, 2, 0)
     buf = rec + other + bytes(4)
     run = tail_run(rec + bytes(4), 0, len(rec) + 4)
-    assert run is not None
+    assert run
     entries = EntryList.of_run(buf, run)
     assert entries.plain is run
     assert len(entries) == 1
