@@ -312,12 +312,15 @@ def test_a_refresh_finding_nothing_new_gives_an_empty_list_at_the_end(tmp_path: 
         for _ in range(3):
             assert files.refresh_all(str(tmp_path), (Topic(),)) == (0, False)
         for got in firsts:
-            assert got is not None and len(got) == 0 and got.plain is None
+            assert got is not None
+            assert len(got) == 0
+            assert got.plain is None
             assert got.end == reader.end_offset == writer.end_offset
         writer.append_put(7, b"x", 1.0)
         files.refresh_all(str(tmp_path), (Topic(),))
         new = firsts[-1]
-        assert new is not None and [rec.payload for rec in new.records()] == [b"x"]
+        assert new is not None
+        assert [rec.payload for rec in new.records()] == [b"x"]
         assert all(len(got) == 0 for got in firsts[:-1] if got is not None)
     finally:
         reader.close()
