@@ -493,8 +493,8 @@ class SowStore(DerivedTopics):
         with self._lock:
             self._check_open()
             # after a compaction, a topic continues on the new file
-            refreshes = [topic.refresh for topic in self._topics.values()]
-            applied, walk = self._topic_files.refresh_all(self.path, refreshes)
+            topics = tuple(self._topics.values())
+            applied, walk = self._topic_files.refresh_all(self.path, topics)
             if walk and self.path is not None:
                 before = len(self._topics)
                 with os_errors(self.path, "refresh the store"):

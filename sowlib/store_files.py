@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import cast
+from typing import Protocol, cast
 
 import xxhash
 
@@ -25,6 +25,7 @@ from sowlib.storage.native import optional_module
 
 __all__ = [
     "MAX_TOPIC_REGEX",
+    "Refreshing",
     "TopicFiles",
     "SUFFIX",
     "TOPIC_REGEX_SECONDS",
@@ -41,6 +42,14 @@ SUFFIX = ".sow"
 # the file system's clock (its timestamps are coarse) without a new modification time.
 _SETTLE_SECONDS = 1.0
 _SAFE = re.compile(r"[A-Za-z0-9_\-]")
+
+
+class Refreshing(Protocol):
+    """What :meth:`TopicFiles.refresh_all` refreshes (a topic)."""
+
+    def refresh(self) -> int:
+        """Apply what the writer appended since; the records applied."""
+        ...
 
 
 def same_times(dirs: tuple[str, ...], times: tuple[int, ...]) -> bool:
@@ -165,20 +174,19 @@ class TopicFiles:
             return native(self._encoded, quiet)
         return same_times(self._dirs, quiet)
 
-    def refresh_all(self, root: str | None, refreshes: list[Callable[[], int]]) -> tuple[int, bool]:
-        """Call each of ``refreshes`` (the topics' ``refresh``) after one look at the
-        directories (:meth:`unchanged`; ``root`` None: a store without one), telling
-        the topics' logs what it found (:attr:`looks`). Returns the records they
-        applied, and whether the directories may have changed (then walk them again:
-        :meth:`changed`)."""
+    def refresh_all(self, root: str | None, topics: tuple[Refreshing, ...]) -> tuple[int, bool]:
+        """Refresh each of ``topics`` after one look at the directories
+        (:meth:`unchanged`; ``root`` None: a store without one), telling the topics'
+        logs what it found (:attr:`looks`). Returns the records they applied, and
+        whether the directories may have changed (then walk them again: :meth:`changed`)."""
         quiet = root is not None and self.unchanged()
         looks = self.looks
         if quiet:  # no file of the store came, went or was replaced
             looks.begin()
         applied = 0
         try:
-            for refresh in refreshes:
-                applied += refresh()
+            for topic in topics:
+                applied += topic.refresh()
         finally:
             looks.end()
         return applied, root is not None and not quiet

@@ -16,7 +16,6 @@ Imports only the standard library.
 from __future__ import annotations
 
 import ctypes
-import errno
 import math
 import os
 import select
@@ -39,6 +38,10 @@ _LISTEN_BYTES = LISTEN_NAME.encode()
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then the name)
 _IN_MODIFY, _IN_CREATE, _IN_MOVED_TO = 0x2, 0x100, 0x80
 _IN_NONBLOCK, _IN_CLOEXEC = 0o4000, 0o2000000
+#: One read of the events: room for at least 15 of the longest (a read returns whole
+#: events only, so one that leaves room for another has drained them all).
+_READ_SIZE = 4096
+_EVENT_MAX = _EVENT.size + 256  # the header and the longest name (NAME_MAX + 1)
 
 
 class Bell:
@@ -176,14 +179,10 @@ class Watcher:
         if not self._poller.poll(max(0, math.ceil(timeout * 1000))):
             return False
         changed = False
-        while True:
+        while True:  # one read holds every event but after a burst of changes
             try:
-                data = os.read(self._fd, 65536)
-            except OSError as exc:
-                if exc.errno in (errno.EAGAIN, errno.EWOULDBLOCK):
-                    break
-                raise
-            if not data:
+                data = os.read(self._fd, _READ_SIZE)
+            except BlockingIOError:
                 break
             pos = 0
             while pos + _EVENT.size <= len(data):
@@ -191,6 +190,8 @@ class Watcher:
                 name = data[pos + _EVENT.size : pos + _EVENT.size + size].rstrip(b"\0")
                 changed = changed or name != _LISTEN_BYTES
                 pos += _EVENT.size + size
+            if len(data) + _EVENT_MAX <= _READ_SIZE:  # room for another event was left
+                break
         return changed
 
     def close(self) -> None:

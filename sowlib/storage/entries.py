@@ -32,8 +32,10 @@ from sowlib.storage.format import (
     RECORD_OVERHEAD,
     U64,
     Buf,
+    LogRecord,
     RecordKind,
     decode_fields,
+    decode_intact,
     expected_length,
 )
 from sowlib.storage.native import NATIVE_COMMON_RUN, optional_module
@@ -119,6 +121,18 @@ class EntryList:
             else:
                 yield other
             row += 1
+
+    def records(self, file: str = "") -> list[LogRecord]:
+        """Every record of the list, whole, as the log's ``read`` gives it, without
+        checking the checksums again: the walk that made the list verified them in
+        :attr:`buf` (a refresh's records, for the subscribers). O(their bytes).
+
+        Raises:
+            CorruptRecordError: a key text is not UTF-8 (a record no sowlib writes),
+                naming ``file``.
+        """
+        buf = self.buf
+        return [decode_intact(buf, off, file) for off in self.offsets]
 
     @property
     def last_offset(self) -> int:
@@ -234,14 +248,17 @@ def common_run(buf: Buf, off: int, limit: int, entries: EntryList) -> int:
     return off
 
 
-def tail_run(buf: Buf, off: int, limit: int) -> PlainRun | None:
+def tail_run(buf: Buf, off: int, limit: int) -> PlainRun | tuple[()] | None:
     """The intact common records from ``off`` (as :func:`common_run` finds them) when
     there is at least one and the four bytes after the last, wholly before ``limit``,
-    are a zero length (nothing written there yet), else None: ``(end of the run,
-    offsets, u64 keys, framed sizes, seq of the last record, payloads)``. Then
-    :func:`verify_columns` from ``off`` gives the same records (the record it next
-    looks at, a zero length, is not intact). The reference of the C form
-    ``recordread.tail_run``; O(bytes of the run)."""
+    are a zero length (nothing written there yet): ``(end of the run, offsets, u64 keys,
+    framed sizes, seq of the last record, payloads)``. Then :func:`verify_columns` from
+    ``off`` gives the same records (the record it next looks at, a zero length, is not
+    intact). ``()`` when that zero length is at ``off`` itself (nothing new), else None.
+    The reference of the C form ``recordread.tail_run``; O(bytes of the run)."""
+    limit = min(limit, len(buf))
+    if 0 <= off <= limit - _LENGTH.size and _LENGTH.unpack_from(buf, off)[0] == 0:
+        return ()
     entries = EntryList(buf)
     end = common_run(buf, off, limit, entries)
     if end == off or end + _LENGTH.size > limit or _LENGTH.unpack_from(buf, end)[0] != 0:
@@ -256,7 +273,7 @@ def tail_run(buf: Buf, off: int, limit: int) -> PlainRun | None:
     return end, offsets, entries.words, sizes, seq, payloads
 
 
-def _load_tail_run() -> Callable[[Buf, int, int], PlainRun | None] | None:
+def _load_tail_run() -> Callable[[Buf, int, int], PlainRun | tuple[()] | None] | None:
     module = optional_module("sowlib.storage.recordread")
     return None if module is None else getattr(module, "tail_run", None)
 

@@ -113,6 +113,7 @@ class LogReader:
     #: their epoch when this log last found its file at its path.
     looks: DirectoryLooks | None = None
     _looked: object | None = None
+    _none: EntryList | None = None  # what a refresh finding nothing new gives
 
     def watch_map(self, watcher: Callable[[mmap.mmap | None], None]) -> None:
         """Call ``watcher(mm)`` with the current map now, and again each time the log
@@ -418,13 +419,18 @@ class LogReader:
 
         [R] The common case, a run of common records (PUTs with a u64 key, nothing
         optional) followed by nothing written yet, is one C call (``tail_run``) whose
-        lists are kept in the result (:attr:`EntryList.plain`) for the topic to apply.
+        lists are kept in the result (:attr:`EntryList.plain`) for the topic to apply;
+        the same call says when nothing is written at the end (an empty tuple), so a
+        refresh finding nothing new while the store's look found its directories
+        unchanged is that call and :meth:`DirectoryLooks.unchanged_since`.
         """
         mm = self._live()
         if not self.readonly:
             return EntryList()
+        end, size = self._end, self._size
         native = NATIVE_TAIL_RUN
-        if native is not None and (run := native(mm, self._end, self._size)) is not None:
+        run = None if native is None else native(mm, end, size)
+        if run:
             self._last_off = run[1][-1]
             self._end = run[0]
             self._records += len(run[1])
@@ -432,16 +438,14 @@ class LogReader:
                 self.last_seq = run[4]
             return EntryList.of_run(mm, run)
         new = None
-        state = (self._end, self._records, self._last_off, self.last_seq)
+        state = (end, self._records, self._last_off, self.last_seq)
         looks = self.looks
-        if written_at(mm, self._end, self._size):
+        if run is None and written_at(mm, end, size):
             new = self._verify_new(mm)
-            if new and not written_at(mm, self._end, self._size):
+            if new and not written_at(mm, self._end, size):
                 return new
         elif looks is not None and looks.unchanged_since(self._looked):
-            none = EntryList(mm)  # nothing mapped, and the path still names this file
-            none.end = self._end  # as verify_columns leaves it
-            return none
+            return self._nothing_new(mm)  # nothing mapped, and the path names this file
         try:
             if looks is not None:
                 self._looked = looks.epoch  # read before the look it covers
@@ -457,6 +461,16 @@ class LogReader:
             new.extend(more)
             return new
         return more
+
+    def _nothing_new(self, mm: mmap.mmap) -> EntryList:
+        """What :meth:`refresh` gives when nothing new is mapped: an empty list ending
+        where the records read end (as :func:`verify_columns` leaves one), made once per
+        map and handed out again (a refresh's caller only reads it)."""
+        none = self._none
+        if none is None or none.buf is not mm:
+            none = self._none = EntryList(mm)
+        none.end = self._end
+        return none
 
     def refresh_reference(self) -> EntryList | None:
         """:meth:`refresh` by looking at the file first, every time (its reference)."""

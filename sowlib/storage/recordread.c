@@ -15,7 +15,8 @@
  *
  * `tail_run(buf, off, limit)` is the C form of `sowlib.storage.entries.tail_run`: a
  * read-only refresh's common case (a run of common records, then nothing written yet)
- * in one call, its lists ready for the key map and the index set.
+ * in one call, its lists ready for the key map and the index set (or `()`: nothing
+ * written at the offset, a refresh finding nothing new).
  *
  * `put_payloads(buf, offsets, limit)` gives what `sowlib.storage.walk.put_payloads`
  * gives for those offsets (the payload of each PUT record, found from its framing,
@@ -354,7 +355,8 @@ append_new(PyObject *list, PyObject *v)
  * reference; see its docstring): a refresh's run of new common records, when at least
  * one starts at off and the run is followed by a zero length field (nothing written
  * yet) wholly before limit: (end of the run, offsets, u64 keys, framed sizes, seq of
- * the last, payloads), lists; else None. */
+ * the last, payloads), lists; () when that zero is at off itself (nothing new); else
+ * None. */
 static PyObject *
 tail_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
@@ -366,6 +368,10 @@ tail_run(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     const unsigned char *base = (const unsigned char *)buf.buf;
     Py_ssize_t start = off, last = -1;
+    if (off >= 0 && off <= limit - 4 && load_u32(base + off) == 0) {
+        PyBuffer_Release(&buf); /* nothing written at off yet */
+        return PyTuple_New(0);
+    }
     /* first pass: where the run stops, and whether nothing follows it */
     for (;;) {
         Py_ssize_t length = intact_common(base, off, limit);

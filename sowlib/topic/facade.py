@@ -440,7 +440,7 @@ class Topic(Queries, Following):
                 old.close(None)
                 return len(self._p.keys)
             if self._p.subs.active:
-                apply_announced(self._p, list(map(self._log.read, entries.offsets)))
+                apply_announced(self._p, entries.records(self._log.path))
             else:
                 self._p.writer.apply_entries(entries)
             self._tick()

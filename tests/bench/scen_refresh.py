@@ -3,7 +3,8 @@
 Two stores of ``sizes.records`` distinct orders, one topic with the declared indexes
 (hash /symbol, memo /price) and one without; a ``SowStore(path, readonly=True)`` opener
 beside each. Each round the writer publishes k new records to both, then each opener's
-``refresh()`` is timed, the two taking turns. A read-only topic files a refresh's
+``refresh()`` is timed, the two taking turns, once the store directories have
+settled (see ``_settle``). A read-only topic files a refresh's
 records into its indexes when a query next reads them, so the indexed opener's first
 ``/symbol`` query after each refresh is timed too, and reported with the refresh (what
 catching up costs a reader that queries). Last, each opener's refresh() finding
@@ -51,6 +52,7 @@ def refresh_rows(sizes: Sizes, tmp: str) -> list[Row]:
         reader.topic("orders").sow("/symbol = 'warm-up'")
         pairs[name] = (topic, reader)
         opened += [writer, reader]
+    _settle([reader for _topic, reader in pairs.values()], tmp)
     rows: list[Row] = []
     at = 0
     for k in STEPS:
@@ -108,6 +110,19 @@ def refresh_rows(sizes: Sizes, tmp: str) -> list[Row]:
     for store in opened:
         store.close()
     return rows
+
+
+def _settle(readers: list[SowStore], tmp: str) -> None:
+    """Wait until the stores' directories last changed over a second ago, then refresh
+    each reader once: its walk of the directory then counts as settled (a directory
+    changed within the file system's clock tick may change again unseen), and the
+    timed refreshes look at the directory with one ``stat`` each, as a reader that
+    runs longer than a second after the writer last created a file does. Before that,
+    each refresh walks the directory again (``sowlib.store_files.TopicFiles``)."""
+    changed = max(os.stat(folder).st_mtime for folder, _dirs, _files in os.walk(tmp))
+    time.sleep(max(0.0, changed + 1.1 - time.time()))
+    for reader in readers:
+        assert reader.refresh() == 0
 
 
 def _nothing_new_rows(pairs: dict[str, tuple[Any, SowStore]], rounds: int) -> list[Row]:

@@ -68,6 +68,28 @@ def test_the_watcher_wakes_for_another_process_writing_and_ignores_listen_marks(
     assert Watcher(enabled=False).available is False
 
 
+def test_a_burst_of_more_events_than_one_read_holds_is_drained_by_one_wait(
+    tmp_path: Path,
+) -> None:
+    """Hundreds of long-named files made at once (far more event bytes than one read
+    takes): one wait reports the change and drains them all; the next finds none."""
+    watcher = Watcher()
+    if not watcher.available:
+        pytest.skip("no inotify on this system")
+    assert watcher.watch(str(tmp_path))
+    code = (
+        f"import os\nfor i in range(300): open(os.path.join({str(tmp_path)!r}, "
+        "'f%03d' % i + 'x' * 200), 'wb').close()"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=WAIT)
+    assert watcher.wait(WAIT) is True
+    assert watcher.wait(0) is False
+    (tmp_path / LISTEN_NAME).unlink(missing_ok=True)
+    assert listen(str(tmp_path))  # a mark made anew (created, written) wakes nobody
+    assert watcher.wait(0.05) is False
+    watcher.close()
+
+
 SUBSCRIBER = textwrap.dedent(
     """
     import json, sys, threading

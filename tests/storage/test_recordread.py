@@ -315,9 +315,10 @@ def test_the_c_tail_run_agrees_with_its_reference(
     flip: tuple[int, int] | None,
 ) -> None:
     """A refresh's common case in one call: a run of common records followed by a zero
-    length (zeros to the end, as a log's unwritten part); anything else (no run, a
-    record of another form after it, a SEAL, bytes cut short, a flipped bit) is None,
-    and when it is not, what the recovery walk takes from the same offset."""
+    length (zeros to the end, as a log's unwritten part); that zero length at the
+    offset itself, ``()``; anything else (no run, a record of another form after it, a
+    SEAL, bytes cut short, a flipped bit) is None, and when it is not, what the
+    recovery walk takes from the same offset."""
     buf = bytearray(_log(recs)[0] + tail + bytes(pad))
     if flip is not None and buf:
         buf[flip[0] % len(buf)] ^= 1 << flip[1]
@@ -326,7 +327,9 @@ def test_the_c_tail_run_agrees_with_its_reference(
         for limit in (len(data), max(0, len(data) - cut)):
             want = tail_run(data, begin, limit) if begin >= 0 else None
             assert recordread.tail_run(data, begin, limit) == want
-            if want is not None:
+            if want == ():  # nothing written at begin: the walk finds nothing there
+                assert not verify_columns(data, begin, limit)[1]
+            elif want:
                 end, entries = verify_columns(data, begin, limit)
                 assert (end, entries.offsets.tolist(), entries.words) == want[:3]
                 assert want[3] == entries.sizes().tolist()
@@ -341,6 +344,21 @@ def test_a_tail_run_needs_room_for_the_zero_after_it() -> None:
     run = tail_run(rec + bytes(4), 0, len(rec) + 4)
     assert run == (len(rec), [0], [7], [len(rec)], 1, [b"{}"])
     assert NATIVE_TAIL_RUN is None or NATIVE_TAIL_RUN(rec + bytes(4), 0, len(rec) + 4) == run
+
+
+def test_a_tail_run_at_a_zero_length_is_nothing_new() -> None:
+    """Nothing written at the offset (a zero length wholly in the bytes): an empty tuple,
+    from both forms; a length cut off by the limit stays None (the file is looked at)."""
+    rec = encode_record(PUT, b"7", b"", b"{}", 1, 2, 0)
+    buf = rec + bytes(8)
+    forms = [tail_run] + ([] if NATIVE_TAIL_RUN is None else [NATIVE_TAIL_RUN])
+    for form in forms:
+        assert form(buf, len(rec), len(buf)) == ()
+        assert form(buf, len(rec) + 4, len(buf)) == ()
+        assert form(buf, len(rec) + 5, len(buf)) is None  # not four bytes left
+        assert form(buf, len(rec), len(rec) + 3) is None
+        assert form(buf, len(rec), len(rec) + 100) == ()  # the limit is the bytes' end
+        assert form(buf, 0, len(buf)) == (len(rec), [0], [7], [len(rec)], 1, [b"{}"])
 
 
 def test_the_pure_python_setting_turns_the_c_forms_off(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -373,7 +391,7 @@ def test_a_run_list_grown_no_longer_claims_to_be_only_the_run() -> None:
     other = encode_record(PUT, b"x", b"", b"{}", 2, 2, 0)
     buf = rec + other + bytes(4)
     run = tail_run(rec + bytes(4), 0, len(rec) + 4)
-    assert run is not None
+    assert run
     entries = EntryList.of_run(buf, run)
     assert entries.plain is run
     assert len(entries) == 1

@@ -143,11 +143,14 @@ class FastVsReference(RuleBasedStateMachine):
     def refresh(self) -> None:
         got: list[EntryList | None] = []
 
-        def refresh_fast() -> int:
-            got.append(self.fast.refresh())
-            return 0
+        fast_log = self.fast
 
-        _, walk = self.files.refresh_all(str(self.dir), [refresh_fast])
+        class Topic:
+            def refresh(self) -> int:
+                got.append(fast_log.refresh())
+                return 0
+
+        _, walk = self.files.refresh_all(str(self.dir), (Topic(),))
         if walk:
             self.files.changed(str(self.dir))
         fast, ref = got[0], self.ref.refresh_reference()
@@ -159,6 +162,8 @@ class FastVsReference(RuleBasedStateMachine):
         else:
             if fast.plain is not None:
                 assert fast.plain[5] == [self.ref.read(off).payload for off in fast.plain[1]]
+            # what the subscribers of a followed topic get, unchecked: the checked reads
+            assert fast.records(str(self.path)) == [self.ref.read(off) for off in fast.offsets]
             replay((self.fast.read(off) for off in fast.offsets), self.applied)
 
     @invariant()
@@ -282,3 +287,41 @@ def test_a_run_of_common_records_is_taken_in_one_call(tmp_path: Path, k: int) ->
     finally:
         for log in (writer, fast, ref):
             log.close()
+
+
+def test_a_refresh_finding_nothing_new_gives_an_empty_list_at_the_end(tmp_path: Path) -> None:
+    """Nothing new: an empty list ending where the records end, each time (one list per
+    map, handed out again); the records written next come in a list of their own."""
+    path = tmp_path / "t.log"
+    files = TopicFiles()
+    writer = open_log(path)
+    put(writer, "a", b"1")
+    past = time.time_ns() - 5_000_000_000
+    os.utime(tmp_path, ns=(past, past))
+    files.changed(str(tmp_path))
+    files.changed(str(tmp_path))  # the second walk of the same directories settles
+    reader = open_log(path, readonly=True, looks=files.looks)
+    try:
+        firsts: list[EntryList | None] = []
+
+        class Topic:
+            def refresh(self) -> int:
+                firsts.append(reader.refresh())
+                return 0
+
+        for _ in range(3):
+            assert files.refresh_all(str(tmp_path), (Topic(),)) == (0, False)
+        for got in firsts:
+            assert got is not None
+            assert len(got) == 0
+            assert got.plain is None
+            assert got.end == reader.end_offset == writer.end_offset
+        writer.append_put(7, b"x", 1.0)
+        files.refresh_all(str(tmp_path), (Topic(),))
+        new = firsts[-1]
+        assert new is not None
+        assert [rec.payload for rec in new.records()] == [b"x"]
+        assert all(len(got) == 0 for got in firsts[:-1] if got is not None)
+    finally:
+        reader.close()
+        writer.close()
