@@ -56,3 +56,21 @@ def test_a_key_read_again_and_again_gets_into_the_cache() -> None:
         if cache.get(1) is None:
             cache.offer(1, rec, 100)
     assert cache.get(1) is rec
+
+
+@given(budget=st.integers(0, 2000), steps=ops, dropped=st.lists(st.integers(0, 12)))
+def test_drop_many_is_a_drop_of_each_key(
+    budget: int, steps: list[tuple[str, int, int]], dropped: list[int]
+) -> None:
+    each, many = RecordCache(budget), RecordCache(budget)
+    for version, (op, key, cost) in enumerate(steps, start=1):
+        if op in ("put", "drop"):  # no offer: its random admission differs between the two
+            rec = _record(key, version)
+            for cache in (each, many):
+                cache.put(key, rec, cost) if op == "put" else cache.drop(key)
+    for key in dropped:
+        each.drop(key)
+    many.drop_many(iter(dropped))
+    many.check()
+    assert {k: many.get(k) for k in range(13)} == {k: each.get(k) for k in range(13)}
+    assert many.used == each.used

@@ -301,10 +301,7 @@ class Writer:
         if fields and not indexes.values_known:
             # The replaced versions' field values leave the indexes: read them first.
             old_docs = dict(views.docs([k for k in dict.fromkeys(keys) if k in self.keys]))
-        if len(views.cache):
-            drop = views.cache.drop
-            for key in keys:
-                drop(key)
+        views.cache.drop_many(keys)
         inserted = self.keys.put_bare(keys, offsets, sizes)
         if batch.columns is not None:  # read out of the payloads (values known)
             indexes.put_columns(keys, batch.columns, inserted)
@@ -527,10 +524,7 @@ class Writer:
     ) -> None:
         """Install a run of common records back to back, ending at ``end`` (``payloads``:
         theirs, when the caller read them)."""
-        if len(self.views.cache):
-            drop = self.views.cache.drop
-            for key in keys:
-                drop(key)
+        self.views.cache.drop_many(keys)
         inserted = self.keys.put_bare(keys, offsets, sizes)
         indexes = self.indexes
         fields = indexes.has_field_indexes
