@@ -223,3 +223,29 @@ def test_records_kept_by_small_reads_are_given_while_their_version_is_live(
         assert [fields(r) for r in views.records(keys)] == [
             fields(r) for r in views.records_of_log(keys)
         ]
+
+
+@settings(
+    max_examples=10, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    order=st.randoms(use_true_random=False),
+    sizes=st.lists(st.integers(0, 300), min_size=1, max_size=8),
+    many=st.integers(257, 700),
+)
+def test_reads_of_several_blocks_in_any_order_equal_the_python_path(
+    tmp_path: Path, order: Any, sizes: list[int], many: int
+) -> None:
+    """More keys than one block of the C read (records prefetched a block at a time),
+    given in any order with repeats, payloads of several sizes, the last record of the
+    map among them: the Records of the Python path, in the order asked."""
+    with SowStore(str(tmp_path / "s")) as store:
+        t = store.create_topic(f"t{len(store.topics())}", keys=["/id"])
+        t.publish_many([{"id": i, "pad": "x" * sizes[i % len(sizes)]} for i in range(many)])
+        views = views_of(t)
+        live = [views.keys.key_of(t.key_for({"id": i})) for i in range(many)]
+        keys = live + order.choices(live, k=many // 3)
+        order.shuffle(keys)
+        got, pending = views._reader.rows(keys)
+        assert pending == 0
+        assert [fields(r) for r in got] == [fields(r) for r in views.records_of_log(keys)]
