@@ -587,14 +587,21 @@ advise(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     int err = 0;
 #ifdef _WIN32
     err = 38; /* ENOSYS: no madvise */
+    PyBuffer_Release(&buf);
 #else
+    /* The buffer is released before the call: the caller keeps the map mapped meanwhile
+     * (sowlib.storage.warm's lock), and a map unmapped under the call anyway (a process
+     * exiting) makes madvise fail with ENOMEM, never a crash, where an exported buffer
+     * would make that close raise. */
     Py_ssize_t page = (Py_ssize_t)sysconf(_SC_PAGESIZE);
     Py_ssize_t lo = start - start % page;
     Py_ssize_t hi = length > buf.len - start ? buf.len : start + length;
-    if (((uintptr_t)buf.buf) % (uintptr_t)page != 0) {
+    char *base = (char *)buf.buf + lo;
+    int aligned = ((uintptr_t)buf.buf) % (uintptr_t)page == 0;
+    PyBuffer_Release(&buf);
+    if (!aligned) {
         err = EINVAL; /* not the start of a map */
     } else if (lo < hi) {
-        char *base = (char *)buf.buf + lo;
         size_t size = (size_t)(hi - lo);
         Py_BEGIN_ALLOW_THREADS
         if (madvise(base, size, (int)advice) != 0) {
@@ -603,7 +610,6 @@ advise(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_END_ALLOW_THREADS
     }
 #endif
-    PyBuffer_Release(&buf);
     return PyLong_FromLong(err);
 }
 

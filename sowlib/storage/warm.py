@@ -18,8 +18,10 @@ know the advice (EINVAL: an older kernel, another system) nothing is done, silen
 [R] The C form (``recordread.advise``) releases the GIL during each chunk, so a query
 never waits for one; each chunk is called under the warmer's lock, and :meth:`stop`
 (the log calls it before it replaces or closes the map) takes that lock and joins the
-thread: a map is never closed while a chunk holds its buffer, and no thread outlives
-the close. Without the C extension, ``mmap.madvise`` does the same holding the GIL, in
+thread: a map is never unmapped while a chunk populates it, and no thread outlives the
+close. (The C form holds no buffer of the map during the system call, so a close never
+fails for it; the one close the lock does not order, at interpreter exit, makes the
+call fail, not crash.) Without the C extension, ``mmap.madvise`` does the same holding the GIL, in
 smaller chunks. Imports only sibling storage modules.
 """
 
@@ -28,6 +30,7 @@ from __future__ import annotations
 import errno
 import mmap
 import os
+import sys
 import threading
 from collections.abc import Callable
 
@@ -144,6 +147,12 @@ class Warmer:
         thread = self._thread
         if thread.ident == threading.get_ident() or os.getpid() != self._pid:
             self._mm = None  # the thread itself, or a forked child (no thread, maybe a held lock)
+            return
+        if sys.is_finalizing():
+            # The interpreter is exiting (a log never closed): a daemon thread that wants
+            # the GIL back now ends where it is, its lock held; waiting for it would hang.
+            # A chunk still in the kernel fails if the map goes (ENOMEM), nothing more.
+            self._mm = None
             return
         with self._lock:
             self._mm = None

@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import errno
 import mmap
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -257,3 +260,25 @@ def test_small_maps_are_not_warmed(log_path: Path) -> None:
     with open_log(log_path) as log:
         assert not _warm_threads()
         assert log.read(log.header_len).kind is RecordKind.PUT
+
+
+def test_a_process_exiting_with_logs_open_and_warming_exits_cleanly(tmp_path: Path) -> None:
+    path = tmp_path / "orders.log"
+    _fill(path, 2000)
+    program = f"""
+import sys
+from sowlib.storage import AppendLog, warm
+warm.MIN_BYTES = 1
+logs = [AppendLog({str(path)!r}, readonly=True) for _ in range(40)]
+writer = AppendLog({str(path)!r}, slab_size=4096)
+sys.exit(0)  # every log still open, its warmer perhaps still running
+"""
+    for _ in range(3):
+        done = subprocess.run(
+            [sys.executable, "-c", program],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).parents[2])},
+        )
+        assert (done.returncode, done.stderr) == (0, "")
