@@ -231,6 +231,7 @@ class AppendLog(LogReader):
         self.last_seq = max(header.base_seq, tail_seq, ckpt.last_seq if ckpt else 0)
         self.report = RecoveryReport(self._records, self._end, cut, ckpt is not None)
         self.epoch = object()
+        self._set_map(mm, warm=True)  # populate its page tables in the background
 
     def _use_header(self, header: FileHeader) -> None:
         self.meta = header.meta
@@ -535,11 +536,11 @@ class AppendLog(LogReader):
         old_mm, old_fd = self.mm, self._fd
         self._fd = new.fd
         mm = mmap.mmap(new.fd, new.size, access=mmap.ACCESS_WRITE)
-        self._set_map(mm)
+        self._end, self._records, self._last_off = new.end, new.records, new.last_offset
+        self._set_map(mm, warm=True)
         st = os.fstat(new.fd)
         self._size, self._ino = new.size, (st.st_dev, st.st_ino)
         self._use_header(decode_header(mm, new.size, self.path))
-        self._end, self._records, self._last_off = new.end, new.records, new.last_offset
         self._verified_from = self._header_len  # every record was checked as it was copied
         self._dirty, self._ckpt, self.epoch = -1, None, object()
         if old_mm is not None:

@@ -45,6 +45,7 @@ from sowlib.storage.walk import (
     walk_entries,
     walk_records,
 )
+from sowlib.storage.warm import Warmer
 
 __all__ = ["SEAL", "LogReader", "seal_end", "written_at"]
 
@@ -114,6 +115,8 @@ class LogReader:
     looks: DirectoryLooks | None = None
     _looked: object | None = None
     _none: EntryList | None = None  # what a refresh finding nothing new gives
+    #: Populating the map an open or a compaction made (:mod:`sowlib.storage.warm`).
+    _warmer: Warmer | None = None
 
     def watch_map(self, watcher: Callable[[mmap.mmap | None], None]) -> None:
         """Call ``watcher(mm)`` with the current map now, and again each time the log
@@ -123,9 +126,16 @@ class LogReader:
         self._map_watchers = (*self._map_watchers, watcher)
         watcher(self.mm)
 
-    def _set_map(self, mm: mmap.mmap | None) -> None:
-        """Make ``mm`` the current map and tell every watcher."""
+    def _set_map(self, mm: mmap.mmap | None, warm: bool = False) -> None:
+        """Make ``mm`` the current map and tell every watcher; any warmer of the map it
+        replaces stops first (before the caller may close that map). ``warm``: populate
+        ``mm`` in the background (an open's or a compaction's map, not a growth's)."""
+        warmer, self._warmer = self._warmer, None
+        if warmer is not None:
+            warmer.stop()
         self.mm = mm
+        if warm:
+            self._warmer = Warmer.start(mm, self._end)
         for watcher in self._map_watchers:
             watcher(mm)
 
@@ -539,7 +549,7 @@ class LogReader:
         self._last_off, self.last_seq, self.report = other._last_off, other.last_seq, other.report
         self._dirty, self.epoch, other.epoch = -1, object(), None
         self._set_map(other.mm)
-        other.mm = None
+        self._warmer, other._warmer, other.mm = other._warmer, None, None
         if old_mm is not None:
             old_mm.close()
         if old_fd >= 0:

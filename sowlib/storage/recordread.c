@@ -33,11 +33,20 @@
  * from its description and checked against the xxhash package the Python paths use by
  * tests/storage/test_digest.py). `xxh3_64(buf)` and `xxh64(buf, seed)` give its two
  * digests to Python, for those tests.
+ *
+ * `advise(buf, start, length, advice)` is madvise over part of a memory map with the GIL
+ * released (what `mmap.madvise` does holding it): sowlib.storage.warm populates a log's
+ * page tables in the background with it, and a query never waits for a chunk.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 #include <stdint.h>
 #include <string.h>
+#ifndef _WIN32
+#include <errno.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#endif
 
 #include "digest.h"
 #include "recordread.h"
@@ -553,7 +562,61 @@ xxh64(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     return PyLong_FromUnsignedLongLong(h);
 }
 
+static PyObject *
+advise(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError, "advise(buf, start, length, advice) takes 4 arguments");
+        return NULL;
+    }
+    Py_ssize_t start = PyLong_AsSsize_t(args[1]);
+    Py_ssize_t length = PyLong_AsSsize_t(args[2]);
+    long advice = PyLong_AsLong(args[3]);
+    if (PyErr_Occurred()) {
+        return NULL;
+    }
+    if (start < 0 || length < 0) {
+        PyErr_SetString(PyExc_ValueError, "advise: start and length must not be negative");
+        return NULL;
+    }
+    Py_buffer buf;
+    if (PyObject_GetBuffer(args[0], &buf, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    int err = 0;
+#ifdef _WIN32
+    err = 38; /* ENOSYS: no madvise */
+    PyBuffer_Release(&buf);
+#else
+    /* The buffer is released before the call: the caller keeps the map mapped meanwhile
+     * (sowlib.storage.warm's lock), and a map unmapped under the call anyway (a process
+     * exiting) makes madvise fail with ENOMEM, never a crash, where an exported buffer
+     * would make that close raise. */
+    Py_ssize_t page = (Py_ssize_t)sysconf(_SC_PAGESIZE);
+    Py_ssize_t lo = start - start % page;
+    Py_ssize_t hi = length > buf.len - start ? buf.len : start + length;
+    char *base = (char *)buf.buf + lo;
+    int aligned = ((uintptr_t)buf.buf) % (uintptr_t)page == 0;
+    PyBuffer_Release(&buf);
+    if (!aligned) {
+        err = EINVAL; /* not the start of a map */
+    } else if (lo < hi) {
+        size_t size = (size_t)(hi - lo);
+        Py_BEGIN_ALLOW_THREADS
+        if (madvise(base, size, (int)advice) != 0) {
+            err = errno;
+        }
+        Py_END_ALLOW_THREADS
+    }
+#endif
+    return PyLong_FromLong(err);
+}
+
 static PyMethodDef methods[] = {
+    {"advise", (PyCFunction)(void (*)(void))advise, METH_FASTCALL,
+     "advise(buf, start, length, advice): madvise over that part of a map (page aligned, "
+     "clipped to it), the GIL released; 0 or the errno."},
     {"common_run", (PyCFunction)(void (*)(void))common_run, METH_FASTCALL,
      "common_run(buf, off, limit): (where the run of intact common records from off stops, "
      "their offsets as native int64 bytes, their u64 keys)."},
