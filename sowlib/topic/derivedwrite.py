@@ -241,10 +241,7 @@ def _put_run(writer: Writer, run: list[tuple[str, bytes, Any]], known: KeySizes)
     else:
         offsets, _estimates, first = view.log.append_puts(texts, payloads, now, 0.0)
         seqs = list(range(first, first + len(offsets)))
-    cache = views.cache
-    if len(cache):
-        for key in keys:
-            cache.drop(key)
+    views.cache.drop_many(keys)
     if few:
         put = live.put_offset
         inserted = list(map(put, keys, offsets, sizes))
