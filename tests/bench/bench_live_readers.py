@@ -154,6 +154,8 @@ def run_floor(subscribers: int, messages: int, pace: float, keys: int) -> dict[s
 
         def send(i: int) -> None:
             data = json.dumps({"id": i % keys, "t": time.time(), "v": i}).encode()
+            if len(data) > SLOT - _LEN.size:  # it would run into the next slot
+                raise ValueError(f"a message of {len(data)} bytes does not fit a floor slot")
             mm[i * SLOT + 4 : i * SLOT + 4 + len(data)] = data
             mm[i * SLOT : i * SLOT + 4] = _LEN.pack(len(data))  # the length last: complete
             os.pwrite(bell, b"\x01", 0)
