@@ -9,9 +9,9 @@ memo-indexed field with no filter (``top_n`` and one ``order_by`` term, no ``ski
 ``select``), once served, is bound to that index's top keys and the topic's row reader
 (:meth:`Prepared.bind`), which the topic's ``sow`` calls directly the next time (what
 :func:`~sowlib.query.pipeline.top_rows` does, with no plan); a filter with no options
-that one exact hash index lookup answers (an equality on a hash-indexed field), once
-served, is bound to the plan the topic keeps for it (:meth:`Prepared.bind_lookup`), whose
-candidates ``sow`` reads whole the next time. ``run_query`` is the reference both are
+that one exact hash index lookup answers (an equality on a hash-indexed field), asked a
+second time, is bound to the plan the topic keeps for it (:meth:`Prepared.bind_lookup`),
+whose candidates ``sow`` reads whole from then on. ``run_query`` is the reference both are
 tested against (``tests/test_prepared_queries.py``). Imports ``index``, ``paths``,
 ``record`` and the sibling ``options``, ``pipeline`` and ``resultset``.
 """

@@ -142,6 +142,7 @@ class Queries(KeyReads):
             if self._closed or self._materialize is not None or p.expiry.heap:
                 self._check_open()
                 self._tick()  # (the checks inline: nothing is due in the common case)
+            again = prepared is not None  # asked before (kept prepared)
             if prepared is None:
                 prepared = Prepared(None if filter is None else self._compile(filter), options)
                 if asked is not None:
@@ -164,7 +165,7 @@ class Queries(KeyReads):
                 rows_of = p.views.rows_reader  # (the next time, from sow at once)
                 if rows_of is not None and source is p.source:
                     prepared.bind(source, rows_of, self._readonly)
-            elif not prepared.looked and keys is None and source is p.source:
+            elif again and not prepared.looked and keys is None and source is p.source:
                 prepared.bind_lookup(source, p.views.records, self._readonly)
             return results
 
