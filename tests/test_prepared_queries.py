@@ -5,8 +5,7 @@
   ``OrderBy.sort_key`` for a ``top_n`` page (read off the memo index's top keys by the
   C reader), across writes, deletes, compactions, reopens (saved, packed buckets) and a
   read-only follower whose index upkeep waits for its first query;
-- a filter one exact hash lookup answers, asked again, is read off the plan the topic
-  keeps (``Prepared.bind_lookup``), and gives what the filter gives, verify-always
+- a kept equality on a hash-indexed field gives what the filter gives, verify-always
   records (values the index cannot file) included;
 - ``Prepared.run`` = ``run_query``;
 - a memo index's kept top keys (``MemoIndex.top_keys``) = its top groups made afresh,
@@ -328,49 +327,3 @@ def test_a_page_asked_as_of_a_bookmark_binds_nothing(tmp_path: Path) -> None:
             assert _rows(topic.sow(order_by="/p DESC", top_n=3, bookmark=then)) == want_then[:3]
         assert kept.fast is not None  # (the plain page bound to the topic's own index)
 
-
-def test_an_equality_asked_again_is_read_off_its_kept_hash_lookup(tmp_path: Path) -> None:
-    """The second ``sow`` of an equality on a hash-indexed field binds the plan's lookup;
-    the third reads it, and what it reads follows every kind of write: a new record in
-    the bucket, one moved out, a delete, a record the index cannot file (then the filter
-    runs on it), and a read-only follower's refresh (its upkeep done first)."""
-    with SowStore(tmp_path / "s") as store:
-        topic = store.create_topic("t", keys=["/id"], hash_indexes=[["/s"]])
-        topic.publish_many([_doc(i, f"S{i % 3}", i) for i in range(9)])
-        text = "/s = 'S1'"
-
-        def want() -> list[tuple[str, bytes]]:
-            flt = compile_filter(text)
-            return sorted((r.sow_key, r.data) for r in topic.sow() if flt.matches(r.doc))
-
-        for _ in range(2):
-            assert sorted(_rows(topic.sow(text))) == want()
-        assert topic._prepared is not None
-        kept = topic._prepared[1][(text, None, None, None, None, 10)]
-        assert kept.lookup is not None  # bound, after the query that planned it
-        for _ in range(2):
-            topic.sow("/s > 'S0'")
-        ranged = topic._prepared[1][("/s > 'S0'", None, None, None, None, 10)]
-        assert ranged.looked  # tried once: no hash lookup answers a range
-        assert ranged.lookup is None
-        topic.publish_many([_doc(20, "S1", 0), _doc(1, "S2", 0)])  # one in, one out
-        assert sorted(_rows(topic.sow(text))) == want()
-        topic.sow_delete_by_keys([topic.key_for({"id": 4})])
-        assert sorted(_rows(topic.sow(text))) == want()
-        topic.publish(b'{"id": 30, "s": {"a": 1}}')  # filed in no bucket: verify-always
-        topic.publish(b'{"id": 31, "s": "S1"}')
-        got = sorted(_rows(topic.sow(text)))
-        assert got == want()
-        assert len(got) == 3
-        topic.sow_delete_by_keys([topic.key_for({"id": 30})])
-        assert sorted(_rows(topic.sow(text))) == want()
-        topic.flush()
-        with SowStore(tmp_path / "s", readonly=True) as reader:
-            follower = reader.topic("t")
-            for _ in range(3):
-                assert sorted(_rows(follower.sow(text))) == want()
-            topic.publish_many([_doc(40 + i, "S1", i) for i in range(5)])
-            topic.flush()
-            reader.refresh()  # the follower's index upkeep waits for its next read
-            assert sorted(_rows(follower.sow(text))) == want()
-            assert len(want()) == 8

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from math import isnan
 from typing import Any, Protocol
 
@@ -24,9 +24,7 @@ from sowlib.record import Record
 
 __all__ = [
     "WALK_RATIO",
-    "Lookup",
     "QueryFilter",
-    "exact_lookup",
     "explain",
     "live_rows",
     "read_rows",
@@ -118,24 +116,6 @@ def _plan(source: QuerySource, flt: QueryFilter | None, sow_keys: Sequence[Key] 
             kept.clear()
         kept[text] = (layout, found)
     return found
-
-
-#: A kept hash plan's ``(candidates, unsure)`` (see :func:`exact_lookup`).
-Lookup = tuple[Callable[[], Iterable[Key] | None], Callable[[], Collection[Key]]]
-
-
-def exact_lookup(source: QuerySource, flt: QueryFilter) -> Lookup | None:
-    """``(candidates, unsure)`` of the plan :func:`run_query` keeps for ``flt`` over
-    ``source`` (the same plan every time it is asked), when it is one hash index lookup
-    whose candidates, bar those ``unsure()`` gives, are exactly the matches: a query
-    with no options then returns ``candidates()`` read whole, in their order, whenever
-    ``unsure()`` is empty (as :func:`_candidate_rows` does). None for any other plan."""
-    if getattr(source, "plans", None) is None:
-        return None
-    found = _plan(source, flt, None)
-    if found.kind != "hash" or not found.exact:
-        return None
-    return found.candidates, found.unsure
 
 
 def _candidates(

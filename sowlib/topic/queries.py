@@ -7,10 +7,9 @@ that can run a regex (LIKE, REGEXP_REPLACE) opens a regex budget. A query asked 
 plain arguments is kept prepared (:mod:`sowlib.query.prepared`): asked again, its filter
 is not compiled nor its options checked again, and a page of a memo-indexed order
 (``top_n``, one ``order_by`` term, no filter), once served, is read the next time off
-the index's top keys by the C reader, straight from ``sow`` (``Prepared.bind``), as
-is a filter one exact hash index lookup answers (``Prepared.bind_lookup``: its
-candidates read whole); anything those paths do not serve falls through to the query.
-Imports ``expr``, ``query``, ``results`` and the sibling ``parts``/``views``/``keyreads``.
+the index's top keys by the C reader, straight from ``sow`` (``Prepared.bind``; anything
+that path does not serve falls through to the query). Imports ``expr``,
+``query``, ``results`` and the sibling ``parts``/``views``/``keyreads``.
 """
 
 from __future__ import annotations
@@ -105,19 +104,6 @@ class Queries(KeyReads):
                         p.writer.counts["queries"] += 1
                         rows = got[0]
                         return ResultSet(rows if len(rows) <= need else rows[:need])
-        lookup = None if prepared is None else prepared.lookup
-        if lookup is not None and sow_keys is None and bookmark is None and project is None:
-            with self._lock:  # a filter bound to its exact hash lookup (Prepared.bind_lookup)
-                p = self._p
-                if kept is not None and kept[0] is p and not (
-                    self._closed or self._materialize is not None or p.expiry.heap
-                ):
-                    settle, candidates, unsure, records = lookup
-                    if settle is not None:
-                        settle()
-                    if not unsure():  # else the filter checks those: the query below
-                        p.writer.counts["queries"] += 1
-                        return ResultSet(records(candidates() or ()))
         if prepared is None:  # checked now (before the lock, as it always was)
             options = QueryOptions.make(
                 order_by=order_by, top_n=top_n, skip_n=skip_n, select=select, batch_size=batch_size
@@ -142,7 +128,6 @@ class Queries(KeyReads):
             if self._closed or self._materialize is not None or p.expiry.heap:
                 self._check_open()
                 self._tick()  # (the checks inline: nothing is due in the common case)
-            again = prepared is not None  # asked before (kept prepared)
             if prepared is None:
                 prepared = Prepared(None if filter is None else self._compile(filter), options)
                 if asked is not None:
@@ -165,8 +150,6 @@ class Queries(KeyReads):
                 rows_of = p.views.rows_reader  # (the next time, from sow at once)
                 if rows_of is not None and source is p.source:
                     prepared.bind(source, rows_of, self._readonly)
-            elif again and not prepared.looked and keys is None and source is p.source:
-                prepared.bind_lookup(source, p.views.records, self._readonly)
             return results
 
     def _keep_prepared(self, parts: object, asked: tuple[object, ...], prepared: Prepared) -> None:
