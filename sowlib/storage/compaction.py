@@ -33,7 +33,7 @@ from sowlib.storage.format import (
 )
 from sowlib.storage.fs import FileSystem, Progress, create_exclusive, os_errors
 from sowlib.storage.lock import lock_fd
-from sowlib.storage.native import NATIVE_KEPT_RUNS, NativeKeptRuns
+from sowlib.storage.native import NATIVE_KEPT_CHUNKS, NativeKeptChunks
 
 __all__ = [
     "counted",
@@ -42,6 +42,7 @@ __all__ = [
     "Kept",
     "NewFile",
     "copy_kept",
+    "kept_chunks",
     "kept_runs",
     "create_log",
     "install",
@@ -223,7 +224,28 @@ def kept_runs(
     return news, runs, bad
 
 
-# Offsets checked per call of kept_runs: progress is reported and chunks written between.
+def kept_chunks(
+    buf: Buf, offsets: list[int], first: int, limit: int, chunk: int
+) -> tuple[list[int], list[bytes], int]:
+    """:func:`kept_runs`, with the runs' bytes gathered: ``(new offsets, chunks, bad)``,
+    each chunk the runs that come in order until they hold at least ``chunk`` bytes (the
+    last one what is left), their bytes copied out of ``buf`` back to back. The reference
+    of the C form in ``sowlib.storage.recordread`` (``tests/storage/test_kept_runs.py``),
+    which gathers the bytes with one copy and makes no object per run."""
+    news, runs, bad = kept_runs(buf, offsets, first, limit, chunk)
+    chunks: list[bytes] = []
+    first_run, size = 0, 0
+    for at, (start, end) in enumerate(runs, 1):
+        size += end - start
+        if size >= chunk or at == len(runs):
+            chunks.append(
+                b"".join(map(buf.__getitem__, itertools.starmap(slice, runs[first_run:at])))
+            )
+            first_run, size = at, 0
+    return news, chunks, bad
+
+
+# Offsets checked per call of kept_chunks: progress is reported and chunks written between.
 _STEP = 1 << 16
 
 
@@ -238,16 +260,17 @@ def copy_kept(
     mapping: Kept,
     limit: int,
     file: str = "",
-    native: NativeKeptRuns | None = NATIVE_KEPT_RUNS,
+    native: NativeKeptChunks | None = NATIVE_KEPT_CHUNKS,
 ) -> Iterator[bytes]:
     """Yield the raw bytes of the records at ``offsets``, filling ``mapping`` {old: new}.
 
     Records are copied verbatim, never decoded and re-framed: they hold no offsets and the
     checksum does not cover their position, so a record stays valid wherever it lands.
-    Adjacent kept records are copied as one run. Every kept record is checked (marker,
-    length, checksum: :func:`kept_runs`, or its C form ``native``) before it is copied, so
-    a compaction never carries a damaged record into a file whose records all count as
-    committed. O(kept records + kept bytes).
+    Adjacent kept records are copied as one run, and the runs (kept records are often
+    scattered: many short runs) in chunks of about ``_CHUNK`` bytes. Every kept record is
+    checked (marker, length, checksum: :func:`kept_chunks`, or its C form ``native``)
+    before it is copied, so a compaction never carries a damaged record into a file whose
+    records all count as committed. O(kept records + kept bytes).
 
     Args:
         buf: the mapped old log.
@@ -258,27 +281,20 @@ def copy_kept(
             in the order of ``offsets``.
         limit: end of the written records.
         file: the old log's path, for the error.
-        native: the C form of :func:`kept_runs` (None: the reference).
+        native: the C form of :func:`kept_chunks` (None: the reference).
     Raises:
         CorruptRecordError: a kept record is damaged (nothing has been installed).
     """
-    check = kept_runs if native is None else native
+    check = kept_chunks if native is None else native
     new = first_offset
     pending = iter(offsets)
     while step := list(itertools.islice(pending, _STEP)):
-        news, runs, bad = check(buf, step, new, limit, _CHUNK)
+        news, chunks, bad = check(buf, step, new, limit, _CHUNK)
         if isinstance(mapping, list):
             mapping.extend(news)  # news stops at a damaged record
         else:
             mapping.update(zip(step, news, strict=False))
-        # Kept records are often scattered (many short runs): runs are joined into
-        # chunks of about _CHUNK bytes, each with C-level slicing.
-        first_run, size = 0, 0
-        for at, (start, end) in enumerate(runs, 1):
-            size += end - start
-            if size >= _CHUNK or at == len(runs):
-                yield b"".join(map(buf.__getitem__, itertools.starmap(slice, runs[first_run:at])))
-                first_run, size = at, 0
+        yield from chunks
         if bad >= 0:
             raise CorruptRecordError(
                 file, step[bad], "damaged record (run `sowlib verify --repair`)"

@@ -14,6 +14,7 @@ import fcntl
 import mmap
 import os
 import stat
+import threading
 import time
 from collections.abc import Callable, Iterator
 
@@ -58,6 +59,25 @@ def os_errors(path: str, operation: str, needed: int = 0) -> Iterator[None]:
         raise
     except OSError as exc:
         raise storage_error(exc, exc.filename or path, operation, needed) from exc
+
+
+def close_replaced(fd: int) -> None:
+    """Close ``fd``, the descriptor of a file a rename has just replaced, from a daemon
+    thread; returns at once.
+
+    [R] The descriptor is the file's last link: closing it frees the file's pages and
+    blocks, a few milliseconds for a file of tens of megabytes, which a compaction's
+    caller (a publish that set it off) should not wait for. Nothing reads the file any
+    more and nothing is lost if the process ends first (the kernel closes it then). A
+    descriptor that cannot be closed is ignored, as a close of a replaced file can only
+    fail for a descriptor already closed.
+    """
+
+    def close() -> None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+    threading.Thread(target=close, name="sowlib-close-replaced", daemon=True).start()
 
 
 def create_exclusive(path: str) -> int:

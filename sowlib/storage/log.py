@@ -60,7 +60,14 @@ from sowlib.storage.framing import (
     frame_puts,
     walk_records,
 )
-from sowlib.storage.fs import FileSystem, Progress, open_regular, os_errors, storage_error
+from sowlib.storage.fs import (
+    FileSystem,
+    Progress,
+    close_replaced,
+    open_regular,
+    os_errors,
+    storage_error,
+)
 from sowlib.storage.lock import lock_fd
 from sowlib.storage.looks import DirectoryLooks
 from sowlib.storage.reader import LogReader, seal_end
@@ -545,7 +552,7 @@ class AppendLog(LogReader):
         self._dirty, self._ckpt, self.epoch = -1, None, object()
         if old_mm is not None:
             old_mm.close()
-        os.close(old_fd)
+        close_replaced(old_fd)  # (the replaced file's last link: freeing it takes a while)
 
     # ------------------------------------------------------------------ closing
 

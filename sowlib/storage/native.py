@@ -9,9 +9,10 @@ the caller then reads through the reference (which raises for a damaged record).
 is the C form of :func:`sowlib.storage.walk.put_payloads` (payloads of records a walk
 has verified), and its ``common_run`` the C form of
 :func:`sowlib.storage.entries.common_run` (the recovery walk over common records), each
-held to its reference by the same tests; its ``kept_runs`` is the C form of
-:func:`sowlib.storage.compaction.kept_runs` (a compaction's check of the records it
-keeps), held to it by ``tests/storage/test_kept_runs.py``. Imports only ``storage.format``.
+held to its reference by the same tests; its ``kept_chunks`` is the C form of
+:func:`sowlib.storage.compaction.kept_chunks` (a compaction's check of the records it
+keeps, and their bytes gathered), held to it by ``tests/storage/test_kept_runs.py``.
+Imports only ``storage.format``.
 
 Setting the environment variable ``SOWLIB_PURE_PYTHON`` to a non-empty value before
 sowlib is imported turns the C forms off.
@@ -29,16 +30,16 @@ from sowlib.storage.format import Buf
 
 __all__ = [
     "NATIVE_COMMON_RUN",
-    "NATIVE_KEPT_RUNS",
+    "NATIVE_KEPT_CHUNKS",
     "NATIVE_PUT_PAYLOADS",
     "NATIVE_READ_PUT",
     "PURE_PYTHON_ENV",
     "NativeCommonRun",
-    "NativeKeptRuns",
+    "NativeKeptChunks",
     "NativePutPayloads",
     "NativeReadPut",
     "load_native_common_run",
-    "load_native_kept_runs",
+    "load_native_kept_chunks",
     "load_native_put_payloads",
     "load_native_read_put",
     "optional_module",
@@ -53,10 +54,9 @@ NativePutPayloads = Callable[[Buf, list[int], int], list[bytes] | None]
 NativeCommonRun = Callable[[Buf, int, int], tuple[int, bytes, list[int]]]
 """``common_run(buf, off, limit)``: where the run stops, the offsets (int64 bytes), the keys."""
 
-NativeKeptRuns = Callable[
-    [Buf, list[int], int, int, int], tuple[list[int], list[tuple[int, int]], int]
-]
-"""``kept_runs(buf, offsets, first, limit, chunk)``: new offsets, runs, first damaged or -1."""
+NativeKeptChunks = Callable[[Buf, list[int], int, int, int], tuple[list[int], list[bytes], int]]
+"""``kept_chunks(buf, offsets, first, limit, chunk)``: new offsets, the kept bytes in chunks,
+first damaged or -1."""
 
 PURE_PYTHON_ENV = "SOWLIB_PURE_PYTHON"
 """The environment variable that, when set and not empty, turns the C form off."""
@@ -96,10 +96,10 @@ def load_native_common_run() -> NativeCommonRun | None:
     return None if module is None else cast("NativeCommonRun", module.common_run)
 
 
-def load_native_kept_runs() -> NativeKeptRuns | None:
-    """The C form of :func:`~sowlib.storage.compaction.kept_runs`, or None."""
+def load_native_kept_chunks() -> NativeKeptChunks | None:
+    """The C form of :func:`~sowlib.storage.compaction.kept_chunks`, or None."""
     module = _module()
-    return None if module is None else cast("NativeKeptRuns", module.kept_runs)
+    return None if module is None else cast("NativeKeptChunks", module.kept_chunks)
 
 
 NATIVE_READ_PUT: NativeReadPut | None = load_native_read_put()
@@ -111,5 +111,5 @@ NATIVE_PUT_PAYLOADS: NativePutPayloads | None = load_native_put_payloads()
 NATIVE_COMMON_RUN: NativeCommonRun | None = load_native_common_run()
 """What :func:`load_native_common_run` gave when sowlib was imported."""
 
-NATIVE_KEPT_RUNS: NativeKeptRuns | None = load_native_kept_runs()
-"""What :func:`load_native_kept_runs` gave when sowlib was imported."""
+NATIVE_KEPT_CHUNKS: NativeKeptChunks | None = load_native_kept_chunks()
+"""What :func:`load_native_kept_chunks` gave when sowlib was imported."""

@@ -24,9 +24,10 @@
  * stricter than the reference (every record must lie within the limit and its payload
  * past the fixed header), never looser.
  *
- * `kept_runs(buf, offsets, first, limit, chunk)` is the C form of
- * `sowlib.storage.compaction.kept_runs`: a compaction's check of the records it keeps
- * (checksum included) and their new offsets, in one call.
+ * `kept_chunks(buf, offsets, first, limit, chunk)` is the C form of
+ * `sowlib.storage.compaction.kept_chunks`: a compaction's check of the records it keeps
+ * (checksum included), their new offsets and their bytes gathered into chunks of about
+ * `chunk` bytes (one copy, no object per run), in one call.
  *
  * The checksum is xxh3-64 of the record up to its last 8 bytes, which hold it in
  * canonical (big-endian) order, computed by digest.h (the algorithm's C form, written
@@ -421,19 +422,75 @@ done:
     return result;
 }
 
-/* kept_runs(buf, offsets, first, limit, chunk): the C form of
- * sowlib.storage.compaction.kept_runs (the reference; see its docstring). */
+/* The bytes of a compaction's next chunk, gathered (see `kept_chunks`). */
+typedef struct {
+    char *data;
+    Py_ssize_t len, cap;
+} Gathered;
+
+/* Append buf[start:end] to `g`; 0, or -1 with MemoryError set. */
+static int
+gather(Gathered *g, const unsigned char *base, Py_ssize_t start, Py_ssize_t end)
+{
+    Py_ssize_t n = end - start;
+    if (g->len + n > g->cap) {
+        Py_ssize_t cap = g->cap ? g->cap : 1 << 16;
+        while (cap < g->len + n) {
+            cap *= 2;
+        }
+        char *grown = PyMem_Realloc(g->data, (size_t)cap);
+        if (grown == NULL) {
+            PyErr_NoMemory();
+            return -1;
+        }
+        g->data = grown;
+        g->cap = cap;
+    }
+    memcpy(g->data + g->len, base + start, (size_t)n);
+    g->len += n;
+    return 0;
+}
+
+/* Hand `g`'s bytes to `chunks` as one bytes object and empty it; 0, or -1. */
+static int
+hand_over(Gathered *g, PyObject *chunks)
+{
+    PyObject *bytes = PyBytes_FromStringAndSize(g->data, g->len);
+    if (bytes == NULL || PyList_Append(chunks, bytes) < 0) {
+        Py_XDECREF(bytes);
+        return -1;
+    }
+    Py_DECREF(bytes);
+    g->len = 0;
+    return 0;
+}
+
+/* One run of kept bytes ends: gather it; a chunk of at least `chunk` bytes gathered is
+ * handed over (as the reference joins its runs). 0, or -1. */
+static int
+end_run(Gathered *g, PyObject *chunks, const unsigned char *base, Py_ssize_t start,
+        Py_ssize_t end, Py_ssize_t chunk)
+{
+    if (gather(g, base, start, end) < 0) {
+        return -1;
+    }
+    return g->len >= chunk ? hand_over(g, chunks) : 0;
+}
+
+/* kept_chunks(buf, offsets, first, limit, chunk): the C form of
+ * sowlib.storage.compaction.kept_chunks (the reference; see its docstring): the check of
+ * the records kept, their new offsets, and their bytes gathered into chunks, one copy. */
 static PyObject *
-kept_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+kept_chunks(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 {
     (void)module;
     if (nargs != 5) {
         PyErr_SetString(PyExc_TypeError,
-                        "kept_runs(buf, offsets, first, limit, chunk) takes 5 arguments");
+                        "kept_chunks(buf, offsets, first, limit, chunk) takes 5 arguments");
         return NULL;
     }
     if (!PyList_CheckExact(args[1])) {
-        PyErr_SetString(PyExc_TypeError, "kept_runs: offsets must be a list");
+        PyErr_SetString(PyExc_TypeError, "kept_chunks: offsets must be a list");
         return NULL;
     }
     Py_ssize_t first = PyLong_AsSsize_t(args[2]);
@@ -458,10 +515,11 @@ kept_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     PyObject *offsets = args[1];
     Py_ssize_t count = PyList_GET_SIZE(offsets);
     PyObject *news = PyList_New(0);
-    PyObject *runs = PyList_New(0);
+    PyObject *chunks = PyList_New(0);
     PyObject *result = NULL;
+    Gathered g = {NULL, 0, 0};
     Py_ssize_t bad = -1;
-    if (news == NULL || runs == NULL) {
+    if (news == NULL || chunks == NULL) {
         goto done;
     }
     const unsigned char *base = (const unsigned char *)buf.buf;
@@ -491,39 +549,30 @@ kept_runs(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
         Py_DECREF(at);
         new += length;
         if (off != run_end) {
-            if (run_end > run_start) {
-                PyObject *pair = Py_BuildValue("(nn)", run_start, run_end);
-                if (pair == NULL || PyList_Append(runs, pair) < 0) {
-                    Py_XDECREF(pair);
-                    goto done;
-                }
-                Py_DECREF(pair);
+            if (run_end > run_start && end_run(&g, chunks, base, run_start, run_end, chunk) < 0) {
+                goto done;
             }
             run_start = off;
         }
         run_end = off + length;
         if (run_end - run_start >= chunk) {
-            PyObject *pair = Py_BuildValue("(nn)", run_start, run_end);
-            if (pair == NULL || PyList_Append(runs, pair) < 0) {
-                Py_XDECREF(pair);
+            if (end_run(&g, chunks, base, run_start, run_end, chunk) < 0) {
                 goto done;
             }
-            Py_DECREF(pair);
             run_start = run_end;
         }
     }
-    if (run_end > run_start) {
-        PyObject *pair = Py_BuildValue("(nn)", run_start, run_end);
-        if (pair == NULL || PyList_Append(runs, pair) < 0) {
-            Py_XDECREF(pair);
-            goto done;
-        }
-        Py_DECREF(pair);
+    if (run_end > run_start && gather(&g, base, run_start, run_end) < 0) {
+        goto done;
     }
-    result = Py_BuildValue("(OOn)", news, runs, bad);
+    if (g.len > 0 && hand_over(&g, chunks) < 0) {
+        goto done;
+    }
+    result = Py_BuildValue("(OOn)", news, chunks, bad);
 done:
+    PyMem_Free(g.data);
     Py_XDECREF(news);
-    Py_XDECREF(runs);
+    Py_XDECREF(chunks);
     PyBuffer_Release(&buf);
     return result;
 }
@@ -628,9 +677,9 @@ static PyMethodDef methods[] = {
     {"xxh3_64", xxh3_64, METH_O, "xxh3_64(buf): XXH3-64 of the bytes (seed 0): the record checksum."},
     {"xxh64", (PyCFunction)(void (*)(void))xxh64, METH_FASTCALL,
      "xxh64(buf, seed): XXH64 of the bytes: the content key digest (seed 0)."},
-    {"kept_runs", (PyCFunction)(void (*)(void))kept_runs, METH_FASTCALL,
-     "kept_runs(buf, offsets, first, limit, chunk): (new offsets, runs to copy, index of the "
-     "first damaged record or -1)."},
+    {"kept_chunks", (PyCFunction)(void (*)(void))kept_chunks, METH_FASTCALL,
+     "kept_chunks(buf, offsets, first, limit, chunk): (new offsets, the kept bytes in chunks, "
+     "index of the first damaged record or -1)."},
     {"read_put", (PyCFunction)(void (*)(void))read_put, METH_FASTCALL,
      "read_put(buf, off, limit): the fields of the common PUT record at off, or None."},
     {NULL, NULL, 0, NULL},

@@ -1,8 +1,10 @@
 """A compaction's check of the records it keeps: the C form agrees with the reference.
 
-``compaction.kept_runs`` (Python) is the reference; ``recordread.kept_runs`` must give the
-same new offsets, runs and first damaged record for any records, damage and offsets, and a
-compaction over a damaged kept record must stop with ``CorruptRecordError`` either way.
+``compaction.kept_chunks`` (Python: ``kept_runs``, the runs' bytes joined) is the
+reference; ``recordread.kept_chunks`` must give the same new offsets, chunks of bytes and
+first damaged record for any records, damage, offsets and chunk size; the chunks hold the
+runs' bytes back to back; and a compaction over a damaged kept record must stop with
+``CorruptRecordError`` either way.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from hypothesis import strategies as st
 
 from sowlib.errors import CorruptRecordError
 from sowlib.storage import native
-from sowlib.storage.compaction import copy_kept, kept_runs
+from sowlib.storage.compaction import copy_kept, kept_chunks, kept_runs
 from sowlib.storage.format import RecordKind, encode_record
 
 if os.environ.get("CI"):
@@ -41,7 +43,7 @@ def _log(items: list[tuple[bytes, bytes]], lead: int) -> tuple[bytes, list[int]]
 
 def test_the_c_form_is_loaded_where_built() -> None:
     if not os.environ.get(native.PURE_PYTHON_ENV):
-        assert native.NATIVE_KEPT_RUNS is recordread.kept_runs
+        assert native.NATIVE_KEPT_CHUNKS is recordread.kept_chunks
 
 
 @settings(max_examples=300)
@@ -69,8 +71,12 @@ def test_c_and_reference_agree(
         damaged[at % len(damaged)] ^= bits
     kept = sorted(keep.draw(st.sets(st.sampled_from(offsets))))
     limit = max(0, len(buf) - cut)
-    want = kept_runs(bytes(damaged), kept, first, limit, chunk)
-    assert recordread.kept_runs(bytes(damaged), kept, first, limit, chunk) == want
+    want = kept_chunks(bytes(damaged), kept, first, limit, chunk)
+    assert recordread.kept_chunks(bytes(damaged), kept, first, limit, chunk) == want
+    news, runs, bad = kept_runs(bytes(damaged), kept, first, limit, chunk)
+    assert (want[0], want[2]) == (news, bad)
+    assert b"".join(want[1]) == b"".join(damaged[start:end] for start, end in runs)
+    assert all(len(c) >= chunk for c in want[1][:-1])  # only the last may be short
     if not flips and not cut:
         assert want[2] == -1  # intact records are all kept
         assert len(want[0]) == len(kept)
@@ -78,14 +84,14 @@ def test_c_and_reference_agree(
 
 def test_offsets_outside_the_records_are_damage() -> None:
     buf, offsets = _log([(b"1", b"a"), (b"2", b"b")], 8)
-    for check in (kept_runs, recordread.kept_runs):
+    for check in (kept_chunks, recordread.kept_chunks):
         assert check(buf, [-1], 0, len(buf), 100)[2] == 0
         assert check(buf, [offsets[1], len(buf) - 2], 0, len(buf), 100)[2] == 1
 
 
 @pytest.mark.parametrize("use_c", [False, True])
 def test_copy_kept_copies_runs_and_stops_at_damage(use_c: bool) -> None:
-    c_form = recordread.kept_runs if use_c else None
+    c_form = recordread.kept_chunks if use_c else None
     buf, offsets = _log([(b"%d" % i, b"x" * i) for i in range(1, 30)], 16)
     keep = offsets[::2] + offsets[5:9]
     keep = sorted(set(keep))
