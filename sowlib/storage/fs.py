@@ -65,9 +65,10 @@ def close_replaced(fd: int) -> None:
     """Close ``fd``, the descriptor of a file a rename has just replaced, from a daemon
     thread; returns at once.
 
-    [R] The descriptor is the file's last link: closing it frees the file's pages and
-    blocks, a few milliseconds for a file of tens of megabytes, which a compaction's
-    caller (a publish that set it off) should not wait for. Nothing reads the file any
+    [R] The descriptor may be the file's last link: closing it then frees the file's
+    pages and blocks, a few milliseconds for a file of tens of megabytes and tens of
+    milliseconds at hundreds, which neither a compaction's caller (a publish that set it
+    off) nor a reader continuing on the new file should wait for. Nothing reads the file any
     more and nothing is lost if the process ends first (the kernel closes it then). A
     descriptor that cannot be closed is ignored, as a close of a replaced file can only
     fail for a descriptor already closed.

@@ -31,7 +31,7 @@ from sowlib.storage.format import (
     decode_record,
     record_problem,
 )
-from sowlib.storage.fs import os_errors, storage_error
+from sowlib.storage.fs import close_replaced, os_errors, storage_error
 from sowlib.storage.looks import DirectoryLooks
 from sowlib.storage.native import NATIVE_READ_PUT
 from sowlib.storage.recovery import RecoveryReport, check_records, garbage_end
@@ -553,7 +553,7 @@ class LogReader:
         if old_mm is not None:
             old_mm.close()
         if old_fd >= 0:
-            os.close(old_fd)
+            close_replaced(old_fd)  # (maybe the replaced file's last link: slow to free)
 
     def check(self) -> None:
         """Assert every invariant: header, each record's checksum, increasing seqs, end.

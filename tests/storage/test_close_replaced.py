@@ -1,0 +1,69 @@
+"""The descriptor of a file a compaction replaced is closed, from a daemon thread.
+
+A writer's compaction and a read-only opener continuing on the compacted file both hand
+the old file's descriptor (its last link, once renamed over) to ``fs.close_replaced``,
+which closes it off the caller's thread. These tests hold that it is closed all the
+same: no descriptor is left open after many compactions, by the writer or a follower.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from sowlib import SowStore
+from sowlib.storage.fs import close_replaced
+
+_FDS = Path("/proc/self/fd")
+pytestmark = pytest.mark.skipif(not _FDS.exists(), reason="needs /proc/self/fd")
+
+
+def _settled_fds() -> int:
+    """Open descriptors once no closing thread is left (waits up to 5 s)."""
+    deadline = time.monotonic() + 5
+    while any(t.name == "sowlib-close-replaced" for t in threading.enumerate()):
+        assert time.monotonic() < deadline, "a close_replaced thread never ended"
+        time.sleep(0.01)
+    return len(os.listdir(_FDS))
+
+
+def _closed(fd: int) -> bool:
+    try:
+        os.fstat(fd)
+    except OSError:
+        return True
+    return False
+
+
+def test_the_descriptor_is_closed(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 4096)
+    fd = os.open(path, os.O_RDONLY)
+    (tmp_path / "g").write_bytes(b"y")
+    os.replace(tmp_path / "g", path)  # fd is now the old file's last link
+    close_replaced(fd)
+    _settled_fds()
+    assert _closed(fd)
+
+
+def test_compactions_leave_no_descriptor_open(tmp_path: Path) -> None:
+    with SowStore(tmp_path / "s") as writer:
+        topic = writer.create_topic("t", keys=["/id"], auto_compact=None)
+        topic.publish_many([b'{"id": %d, "v": 0}' % i for i in range(500)])
+        writer.flush()
+        with SowStore(tmp_path / "s", readonly=True) as reader:
+            follower = reader.topic("t")
+            before = _settled_fds()
+            for round_ in range(1, 6):
+                updates = [b'{"id": %d, "v": %d}' % (i, round_) for i in range(0, 500, 2)]
+                topic.publish_many(updates)
+                topic.compact()
+                writer.flush()
+                reader.refresh()  # continues on the compacted file
+                assert follower.lookup(2).doc["v"] == round_
+            assert _settled_fds() == before
+            assert len(follower) == len(topic) == 500
