@@ -216,6 +216,11 @@ class FileSystem:
         """Write some of ``data`` at the current position (``os.write``); returns the count."""
         return os.write(fd, data)
 
+    def close_replaced(self, fd: int) -> None:
+        """Close the descriptor of a file a rename replaced, off the caller's thread
+        (:func:`close_replaced`)."""
+        close_replaced(fd)
+
     def unlink(self, path: str) -> None:
         """Remove a file (``os.unlink``)."""
         os.unlink(path)

@@ -60,22 +60,11 @@ from sowlib.storage.framing import (
     frame_puts,
     walk_records,
 )
-from sowlib.storage.fs import (
-    FileSystem,
-    Progress,
-    close_replaced,
-    open_regular,
-    os_errors,
-    storage_error,
-)
+from sowlib.storage.fs import FileSystem, Progress, open_regular, os_errors, storage_error
 from sowlib.storage.lock import lock_fd
 from sowlib.storage.looks import DirectoryLooks
 from sowlib.storage.reader import LogReader, seal_end
-from sowlib.storage.recovery import (
-    RecoveryReport,
-    recover,
-    recover_live,
-)
+from sowlib.storage.recovery import RecoveryReport, recover, recover_live
 from sowlib.storage.walk import EntryList
 
 __all__ = ["MIN_SLAB_SIZE", "SLAB_HEADROOM", "AppendLog", "ScanEntry"]
@@ -552,7 +541,7 @@ class AppendLog(LogReader):
         self._dirty, self._ckpt, self.epoch = -1, None, object()
         if old_mm is not None:
             old_mm.close()
-        close_replaced(old_fd)  # (the replaced file's last link: freeing it takes a while)
+        self._fs.close_replaced(old_fd)  # (its last link: freeing it takes a while)
 
     # ------------------------------------------------------------------ closing
 
