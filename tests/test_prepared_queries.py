@@ -326,4 +326,3 @@ def test_a_page_asked_as_of_a_bookmark_binds_nothing(tmp_path: Path) -> None:
             assert _rows(topic.sow(order_by="/p DESC", top_n=3)) == want_now[:3]
             assert _rows(topic.sow(order_by="/p DESC", top_n=3, bookmark=then)) == want_then[:3]
         assert kept.fast is not None  # (the plain page bound to the topic's own index)
-

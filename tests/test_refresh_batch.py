@@ -115,6 +115,10 @@ def test_a_reader_carries_its_state_over_a_compaction(tmp_path: Path) -> None:
         assert _queried(follower) == _queried(topic)
         assert sorted(r.doc["id"] for r in follower.sow("/sym = 'C'")) == [3, 5]
         follower.check()
+        with SowStore(tmp_path, readonly=True) as fresh:  # the same key map as a load's
+            loaded = fresh.topic("t")
+            assert sorted(follower._p.keys.offsets()) == sorted(loaded._p.keys.offsets())
+            assert follower.stats()["live_bytes"] == loaded.stats()["live_bytes"]
         topic.publish(orjson.dumps({"id": 0, "sym": "C", "px": 0}))
         store.flush()
         assert reader.refresh() == 1

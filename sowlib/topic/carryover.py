@@ -78,8 +78,9 @@ def carried_rows(writer: Writer, entries: EntryList, applied: int) -> Carried | 
 
 def move_held(writer: Writer, entries: EntryList, carried: Carried) -> bool:
     """Point the keys of the leading records (``carried``, from :func:`carried_rows`)
-    at their copies in ``entries``, in one pass over the key map's tables: True when the
-    reader held every one of them (their values are unchanged, so are the indexes).
+    at their copies in ``entries``, in one pass over the key map's table of entries (a
+    copy has the size of the version held: the table of sizes is not touched): True when
+    the reader held every one of them (their values are unchanged, so are the indexes).
 
     False when one of them is a key the reader does not hold, so the file is not a
     compaction's copy of what it followed: the key map has been changed then, and the
@@ -89,10 +90,7 @@ def move_held(writer: Writer, entries: EntryList, carried: Carried) -> bool:
     """
     rows, head, _ = carried
     with paused_gc():
-        inserted = writer.keys.put_bare(
-            head, entries.offsets[:rows].tolist(), entries.sizes()[:rows].tolist()
-        )
-    return not any(inserted)
+        return writer.keys.repoint(head, entries.offsets[:rows].tolist())
 
 
 def carry_over(writer: Writer, entries: EntryList, carried: Carried) -> None:

@@ -274,6 +274,17 @@ class KeyMap:
             inserted[first[key]] = True
         return inserted
 
+    def repoint(self, keys: list[Key], offsets: list[int]) -> bool:
+        """Point ``keys`` (distinct) at ``offsets``, copies of their records (the sizes
+        stay), one probe per key (a follower's carry-over over a compaction); False when
+        one was not held: the map is then changed, and the caller drops it."""
+        swap = getattr(self.slots, "swap", None)
+        if swap is not None and type(keys) is list:
+            return None not in swap(keys, offsets, None)
+        held = all(map(self.slots.__contains__, keys))
+        self.slots.update(zip(keys, offsets, strict=True))
+        return held
+
     def put_bare_each(self, keys: list[Key], offsets: list[int], sizes: list[int]) -> list[bool]:
         """:meth:`put_bare` one key at a time (its reference)."""
         table = self._sizes
@@ -285,12 +296,8 @@ class KeyMap:
             old = get(key)
             slots[key] = offset
             table[key] = size
-            if old is None:
-                live += size
-                flag(True)
-            else:
-                live += size - old
-                flag(False)
+            live += size if old is None else size - old
+            flag(old is None)
         self.live_bytes = live
         return inserted
 
@@ -312,9 +319,8 @@ class KeyMap:
         ]
 
     def sorted_offsets(self) -> list[int] | None:
-        """The offset of every live record, ascending, in one C pass; None when the
-        table is not the C one or an entry is not a bare offset (then compaction takes
-        :meth:`live_offsets` and :meth:`remap`)."""
+        """Every live record's offset, ascending, in one C pass; None where the table is
+        not the C one or an entry is not bare (compaction then takes :meth:`remap`)."""
         column = getattr(self.slots, "sorted_offsets", lambda: None)()
         return None if column is None else _list_q(column)
 
@@ -322,8 +328,7 @@ class KeyMap:
         """:meth:`remap` of ``{olds[i]: news[i]}`` (``olds`` as :meth:`sorted_offsets`
         gave them, ``news`` as ``AppendLog.compact_sorted`` gave them) in C passes (the
         offsets sorted with their positions and walked beside ``olds``, the table's
-        index copied); equal to :meth:`remap` of
-        that mapping (``tests/test_keytable_fill.py``)."""
+        index copied); equal to :meth:`remap` of that mapping (``tests/test_keytable_fill.py``)."""
         slots = new_slots(self.content)
         remapped = getattr(self.slots, "remapped_offsets", None)
         column = None
@@ -512,8 +517,7 @@ class KeyMap:
         """Fill an empty table made like this map's (``slots.new_table``) with
         ``keys[i] -> values[i]`` in one C call, where ``keys`` (a list) are exactly this
         map's keys (``values`` as :func:`~sowlib.topic.slots.fill_like` takes them);
-        False, the table left empty, when it cannot: the caller then fills it pair by
-        pair."""
+        False, the table left empty, when it cannot (then fill it pair by pair)."""
         return type(keys) is list and fill_like(table, self.slots, keys, values)
 
     def live_in_file_order(self) -> tuple[list[Key], list[int]]:
@@ -570,8 +574,7 @@ class KeyMap:
             if version == _BLOB_VERSION:
                 sizes, full_keys, full = rest
             elif version == _SIZELESS_VERSION:
-                sizes = None
-                full_keys, full = rest
+                sizes, (full_keys, full) = None, rest
             else:
                 return False
             if _SWAP:  # the blob's columns are little-endian, the table's native
