@@ -68,17 +68,20 @@ def close_replaced(fd: int) -> None:
     [R] The descriptor may be the file's last link: closing it then frees the file's
     pages and blocks, a few milliseconds for a file of tens of megabytes and tens of
     milliseconds at hundreds, which neither a compaction's caller (a publish that set it
-    off) nor a reader continuing on the new file should wait for. Nothing reads the file any
-    more and nothing is lost if the process ends first (the kernel closes it then). A
-    descriptor that cannot be closed is ignored, as a close of a replaced file can only
-    fail for a descriptor already closed.
+    off) nor a reader continuing on the new file should wait for. Nothing reads the file
+    any more and nothing is lost if the process ends first (the kernel closes it then).
+    Where no thread can be started, it is closed at once. A descriptor that cannot be
+    closed is ignored: a close of a replaced file can fail only for one already closed.
     """
 
     def close() -> None:
         with contextlib.suppress(OSError):
             os.close(fd)
 
-    threading.Thread(target=close, name="sowlib-close-replaced", daemon=True).start()
+    try:
+        threading.Thread(target=close, name="sowlib-close-replaced", daemon=True).start()
+    except RuntimeError:  # no thread can be started (interpreter exit, a thread limit)
+        close()
 
 
 def create_exclusive(path: str) -> int:

@@ -50,6 +50,18 @@ def test_the_descriptor_is_closed(tmp_path: Path) -> None:
     assert _closed(fd)
 
 
+def test_without_a_thread_the_descriptor_is_closed_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", refuse)
+    fd = os.open(tmp_path, os.O_RDONLY)
+    close_replaced(fd)
+    assert _closed(fd)
+
+
 def test_compactions_leave_no_descriptor_open(tmp_path: Path) -> None:
     with SowStore(tmp_path / "s") as writer:
         topic = writer.create_topic("t", keys=["/id"], auto_compact=None)
