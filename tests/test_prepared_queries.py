@@ -54,7 +54,7 @@ PRICES = st.one_of(
     st.integers(-2, 3), st.sampled_from([0.5, 2.0, -1.0]), st.sampled_from([None, "x", {"a": 1}])
 )
 #: /s: mostly text; an object is a value the hash index cannot file (its verify-always
-#: set: a bound lookup then leaves the query to the filter).
+#: set: the filter checks those records).
 SYMBOLS = st.one_of(st.sampled_from(["S0", "S1", "S2"]), st.sampled_from([{"a": 1}, 1, ["S1"]]))
 DOCS = st.tuples(st.integers(0, 11), SYMBOLS, PRICES)
 OPS = st.lists(
@@ -84,7 +84,7 @@ def _check(topic: Any) -> None:
     for text in FILTERS:
         flt = compile_filter(text)
         want = sorted((r.sow_key, r.data) for r in every if flt.matches(r.doc))
-        for _ in range(3):  # then kept prepared, then bound (a page, a hash lookup)
+        for _ in range(3):  # then kept prepared, then bound (a page)
             assert sorted(_rows(topic.sow(text))) == want, text
     for order, top in PAGES:
         parsed = OrderBy.parse(order)
