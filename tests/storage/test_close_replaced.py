@@ -76,6 +76,8 @@ def test_compactions_leave_no_descriptor_open(tmp_path: Path) -> None:
                 topic.compact()
                 writer.flush()
                 reader.refresh()  # continues on the compacted file
-                assert follower.lookup(2).doc["v"] == round_
+                got = follower.lookup(2)
+                assert got is not None
+                assert got.doc["v"] == round_
             assert _settled_fds() == before
             assert len(follower) == len(topic) == 500
