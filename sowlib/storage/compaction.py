@@ -119,6 +119,11 @@ def write_log_file(
             for chunk in chunks:
                 last, records = end, records + 1
                 end += len(chunk)
+                if len(chunk) >= _CHUNK:  # (a compaction's gathered runs) written as it is
+                    write_all(fd, pending, fs)
+                    pending.clear()
+                    write_all(fd, chunk, fs)
+                    continue
                 pending += chunk
                 if len(pending) >= _CHUNK:
                     write_all(fd, pending, fs)
