@@ -153,3 +153,96 @@ def test_a_reader_reloads_when_the_new_file_is_not_a_copy_of_what_it_followed(
         assert follower.sow("/sym = 'A'") == []
         assert len(follower.sow("/sym = 'B'")) == 5
         follower.check()
+
+
+def _load_matches(follower: Any, path: Path) -> None:
+    """The follower's key map and bytes equal those of a fresh load of ``path``."""
+    with SowStore(path, readonly=True) as fresh:
+        loaded = fresh.topic("t")
+        assert sorted(follower._p.keys.offsets()) == sorted(loaded._p.keys.offsets())
+        assert follower.stats()["live_bytes"] == loaded.stats()["live_bytes"]
+
+
+@pytest.mark.parametrize("after", ["puts", "a delete", "nothing"])
+def test_a_carry_over_forgets_the_keys_deleted_before_the_compaction(
+    tmp_path: Path, after: str
+) -> None:
+    """A key the reader holds that the compacted file no longer has (deleted between the
+    reader's last refresh and the compaction) is forgotten, whatever follows the
+    compaction; keys updated meanwhile are held at their new versions."""
+    with SowStore(tmp_path) as store, SowStore(tmp_path, readonly=True) as reader:
+        topic = _topic(store)
+        topic.publish_many(
+            [orjson.dumps({"id": i, "sym": "AB"[i % 2], "px": i}) for i in range(10)]
+        )
+        store.flush()
+        reader.refresh()
+        follower = reader.topic("t")
+        assert len(follower.sow("/sym = 'A'")) == 5
+        parts = follower._p
+        topic.publish(orjson.dumps({"id": 2, "sym": "B", "px": 20}))  # updated meanwhile
+        topic.sow_delete_by_keys([topic.key_for({"id": 4}), topic.key_for({"id": 7})])
+        topic.compact()
+        if after == "puts":
+            topic.publish(orjson.dumps({"id": 8, "sym": "A", "px": 80}))
+            topic.publish(orjson.dumps({"id": 12, "sym": "A", "px": 1}))
+        elif after == "a delete":
+            topic.sow_delete_by_keys([topic.key_for({"id": 9})])
+        store.flush()
+        reader.refresh()
+        assert follower._p is parts  # carried over
+        assert _state(follower) == _state(topic)
+        assert _queried(follower) == _queried(topic)
+        assert {r.doc["id"] for r in follower.sow()}.isdisjoint({4, 7})
+        follower.check()
+        _load_matches(follower, tmp_path)
+
+
+def test_a_carry_over_with_nothing_deleted_keeps_every_key(tmp_path: Path) -> None:
+    """Every key held outside the copied records is named by a later record (updated
+    before and after the compaction): nothing is forgotten."""
+    with SowStore(tmp_path) as store, SowStore(tmp_path, readonly=True) as reader:
+        topic = _topic(store)
+        topic.publish_many([orjson.dumps({"id": i, "sym": "A", "px": i}) for i in range(10)])
+        store.flush()
+        reader.refresh()
+        follower = reader.topic("t")
+        parts = follower._p
+        topic.publish_many([orjson.dumps({"id": i, "sym": "B", "px": -i}) for i in (1, 3, 5)])
+        topic.compact()
+        topic.publish_many([orjson.dumps({"id": i, "sym": "C", "px": i}) for i in (3, 9, 11)])
+        store.flush()
+        assert reader.refresh() == 11
+        assert follower._p is parts
+        assert len(follower) == len(topic) == 11
+        assert _state(follower) == _state(topic)
+        assert _queried(follower) == _queried(topic)
+        follower.check()
+        _load_matches(follower, tmp_path)
+
+
+def test_a_reader_reloads_a_file_whose_records_hold_its_keys_in_another_order(
+    tmp_path: Path,
+) -> None:
+    """A file of the keys the reader holds, in an order no compaction of what it followed
+    gives (so other versions of them), is loaded anew, not carried over."""
+    ours, theirs = tmp_path / "ours", tmp_path / "theirs"
+    with SowStore(theirs) as other:
+        _topic(other).publish_many(
+            [orjson.dumps({"id": i, "sym": "B", "px": 100 + i}) for i in reversed(range(10))]
+        )
+    with SowStore(ours) as store:
+        _topic(store).publish_many(
+            [orjson.dumps({"id": i, "sym": "A", "px": i}) for i in range(10)]
+        )
+    with SowStore(ours, readonly=True) as reader:
+        follower = reader.topic("t")
+        parts = follower._p
+        assert len(follower.sow("/sym = 'A'")) == 10
+        (ours / "t.json.sow.ckpt").unlink(missing_ok=True)
+        (theirs / "t.json.sow").replace(ours / "t.json.sow")
+        reader.refresh()
+        assert follower._p is not parts  # loaded anew
+        assert follower.sow("/sym = 'A'") == []
+        assert sorted(r.doc["px"] for r in follower.sow("/sym = 'B'")) == list(range(100, 110))
+        follower.check()

@@ -14,6 +14,8 @@ Imports ``storage``, ``index`` and sibling modules; never the facade.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from sowlib.gcpause import paused_gc
 from sowlib.index.types import Key
 from sowlib.storage import AppendLog, EntryList, Log
@@ -23,8 +25,8 @@ from sowlib.topic.writer import Writer
 __all__ = ["Carried", "carried_rows", "carry_over", "continue_on", "move_held"]
 
 #: What :func:`carried_rows` found: the number of leading records that are copies of
-#: versions the reader holds, their keys in file order, and the set of those keys.
-Carried = tuple[int, list[Key], set[Key]]
+#: versions the reader holds, and their keys in file order.
+Carried = tuple[int, list[Key]]
 
 
 def continue_on(parts: Parts, old: Log, new: Log) -> bool:
@@ -51,11 +53,11 @@ def carried_rows(writer: Writer, entries: EntryList, applied: int) -> Carried | 
     ``applied`` (the last one it applied), with their keys.
 
     None when the state cannot carry over: a history, an expiring topic, a record other
-    than a common PUT among them, a key twice (not a compaction's copy); then the topic
-    is loaded from the new file. Whether the reader holds every key is found by
-    :func:`move_held`, which probes the key table anyway. Makes the kept index values
-    known first (they may have to be read from the old file). O(log records) to find the
-    rows, O(rows) to check them.
+    than a common PUT among them; then the topic is loaded from the new file. Whether
+    the reader holds every key, once (a key twice is not a compaction's copy), is found
+    by :func:`move_held`, which probes the key table anyway. Makes the kept index
+    values known first (they may have to be read from the old file). O(log records) to
+    find the rows, O(rows) to list their keys.
     """
     if writer.history is not None or writer.expiry.enabled:
         return None
@@ -69,26 +71,26 @@ def carried_rows(writer: Writer, entries: EntryList, applied: int) -> Carried | 
     if any(row < lo for row in entries.others):
         return None
     head = writer.keys_of_words(entries.words[:lo])
-    held = set(head)
-    if len(held) != lo:
-        return None
     writer.indexes.ensure_values()
-    return lo, head, held
+    return lo, head
 
 
 def move_held(writer: Writer, entries: EntryList, carried: Carried) -> bool:
     """Point the keys of the leading records (``carried``, from :func:`carried_rows`)
     at their copies in ``entries``, in one pass over the key map's table of entries (a
     copy has the size of the version held: the table of sizes is not touched): True when
-    the reader held every one of them (their values are unchanged, so are the indexes).
+    the reader held every one of them at offsets ascending in file order, as a
+    compaction copies them (so no key came twice; their values are unchanged, so are
+    the indexes).
 
-    False when one of them is a key the reader does not hold, so the file is not a
-    compaction's copy of what it followed: the key map has been changed then, and the
-    caller must drop it with the rest of the topic's parts (:func:`continue_on` says
-    False and the topic is loaded from the new file). One probe per key and table
-    (a separate membership pass was a third of a carry-over at 1,000,000 records).
+    False when not, so the file is not a compaction's copy of what the reader followed:
+    the key map has been changed then, and the caller must drop it with the rest of the
+    topic's parts (:func:`continue_on` says False and the topic is loaded from the new
+    file). One probe per key and table (a separate membership pass was a third of a
+    carry-over at 1,000,000 records, a set of the keys to find one twice another
+    quarter).
     """
-    rows, head, _ = carried
+    rows, head = carried
     with paused_gc():
         return writer.keys.repoint(head, entries.offsets[:rows].tolist())
 
@@ -98,18 +100,43 @@ def carry_over(writer: Writer, entries: EntryList, carried: Carried) -> None:
     :func:`carried_rows`, the keys of its leading records already moved to their copies
     by :func:`move_held`): the records after them are applied as a refresh applies
     them, and a key the file does not hold is forgotten (it was deleted meanwhile).
+
+    Every key held outside the leading records must be one the later records name, or
+    it is forgotten: counted over the later records' keys, before they are applied
+    (:func:`_named_outside`), with no set of every key unless some are to be forgotten.
     O(records), the applied ones with their index upkeep."""
-    rows, _, held = carried
+    rows, head = carried
     keys = writer.keys
     with paused_gc():
         tail = entries.rows_from(rows)
-        writer.apply_entries(tail)
         others, words = tail.others, tail.words
+        named = [keys.key_of(entry[5]) for entry in others.values()]
         if others:
             words = [word for row, word in enumerate(words) if row not in others]
-            held.update(keys.key_of(entry[5]) for entry in others.values())
-        held.update(writer.keys_of_words(words))
-        if not others and len(held) == len(keys):
-            return  # every key held is in the file (no tombstone took one out)
+        named += writer.keys_of_words(words)
+        whole = _named_outside(writer, entries, carried, named) == len(keys) - rows
+        writer.apply_entries(tail)
+        if whole:
+            return  # every key held is in the file (or taken out by a later record)
+        held = set(head)
+        held.update(named)
         for key in [key for key in keys if key not in held]:
             writer.forget(key)
+
+
+def _named_outside(writer: Writer, entries: EntryList, carried: Carried, named: list[Key]) -> int:
+    """How many keys of ``named`` the reader holds that are not among the leading
+    records' (whose keys point at their copies now): a key points at a leading record
+    exactly when that record, found by its offset, has the key. O(len(named) log rows)."""
+    rows, head = carried
+    offsets = entries.offsets
+    offset_of = writer.keys.offset
+    count = 0
+    for key in set(named):
+        at = offset_of(key)
+        if at is None:
+            continue  # not held: new to the reader
+        row = bisect_left(offsets, at, 0, rows)
+        if not (row < rows and offsets[row] == at and head[row] == key):
+            count += 1
+    return count

@@ -11,7 +11,7 @@ import array
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from itertools import compress, islice, repeat
-from operator import is_, itemgetter, le
+from operator import is_, itemgetter, le, lt
 from typing import cast
 
 import msgpack
@@ -215,14 +215,7 @@ class KeyMap:
         old = self._sizes.get(key)
         self._sizes[key] = head.size
         if head.expiration or head.correlation_id:
-            self.slots[key] = (
-                head.offset,
-                head.seq,
-                head.timestamp,
-                head.expiration,
-                head.correlation_id,
-                head.size,
-            )
+            self.slots[key] = head[:]  # an exact tuple, in the order Header(*slot) reads
         else:
             self.slots[key] = head.offset
         if old is None:
@@ -275,15 +268,20 @@ class KeyMap:
         return inserted
 
     def repoint(self, keys: list[Key], offsets: list[int]) -> bool:
-        """Point ``keys`` (distinct) at ``offsets``, copies of their records (the sizes
-        stay), one probe per key (a follower's carry-over over a compaction); False when
-        one was not held: the map is then changed, and the caller drops it."""
+        """Point ``keys`` at ``offsets``, copies of their records (the sizes stay): a
+        follower's carry-over. True when every key was held, at offsets ascending in the
+        order of ``keys`` (none came twice); else the caller drops the changed map."""
         swap = getattr(self.slots, "swap", None)
-        if swap is not None and type(keys) is list:
-            return None not in swap(keys, offsets, None)
-        held = all(map(self.slots.__contains__, keys))
-        self.slots.update(zip(keys, offsets, strict=True))
-        return held
+        olds: list[int]  # (an entry not bare, or None: the TypeError below)
+        if swap is None:
+            olds = cast("list[int]", list(map(self.slots.get, keys)))
+            self.slots.update(zip(keys, offsets, strict=True))
+        else:
+            olds = swap(keys, offsets, None)
+        try:
+            return None not in olds and all(map(lt, olds, islice(olds, 1, None)))
+        except TypeError:
+            return False
 
     def put_bare_each(self, keys: list[Key], offsets: list[int], sizes: list[int]) -> list[bool]:
         """:meth:`put_bare` one key at a time (its reference)."""
