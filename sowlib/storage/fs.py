@@ -61,20 +61,25 @@ def os_errors(path: str, operation: str, needed: int = 0) -> Iterator[None]:
         raise storage_error(exc, exc.filename or path, operation, needed) from exc
 
 
-def close_replaced(fd: int) -> None:
-    """Close ``fd``, the descriptor of a file a rename has just replaced, from a daemon
-    thread; returns at once.
+def close_replaced(fd: int, mm: mmap.mmap | None = None) -> None:
+    """Close ``fd``, the descriptor of a file a rename has just replaced, and ``mm``, its
+    map, from a daemon thread; returns at once.
 
     [R] The descriptor may be the file's last link: closing it then frees the file's
     pages and blocks, a few milliseconds for a file of tens of megabytes and tens of
     milliseconds at hundreds, which neither a compaction's caller (a publish that set it
-    off) nor a reader continuing on the new file should wait for. Nothing reads the file
-    any more and nothing is lost if the process ends first (the kernel closes it then).
-    Where no thread can be started, it is closed at once. A descriptor that cannot be
-    closed is ignored: a close of a replaced file can fail only for one already closed.
+    off) nor a reader continuing on the new file should wait for; unmapping its map takes
+    as long again (``mmap.close`` lets other threads run meanwhile). Nothing reads the
+    file any more and nothing is lost if the process ends first (the kernel closes it
+    then). Where no thread can be started, both are closed at once. A descriptor that
+    cannot be closed is ignored (a close of a replaced file can fail only for one already
+    closed), and so is a map still exported (it is unmapped when its last view goes).
     """
 
     def close() -> None:
+        if mm is not None:
+            with contextlib.suppress(BufferError):
+                mm.close()
         with contextlib.suppress(OSError):
             os.close(fd)
 
@@ -219,10 +224,10 @@ class FileSystem:
         """Write some of ``data`` at the current position (``os.write``); returns the count."""
         return os.write(fd, data)
 
-    def close_replaced(self, fd: int) -> None:
-        """Close the descriptor of a file a rename replaced, off the caller's thread
-        (:func:`close_replaced`)."""
-        close_replaced(fd)
+    def close_replaced(self, fd: int, mm: mmap.mmap | None = None) -> None:
+        """Close the descriptor of a file a rename replaced, and its map, off the
+        caller's thread (:func:`close_replaced`)."""
+        close_replaced(fd, mm)
 
     def unlink(self, path: str) -> None:
         """Remove a file (``os.unlink``)."""

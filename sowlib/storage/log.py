@@ -539,9 +539,7 @@ class AppendLog(LogReader):
         self._use_header(decode_header(mm, new.size, self.path))
         self._verified_from = self._header_len  # every record was checked as it was copied
         self._dirty, self._ckpt, self.epoch = -1, None, object()
-        if old_mm is not None:
-            old_mm.close()
-        self._fs.close_replaced(old_fd)  # (its last link: freeing it takes a while)
+        self._fs.close_replaced(old_fd, old_mm)  # (its last link: freeing it takes a while)
 
     # ------------------------------------------------------------------ closing
 

@@ -550,10 +550,10 @@ class LogReader:
         self._dirty, self.epoch, other.epoch = -1, object(), None
         self._set_map(other.mm)
         self._warmer, other._warmer, other.mm = other._warmer, None, None
-        if old_mm is not None:
+        if old_fd >= 0:  # (maybe the replaced file's last link: slow to free)
+            close_replaced(old_fd, old_mm)
+        elif old_mm is not None:
             old_mm.close()
-        if old_fd >= 0:
-            close_replaced(old_fd)  # (maybe the replaced file's last link: slow to free)
 
     def check(self) -> None:
         """Assert every invariant: header, each record's checksum, increasing seqs, end.

@@ -8,6 +8,7 @@ same: no descriptor is left open after many compactions, by the writer or a foll
 
 from __future__ import annotations
 
+import mmap
 import os
 import threading
 import time
@@ -48,6 +49,34 @@ def test_the_descriptor_is_closed(tmp_path: Path) -> None:
     close_replaced(fd)
     _settled_fds()
     assert _closed(fd)
+
+
+def test_the_map_is_closed_with_it(tmp_path: Path) -> None:
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 4096)
+    fd = os.open(path, os.O_RDWR)
+    mm = mmap.mmap(fd, 4096)
+    close_replaced(fd, mm)
+    _settled_fds()
+    assert mm.closed
+    assert _closed(fd)
+
+
+def test_a_map_still_viewed_is_left_to_its_views(tmp_path: Path) -> None:
+    """A map with a view into it cannot be closed: the descriptor is closed all the same,
+    nothing raises, and the map stays readable while the view lives."""
+    path = tmp_path / "f"
+    path.write_bytes(b"x" * 4096)
+    fd = os.open(path, os.O_RDWR)
+    mm = mmap.mmap(fd, 4096)
+    view = memoryview(mm)
+    close_replaced(fd, mm)
+    _settled_fds()
+    assert _closed(fd)
+    assert not mm.closed
+    assert view[:1] == b"x"
+    view.release()
+    mm.close()
 
 
 def test_without_a_thread_the_descriptor_is_closed_at_once(
