@@ -14,6 +14,8 @@ from sowlib.storage.format import LogRecord, RecordKind
 
 __all__ = ["MemoryLog"]
 
+_new = tuple.__new__
+
 
 class MemoryLog:
     """Records kept in a list; offsets are list positions. Not thread-safe by itself."""
@@ -67,17 +69,12 @@ class MemoryLog:
         """Append one record; O(1)."""
         self._check()
         seq = self.last_seq + 1 if seq is None else seq
-        rec = LogRecord(
-            offset=len(self._records),
-            kind=kind,
-            seq=seq,
-            timestamp=timestamp,
-            expiration=expiration,
-            key=key,
-            correlation_id=correlation_id,
-            payload=payload,
-        )
-        self._records.append(rec)
+        records = self._records
+        # (offset, kind, seq, timestamp, expiration, key, correlation_id, payload): built
+        # as a tuple of its fields, not through the named tuple's __new__ frame
+        fields = (len(records), kind, seq, timestamp, expiration, key, correlation_id, payload)
+        rec = _new(LogRecord, fields)
+        records.append(rec)
         self.last_seq = seq
         self.used_bytes += len(payload) + len(key) + 48
         return rec
@@ -105,7 +102,7 @@ class MemoryLog:
         start = len(self._records)
         put = RecordKind.PUT
         self._records.extend(
-            LogRecord(start + i, put, first + i, timestamp, expiration, key, b"", payload)
+            _new(LogRecord, (start + i, put, first + i, timestamp, expiration, key, b"", payload))
             for i, (key, payload) in enumerate(zip(keys, payloads, strict=True))
         )
         self.last_seq = first + len(keys) - 1
@@ -177,18 +174,7 @@ class MemoryLog:
                 continue
             if keep(rec) if wanted is None else rec.offset in wanted:  # type: ignore[operator]
                 mapping[rec.offset] = len(kept)
-                kept.append(
-                    LogRecord(
-                        offset=len(kept),
-                        kind=rec.kind,
-                        seq=rec.seq,
-                        timestamp=rec.timestamp,
-                        expiration=rec.expiration,
-                        key=rec.key,
-                        correlation_id=rec.correlation_id,
-                        payload=rec.payload,
-                    )
-                )
+                kept.append(_new(LogRecord, (len(kept), *rec[1:])))  # the offset changes
         self._records = kept
         self.used_bytes = sum(len(r.payload) + len(r.key) + 48 for r in kept if r is not None)
         if meta is not None:
