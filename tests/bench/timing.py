@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import math
+import random
 import statistics
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -27,6 +28,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+#: The seed of the orders :func:`interleaved` runs its contenders in.
+_ORDER_SEED = 20240301
 
 
 @attrs.frozen
@@ -87,7 +90,11 @@ def interleaved(
     """Time several contenders batch by batch, taking turns, so they share the same noise.
 
     ``work`` maps a name to ``(fn, batches)``; every contender has the same number of
-    batches, and batch ``i`` of each runs back to back.
+    batches, and batch ``i`` of each runs back to back, in an order shuffled each round
+    (seeded: the same orders every run). In a fixed order the contender that always ran
+    right after the peers' batches paid for the caches they left (about 1 µs per
+    publish of 1,000 messages: updates against inserts gave 0.73x with the updates
+    first, 1.10x with the inserts first, and 0.90x with no peer between).
     """
     times: dict[str, list[float]] = {name: [] for name in work}
     counts = dict.fromkeys(work, 0)
@@ -95,9 +102,13 @@ def interleaved(
     if len(rounds) != 1:
         raise ValueError(f"contenders have different numbers of batches: {sorted(rounds)}")
     clock = time.perf_counter
+    order = list(work)
+    shuffle = random.Random(_ORDER_SEED).shuffle
     with settled():
         for i in range(rounds.pop()):
-            for name, (fn, batches) in work.items():
+            shuffle(order)
+            for name in order:
+                fn, batches = work[name]
                 batch = batches[i]
                 t0 = clock()
                 fn(batch)
